@@ -1,0 +1,47 @@
+"""scorebox engine: score LLM outputs with sandboxed code checks, built-ins and LLM judges.
+
+Importing ``engine`` is cheap: the public names below load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__all__ = [
+    "CodeCheck",
+    "Engine",
+    "Limits",
+    "Row",
+    "RowResult",
+    "Settings",
+    "Status",
+    "run_check",
+    "run_checks",
+]
+
+_EXPORTS = {
+    "CodeCheck": "engine.runner",
+    "Engine": "engine.runner",
+    "run_check": "engine.runner",
+    "run_checks": "engine.runner",
+    "Limits": "engine.models",
+    "Row": "engine.models",
+    "RowResult": "engine.models",
+    "Settings": "engine.settings",
+    "Status": "engine.contract",
+}
+
+if TYPE_CHECKING:
+    from engine.contract import Status
+    from engine.models import Limits, Row, RowResult
+    from engine.runner import CodeCheck, Engine, run_check, run_checks
+    from engine.settings import Settings
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'engine' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,314 @@
+"""The check file contract: the one source of truth for what a check is.
+
+Pure and stdlib-only. The validator (host), the generator's prompts (host) and
+the harness (inside the sandbox image, where this file is copied verbatim) all
+import it, so the rules below exist exactly once.
+
+A check is Python source with one entrypoint, either
+
+* a module-level function ``evaluate(...)``, or
+* a class ``Check`` (usually deriving from ``CodeBasedCheck``/``BaseCheck``)
+  whose ``evaluate`` is a staticmethod, a classmethod or a plain method.
+
+``evaluate`` takes any subset of :data:`PARAMETER_NAMES`, in any order, bound by
+name. It returns a score (``bool``, ``int`` or ``float``), a ``CheckResponse``,
+or a ``(score, explanation)`` tuple.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+#: Version of the host <-> harness job protocol; bumped on any incompatible change.
+PROTOCOL_VERSION = 1
+
+#: Largest accepted check source, in bytes (UTF-8).
+MAX_SOURCE_BYTES = 256 * 1024
+
+#: Parameters a check's ``evaluate`` may declare, bound by name from the row.
+PARAMETER_NAMES: tuple[str, ...] = (
+    "model_output",
+    "scenario_input",
+    "scenario_result",
+    "metadata",
+    "model_input",
+)
+
+#: What each parameter holds, used in error messages and the generator's prompts.
+PARAMETER_DOCS: Mapping[str, str] = {
+    "model_output": "str: the output of the model under evaluation (always present)",
+    "scenario_input": "the input of the scenario (str, or JSON value); may be absent",
+    "scenario_result": "the expected result of the scenario (str, or JSON value); may be absent",
+    "metadata": "dict: free-form metadata of the row (empty dict when absent)",
+    "model_input": "str or None: the exact input sent to the model",
+}
+
+#: Parameters whose absence on a row makes the check ``skipped`` for that row.
+REQUIRABLE_PARAMETERS: tuple[str, ...] = ("scenario_input", "scenario_result")
+
+ENTRYPOINT_FUNCTION = "evaluate"
+ENTRYPOINT_CLASS = "Check"
+#: Base classes a ``Check`` class may derive from (any module prefix).
+CHECK_BASE_CLASSES: frozenset[str] = frozenset({"CodeBasedCheck", "BaseCheck"})
+#: Modules that provide the base classes; both resolve inside the sandbox.
+CHECK_BASE_MODULES: tuple[str, ...] = ("engine.checks", "okareo.checks")
+
+
+class OutputType(str, Enum):
+    """Type of a check's score."""
+
+    BOOL = "bool"
+    INT = "int"
+    FLOAT = "float"
+
+
+#: Return annotations naming a score type.
+ANNOTATION_OUTPUT_TYPES: Mapping[str, OutputType] = {
+    "bool": OutputType.BOOL,
+    "int": OutputType.INT,
+    "float": OutputType.FLOAT,
+}
+#: Return annotations that wrap a score without saying which type it is.
+WRAPPER_ANNOTATIONS: frozenset[str] = frozenset({"CheckResponse", "tuple", "Tuple"})
+
+#: Ints must fit a signed 64-bit integer (what databases and JSON consumers hold).
+INT_MIN = -(2**63)
+INT_MAX = 2**63 - 1
+
+#: Longest explanation kept from a check, in characters.
+MAX_EXPLANATION_CHARS = 4096
+
+
+class Status(str, Enum):
+    """Typed outcome of one check on one row. Never folded into a score of 0."""
+
+    OK = "ok"
+    ERROR = "error"  # evaluate raised
+    TIMEOUT = "timeout"  # per-row or batch wall clock passed
+    OOM = "oom"  # memory limit reached
+    INVALID_SCORE = "invalid_score"  # wrong type, NaN/inf, int out of range
+    OUTPUT_LIMIT = "output_limit"  # the check printed more than allowed
+    CRASHED = "crashed"  # the process died (segfault, os._exit, killed)
+    SKIPPED = "skipped"  # inputs the check requires are missing on the row
+    JUDGE_ERROR = "judge_error"  # LLM unreachable or reply unparseable
+    SANDBOX_ERROR = "sandbox_error"  # our infrastructure failed
+
+
+class Policy(str, Enum):
+    """How strictly a check's source is vetted (and, for ``restricted``, executed)."""
+
+    STANDARD = "standard"
+    RESTRICTED = "restricted"
+
+
+#: Modules a ``restricted`` check may import (top-level name, or exact dotted name).
+RESTRICTED_IMPORT_ALLOWLIST: frozenset[str] = frozenset(
+    {
+        "re",
+        "json",
+        "math",
+        "cmath",
+        "statistics",
+        "string",
+        "collections",
+        "itertools",
+        "functools",
+        "operator",
+        "difflib",
+        "unicodedata",
+        "textwrap",
+        "datetime",
+        "decimal",
+        "fractions",
+        "typing",
+        "dataclasses",
+        "enum",
+        "ast",
+        "html",
+        "heapq",
+        "bisect",
+        "random",
+        "numbers",
+        "__future__",
+        "engine.checks",
+        "okareo.checks",
+        "numpy",
+        "regex",
+        "jsonschema",
+        "yaml",
+        "Levenshtein",
+        "rapidfuzz",
+    }
+)
+
+#: Modules that import fine but cannot work in the sandbox (no network, no
+#: subprocesses): a ``standard`` check importing them gets a warning.
+SANDBOX_UNUSABLE_MODULES: Mapping[str, str] = {
+    "socket": "the sandbox has no network",
+    "ssl": "the sandbox has no network",
+    "http": "the sandbox has no network",
+    "urllib": "the sandbox has no network",
+    "requests": "the sandbox has no network",
+    "httpx": "the sandbox has no network",
+    "aiohttp": "the sandbox has no network",
+    "openai": "the sandbox has no network",
+    "ftplib": "the sandbox has no network",
+    "smtplib": "the sandbox has no network",
+    "subprocess": "the sandbox allows only a few processes and has no tools to run",
+    "multiprocessing": "the sandbox allows only a few processes",
+    "asyncio.subprocess": "the sandbox allows only a few processes and has no tools to run",
+}
+
+
+@dataclass(frozen=True)
+class SandboxPackage:
+    """A third-party package importable inside the sandbox image."""
+
+    import_name: str
+    debian_package: str | None  # installed from Debian when set
+    wheel: str | None = None  # otherwise downloaded on the host as a wheel
+
+
+#: Third-party packages the sandbox image provides (the image build reads this).
+SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
+    SandboxPackage("numpy", "python3-numpy"),
+    SandboxPackage("scipy", "python3-scipy"),
+    SandboxPackage("pandas", "python3-pandas"),
+    SandboxPackage("sklearn", "python3-sklearn"),
+    SandboxPackage("sympy", "python3-sympy"),
+    SandboxPackage("regex", "python3-regex"),
+    SandboxPackage("jsonschema", "python3-jsonschema"),
+    SandboxPackage("yaml", "python3-yaml"),
+    SandboxPackage("nltk", "python3-nltk"),
+    SandboxPackage("Levenshtein", "python3-levenshtein"),
+    SandboxPackage("RestrictedPython", None, wheel="RestrictedPython"),
+    SandboxPackage("rapidfuzz", None, wheel="rapidfuzz"),
+)
+
+
+def import_allowed(module: str, allowlist: Iterable[str] = RESTRICTED_IMPORT_ALLOWLIST) -> bool:
+    """Whether ``module`` (dotted) is allowed: it, or one of its parents, is listed."""
+    allowed = set(allowlist)
+    parts = module.split(".")
+    return any(".".join(parts[: i + 1]) in allowed for i in range(len(parts)))
+
+
+def unusable_reason(module: str) -> str | None:
+    """Why ``module`` cannot work in the sandbox, or None when it can."""
+    parts = module.split(".")
+    for i in range(len(parts), 0, -1):
+        reason = SANDBOX_UNUSABLE_MODULES.get(".".join(parts[:i]))
+        if reason is not None:
+            return reason
+    return None
+
+
+def requires_from_parameters(parameters: Sequence[str]) -> dict[str, bool]:
+    """``requires_scenario_input``/``requires_scenario_result`` implied by a signature."""
+    return {f"requires_{name}": name in parameters for name in REQUIRABLE_PARAMETERS}
+
+
+def missing_inputs(parameters: Sequence[str], row: Mapping[str, Any]) -> list[str]:
+    """Required inputs the row lacks (absent or null): the check is ``skipped`` on it."""
+    return [name for name in REQUIRABLE_PARAMETERS if name in parameters and row.get(name) is None]
+
+
+def bind_arguments(parameters: Sequence[str], row: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for ``evaluate`` from a row, by parameter name."""
+    kwargs: dict[str, Any] = {}
+    for name in parameters:
+        value = row.get(name)
+        if name == "metadata" and value is None:
+            value = {}
+        kwargs[name] = value
+    return kwargs
+
+
+class InvalidScore(ValueError):
+    """A check returned something that is not an acceptable score."""
+
+
+@dataclass(frozen=True)
+class Score:
+    """A coerced check result."""
+
+    score: bool | int | float
+    output_type: OutputType
+    explanation: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _plain_scalar(value: Any) -> Any:
+    """numpy (and similar) scalars to the Python value they hold; others unchanged."""
+    module = type(value).__module__ or ""
+    if module.split(".")[0] == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
+
+
+def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
+    """Turn what ``evaluate`` returned into a :class:`Score`, or raise :class:`InvalidScore`.
+
+    ``bool`` is recognised before ``int``. An ``int`` is accepted where ``float``
+    is expected (widened); nothing else changes type. NaN, infinities and ints
+    outside the signed 64-bit range are invalid.
+    """
+    explanation: Any = None
+    metadata: Any = None
+    if isinstance(value, tuple):
+        if len(value) != 2:
+            raise InvalidScore(
+                f"a tuple result must be (score, explanation); got {len(value)} items"
+            )
+        value, explanation = value
+    elif type(value).__name__ == "CheckResponse" and hasattr(value, "score"):
+        explanation = getattr(value, "explanation", None)
+        metadata = getattr(value, "metadata", None)
+        value = value.score
+    elif isinstance(value, Mapping) and "score" in value and set(value) <= {
+        "score",
+        "explanation",
+        "metadata",
+    }:
+        explanation = value.get("explanation")
+        metadata = value.get("metadata")
+        value = value["score"]
+
+    value = _plain_scalar(value)
+    if isinstance(value, bool):
+        actual = OutputType.BOOL
+    elif isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:
+            raise InvalidScore(f"int score {value} is outside the signed 64-bit range")
+        actual = OutputType.INT
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidScore(f"score must be a finite number, got {value!r}")
+        actual = OutputType.FLOAT
+    else:
+        raise InvalidScore(f"score must be bool, int or float, got {_describe(value)}")
+
+    if expected is not None and actual is not expected:
+        if expected is OutputType.FLOAT and actual is OutputType.INT:
+            value, actual = float(value), OutputType.FLOAT
+        else:
+            raise InvalidScore(f"expected a {expected.value} score, got {_describe(value)}")
+
+    if explanation is not None and not isinstance(explanation, str):
+        explanation = str(explanation)
+    if explanation is not None and len(explanation) > MAX_EXPLANATION_CHARS:
+        explanation = explanation[: MAX_EXPLANATION_CHARS - 3] + "..."
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidScore(f"CheckResponse.metadata must be a dict, got {_describe(metadata)}")
+    return Score(value, actual, explanation, metadata)

@@ -1,0 +1,86 @@
+"""Values that cross boundaries: rows, limits and row results."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.contract import Status
+
+
+class Row(BaseModel):
+    """One datapoint to score."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str | int | None = Field(default=None, description="Client row id, echoed in results.")
+    model_output: str = Field(description="The output of the model under evaluation.")
+    scenario_input: Any = Field(default=None, description="The scenario's input (str or JSON).")
+    scenario_result: Any = Field(default=None, description="The expected answer (str or JSON).")
+    model_input: str | None = Field(default=None, description="The exact input sent to the model.")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form metadata.")
+
+
+class Limits(BaseModel):
+    """Resource limits of one sandbox job. A request may lower them, never raise them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    row_timeout_seconds: float = Field(default=5.0, gt=0, le=600)
+    wall_seconds_max: float = Field(
+        default=300.0, gt=0, le=3600, description="Cap on one job's wall clock."
+    )
+    memory_mb: int = Field(default=256, ge=32, le=65536)
+    max_pids: int = Field(default=64, ge=8, le=4096)
+    cpus: float = Field(default=1.0, gt=0, le=64)
+    max_output_bytes: int = Field(
+        default=1024 * 1024, ge=1024, description="What the check may print, per job."
+    )
+    max_record_bytes: int = Field(default=64 * 1024, ge=1024, description="One result record.")
+    tmpfs_mb: int = Field(default=16, ge=1, le=4096)
+    max_open_files: int = Field(default=256, ge=16, le=65536)
+    max_file_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+
+    def job_wall_seconds(self, rows: int) -> float:
+        """Wall clock for a job of ``rows`` rows: per-row timeouts plus start-up, capped."""
+        return min(self.wall_seconds_max, 10.0 + rows * self.row_timeout_seconds)
+
+    def lowered_by(self, other: Limits | None) -> Limits:
+        """These limits, each lowered to ``other``'s where that is lower."""
+        if other is None:
+            return self
+        values = {
+            name: min(getattr(self, name), getattr(other, name))
+            for name in type(self).model_fields
+        }
+        return Limits(**values)
+
+    @property
+    def profile(self) -> str:
+        """A stable key of these limits (warm pools are kept per profile)."""
+        return ",".join(f"{k}={getattr(self, k)}" for k in sorted(type(self).model_fields))
+
+
+class RowResult(BaseModel):
+    """The outcome of one check on one row."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    row_id: str | int | None = None
+    check: str | None = None
+    version: int | None = None
+    status: Status
+    score: bool | int | float | None = None
+    explanation: str | None = None
+    error: str | None = None
+    output: str | None = Field(default=None, description="What the check printed (capped).")
+    duration_ms: float = 0.0
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, value: bool | int | float | None) -> bool | int | float | None:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("score must be finite")
+        return value

@@ -1,0 +1,317 @@
+"""Scoring rows with code checks in the sandbox: batching, parallel jobs, fault recovery.
+
+This is the Python API behind ``engine.run_check``; it talks to a
+:class:`~engine.sandbox.backend.SandboxBackend` and never to Docker directly.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from engine.contract import OutputType, Policy, Status
+from engine.errors import InvalidRequestError
+from engine.models import Limits, Row, RowResult
+from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
+from engine.sandbox.protocol import Job, JobRow, LoadedRecord, RowRecord
+from engine.settings import Settings
+
+ResultCallback = Callable[[int, RowResult], None]
+
+_TERMINATION_STATUS: Mapping[Termination, Status] = {
+    Termination.TIMEOUT: Status.TIMEOUT,
+    Termination.OOM: Status.OOM,
+    Termination.OUTPUT_LIMIT: Status.OUTPUT_LIMIT,
+    Termination.CRASHED: Status.CRASHED,
+    Termination.PROTOCOL_ERROR: Status.SANDBOX_ERROR,
+    Termination.SANDBOX_ERROR: Status.SANDBOX_ERROR,
+}
+
+
+@dataclass(frozen=True)
+class CodeCheck:
+    """A code check to run: its source and how to run it."""
+
+    source: str
+    name: str | None = None
+    version: int | None = None
+    policy: Policy = Policy.STANDARD
+    output_type: OutputType | None = None
+
+
+def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
+    """Rows from dicts or :class:`Row` values; a bad row raises InvalidRequestError naming it."""
+    out: list[Row] = []
+    for index, row in enumerate(rows):
+        if isinstance(row, Row):
+            out.append(row)
+            continue
+        try:
+            out.append(Row.model_validate(row))
+        except ValueError as exc:
+            raise InvalidRequestError(f"row {index}: {exc}") from exc
+    return out
+
+
+class Engine:
+    """Runs code checks over rows in sandbox containers. Thread-safe; close it when done."""
+
+    def __init__(self, settings: Settings | None = None, backend: SandboxBackend | None = None):
+        self.settings = settings or Settings()
+        if backend is None:
+            from engine.sandbox.docker_backend import DockerBackend
+
+            backend = DockerBackend(self.settings)
+        self.backend = backend
+        self._slots = threading.BoundedSemaphore(self.settings.max_parallel_jobs)
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.settings.max_parallel_jobs * 2, thread_name_prefix="scorebox-job"
+        )
+        self._closed = False
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop accepting work, wait for jobs in flight, drain the backend."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.shutdown(wait=True)
+        self.backend.close()
+
+    def run_check(
+        self,
+        check: CodeCheck | str,
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> list[RowResult]:
+        """Score every row with one check; one :class:`RowResult` per row, in row order.
+
+        Rows are split into jobs of ``settings.job_max_rows`` that run in
+        parallel; ``limits`` may only lower the configured limits.
+        ``on_result(index, result)`` is called as each row's result arrives.
+        """
+        if isinstance(check, str):
+            check = CodeCheck(source=check)
+        row_list = as_rows(rows)
+        effective = self.settings.limits.lowered_by(limits)
+        size = self.settings.job_max_rows
+        chunks = [(start, row_list[start : start + size]) for start in range(0, len(row_list), size)]
+        results: list[RowResult | None] = [None] * len(row_list)
+
+        def deliver(index: int, result: RowResult) -> None:
+            results[index] = result
+            if on_result is not None:
+                on_result(index, result)
+
+        futures = [
+            self._executor.submit(
+                self.run_job, check, chunk, effective, labels or {}, start, deliver
+            )
+            for start, chunk in chunks
+        ]
+        for future in futures:
+            future.result()
+        return [r for r in results if r is not None]
+
+    def run_checks(
+        self,
+        checks: Sequence[CodeCheck | str],
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[list[RowResult]]:
+        """Score the rows with each check; ``out[k][i]`` is check k on row i."""
+        row_list = as_rows(rows)
+        futures = [
+            self._executor.submit(self.run_check, check, row_list, limits, labels=labels)
+            for check in checks
+        ]
+        return [f.result() for f in futures]
+
+    def run_job(
+        self,
+        check: CodeCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        offset: int,
+        deliver: ResultCallback,
+    ) -> None:
+        """Run one batch, recovering from container deaths; deliver one result per row.
+
+        Rows reported before a container dies are kept; the row in flight gets
+        the cause; the rest run in a fresh container. After
+        ``settings.job_retries`` consecutive deaths without progress the rest
+        are marked with the last cause.
+        """
+        pending = list(enumerate(rows))
+        failures_in_a_row = 0
+        while pending:
+            done = self._run_once(check, pending, limits, labels, offset, deliver)
+            if done == len(pending):
+                return
+            # pending[done] was in flight when the job ended: it has been delivered.
+            progressed = done > 0
+            pending = pending[done + 1 :]
+            failures_in_a_row = 0 if progressed else failures_in_a_row + 1
+            if failures_in_a_row > self.settings.job_retries and pending:
+                for index, row in pending:
+                    deliver(
+                        offset + index,
+                        RowResult(
+                            row_id=row.id,
+                            check=check.name,
+                            version=check.version,
+                            status=Status.SANDBOX_ERROR,
+                            error=(
+                                f"not run: the sandbox failed {failures_in_a_row} times in a row "
+                                "on this batch"
+                            ),
+                        ),
+                    )
+                return
+
+    def _run_once(
+        self,
+        check: CodeCheck,
+        pending: Sequence[tuple[int, Row]],
+        limits: Limits,
+        labels: Mapping[str, str],
+        offset: int,
+        deliver: ResultCallback,
+    ) -> int:
+        """One container over ``pending``; returns how many rows finished normally.
+
+        When the container ends early, the in-flight row is delivered with the
+        cause and is not counted.
+        """
+        job = Job(
+            nonce=secrets.token_hex(16),
+            source=check.source,
+            policy=check.policy,
+            output_type=check.output_type,
+            row_timeout_seconds=limits.row_timeout_seconds,
+            max_output_bytes=limits.max_output_bytes,
+            rows=[
+                JobRow(
+                    i=k,
+                    model_output=row.model_output,
+                    scenario_input=row.scenario_input,
+                    scenario_result=row.scenario_result,
+                    model_input=row.model_input,
+                    metadata=row.metadata,
+                )
+                for k, (_, row) in enumerate(pending)
+            ],
+        )
+        done = 0
+        started = time.monotonic()
+        with self._slots:
+            events = self.backend.execute(job, limits, labels)
+            try:
+                for event in events:
+                    if isinstance(event, LoadedRecord):
+                        continue
+                    if isinstance(event, RowRecord):
+                        index, row = pending[event.i]
+                        deliver(offset + index, self._row_result(check, row, event))
+                        done += 1
+                        started = time.monotonic()
+                        continue
+                    return self._finish(check, pending, done, event, started, offset, deliver)
+            finally:
+                close = getattr(events, "close", None)
+                if close is not None:
+                    close()
+        end = JobEnd(Termination.SANDBOX_ERROR, "the backend ended the job without a reason")
+        return self._finish(check, pending, done, end, started, offset, deliver)
+
+    def _finish(
+        self,
+        check: CodeCheck,
+        pending: Sequence[tuple[int, Row]],
+        done: int,
+        end: JobEnd,
+        started: float,
+        offset: int,
+        deliver: ResultCallback,
+    ) -> int:
+        if done >= len(pending):
+            return done
+        if end.termination is Termination.DONE:
+            end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
+        index, row = pending[done]
+        deliver(
+            offset + index,
+            RowResult(
+                row_id=row.id,
+                check=check.name,
+                version=check.version,
+                status=_TERMINATION_STATUS[end.termination],
+                error=end.detail or end.termination.value,
+                duration_ms=round((time.monotonic() - started) * 1000, 3),
+            ),
+        )
+        return done
+
+    @staticmethod
+    def _row_result(check: CodeCheck, row: Row, record: RowRecord) -> RowResult:
+        return RowResult(
+            row_id=row.id,
+            check=check.name,
+            version=check.version,
+            status=record.status,
+            score=record.score if record.status is Status.OK else None,
+            explanation=record.explanation,
+            error=record.error,
+            output=record.output,
+            duration_ms=record.ms,
+        )
+
+
+def run_check(
+    source: str,
+    rows: Iterable[Row | Mapping[str, Any]],
+    limits: Limits | None = None,
+    *,
+    policy: Policy | str = Policy.STANDARD,
+    settings: Settings | None = None,
+) -> list[RowResult]:
+    """Score ``rows`` with the check in ``source``; one result per row, in order.
+
+    Opens an :class:`Engine` for the call (no warm pool); keep an Engine open
+    to score many batches quickly.
+    """
+    settings = settings or Settings()
+    settings = settings.model_copy(update={"pool_size": 0})
+    with Engine(settings) as engine:
+        return engine.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+
+
+def run_checks(
+    sources: Sequence[str],
+    rows: Iterable[Row | Mapping[str, Any]],
+    limits: Limits | None = None,
+    *,
+    policy: Policy | str = Policy.STANDARD,
+    settings: Settings | None = None,
+) -> list[list[RowResult]]:
+    """Score ``rows`` with each check in ``sources``; ``out[k][i]`` is check k on row i."""
+    settings = settings or Settings()
+    with Engine(settings) as engine:
+        checks = [CodeCheck(source=s, policy=Policy(policy)) for s in sources]
+        return engine.run_checks(checks, rows, limits)

@@ -1,0 +1,1 @@
+"""Running untrusted checks in containers: protocol, backends, warm pool, fault recovery."""

@@ -1,0 +1,70 @@
+"""The seam between the engine and whatever runs containers (Docker today).
+
+Callers depend on :class:`SandboxBackend`; only ``docker_backend`` imports ``docker``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from engine.models import Limits
+from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
+
+
+class Termination(str, Enum):
+    """Why a job's stream ended."""
+
+    DONE = "done"  # the harness sent its final record
+    TIMEOUT = "timeout"  # a row or the job passed its wall clock; the container was killed
+    OOM = "oom"  # the kernel killed the process for memory
+    OUTPUT_LIMIT = "output_limit"  # the container wrote more than allowed; it was killed
+    CRASHED = "crashed"  # the process died on its own (segfault, os._exit, signal)
+    PROTOCOL_ERROR = "protocol_error"  # a record broke the protocol; the container was killed
+    SANDBOX_ERROR = "sandbox_error"  # the backend itself failed
+
+
+@dataclass(frozen=True)
+class JobEnd:
+    """The last event of a job: how it ended, with details for the in-flight row."""
+
+    termination: Termination
+    detail: str = ""
+    exit_code: int | None = None
+    container_id: str | None = None
+    stderr_tail: str = ""
+
+
+JobEvent = LoadedRecord | RowRecord | JobEnd
+
+
+@dataclass(frozen=True)
+class BackendHealth:
+    """What ``/readyz`` and ``scorebox doctor`` report about a backend."""
+
+    engine_ok: bool
+    image_ok: bool
+    detail: str
+    pool_sizes: Mapping[str, int] = field(default_factory=dict)
+
+
+class SandboxBackend(Protocol):
+    """Runs one job in a fresh, never-reused, hardened container."""
+
+    def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
+        """Stream the job's records; the last event is always a :class:`JobEnd`.
+
+        The container is destroyed before the iterator finishes (or when it is
+        closed early). Never raises for anything the check does.
+        """
+        ...
+
+    def health(self) -> BackendHealth:
+        """Engine reachable, image present, warm pool sizes."""
+        ...
+
+    def close(self) -> None:
+        """Drain warm pools and remove every container this backend made."""
+        ...

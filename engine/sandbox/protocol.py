@@ -1,0 +1,107 @@
+"""The host <-> harness job protocol (DESIGN.md §4), host side.
+
+The host writes one job to the container's stdin: a line holding the byte
+length of the JSON document, then the document. The harness answers on stdout
+with one line per record, ``<nonce> <json>\\n``: ``loaded`` once the check is
+loaded, ``row`` once per row in order, ``done`` at the end. The host trusts
+nothing it reads: lines without the nonce are ignored, records are size-bounded
+and parsed strictly, and row indices must come in order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from engine.contract import PROTOCOL_VERSION, OutputType, Policy, Status
+
+
+class JobRow(BaseModel):
+    """A row as the harness sees it; ``i`` is its index in the job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    i: int
+    model_output: str
+    scenario_input: Any = None
+    scenario_result: Any = None
+    model_input: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Job(BaseModel):
+    """One check version over one batch of rows."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protocol: int = PROTOCOL_VERSION
+    nonce: str
+    source: str
+    policy: Policy = Policy.STANDARD
+    output_type: OutputType | None = None
+    row_timeout_seconds: float
+    load_timeout_seconds: float = 20.0
+    max_output_bytes: int
+    max_row_output_chars: int = 8192
+    rows: list[JobRow]
+
+    def encode(self) -> bytes:
+        """The bytes written to the harness's stdin."""
+        body = self.model_dump_json().encode()
+        return str(len(body)).encode() + b"\n" + body
+
+
+class LoadedRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    t: Literal["loaded"]
+    ok: bool
+    error: str | None = Field(default=None, max_length=16384)
+    parameters: list[str] = Field(default_factory=list, max_length=16)
+
+
+class RowRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    t: Literal["row"]
+    i: int
+    status: Status
+    score: bool | int | float | None = None
+    output_type: OutputType | None = None
+    explanation: str | None = Field(default=None, max_length=8192)
+    error: str | None = Field(default=None, max_length=16384)
+    output: str | None = Field(default=None, max_length=16384)
+    ms: float = Field(ge=0)
+
+
+class DoneRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    t: Literal["done"]
+    rows: int
+
+
+Record = Annotated[LoadedRecord | RowRecord | DoneRecord, Field(discriminator="t")]
+_RECORD = TypeAdapter(Record)
+
+
+class ProtocolError(ValueError):
+    """A record from the harness broke the protocol."""
+
+
+def parse_record(
+    line: bytes, nonce: str, max_record_bytes: int
+) -> LoadedRecord | RowRecord | DoneRecord | None:
+    """Parse one stdout line: None for a line that is not ours (no nonce), else a record.
+
+    Raises :class:`ProtocolError` for a line with our nonce that is oversized or malformed.
+    """
+    prefix = nonce.encode() + b" "
+    if not line.startswith(prefix):
+        return None
+    if len(line) > max_record_bytes:
+        raise ProtocolError(f"result record of {len(line)} bytes exceeds {max_record_bytes}")
+    try:
+        data = json.loads(line[len(prefix) :])
+        return _RECORD.validate_python(data)
+    except (ValueError, TypeError) as exc:
+        raise ProtocolError(f"malformed result record: {exc}") from exc

@@ -1,0 +1,88 @@
+"""One settings object, read from ``SCOREBOX_*`` variables at the entry point and passed down."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from engine.models import Limits
+
+
+def _default_data_dir() -> Path:
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("scorebox", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Effective configuration. Build it once (``Settings()``) and pass it down."""
+
+    model_config = SettingsConfigDict(env_prefix="SCOREBOX_", extra="ignore", frozen=True)
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    database_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: SQLite in the data directory."
+    )
+
+    # Sandbox
+    docker_host: str | None = Field(
+        default=None, description="Docker engine URL; default: the Docker client's discovery."
+    )
+    image: str = Field(default="scorebox-sandbox:latest", description="Sandbox image reference.")
+    runtime: str | None = Field(default=None, description="OCI runtime, e.g. runsc.")
+    pool_size: int = Field(default=2, ge=0, le=256, description="Warm containers per profile.")
+    pool_idle_seconds: float = Field(default=300.0, gt=0)
+    max_parallel_jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
+    job_retries: int = Field(default=3, ge=0, le=20)
+    limits: Limits = Field(default_factory=Limits)
+
+    # LLM
+    llm_base_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("SCOREBOX_LLM_BASE_URL", "OPENAI_BASE_URL")
+    )
+    llm_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("SCOREBOX_LLM_API_KEY", "OPENAI_API_KEY")
+    )
+    llm_model: str = Field(default="gpt-4o-mini")
+    llm_timeout_seconds: float = Field(default=60.0, gt=0)
+    llm_max_retries: int = Field(default=4, ge=0, le=20)
+    llm_concurrency: int = Field(default=8, ge=1)
+
+    # Service
+    admin_key: SecretStr | None = Field(default=None, description="Operator key for /v1/admin.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _limits_from_flat_env(cls, data: Any) -> Any:
+        """``SCOREBOX_ROW_TIMEOUT_SECONDS`` and friends set the default limits."""
+        if not isinstance(data, dict):
+            return data
+        overrides = {}
+        for name in Limits.model_fields:
+            value = os.environ.get(f"SCOREBOX_{name.upper()}")
+            if value is not None:
+                overrides[name] = value
+        if overrides:
+            base = data.get("limits") or {}
+            if isinstance(base, Limits):
+                base = base.model_dump()
+            data = {**data, "limits": {**base, **overrides}}
+        return data
+
+    @property
+    def effective_database_url(self) -> str:
+        """The database URL, defaulting to SQLite in the data directory."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'scorebox.db'}"
+
+    def masked(self) -> dict[str, Any]:
+        """Effective values with secrets masked (for ``scorebox doctor``)."""
+        out = self.model_dump(mode="json")
+        for key in ("llm_api_key", "admin_key"):
+            out[key] = "****" if getattr(self, key) is not None else None
+        out["database_url"] = self.effective_database_url
+        return out

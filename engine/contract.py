@@ -17,6 +17,7 @@ or a ``(score, explanation)`` tuple.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -217,8 +218,90 @@ def missing_inputs(parameters: Sequence[str], row: Mapping[str, Any]) -> list[st
     return [name for name in REQUIRABLE_PARAMETERS if name in parameters and row.get(name) is None]
 
 
+@dataclass(frozen=True)
+class Signature:
+    """What ``evaluate`` accepts.
+
+    ``parameters`` are the named ones, in declaration order. A ``**kwargs``
+    parameter receives every contract parameter not named explicitly, so such a
+    check requires nothing beyond what it names. ``*args`` is not allowed:
+    arguments are bound by name only.
+    """
+
+    parameters: tuple[str, ...]
+    var_keyword: bool = False
+
+    @property
+    def bound(self) -> tuple[str, ...]:
+        """Every parameter passed to ``evaluate``."""
+        if not self.var_keyword:
+            return self.parameters
+        return self.parameters + tuple(p for p in PARAMETER_NAMES if p not in self.parameters)
+
+
+class EntrypointError(ValueError):
+    """A loaded check module has no usable entrypoint."""
+
+
+def resolve_entrypoint(namespace: Mapping[str, Any]) -> tuple[Any, Signature]:
+    """Find ``evaluate`` in an executed check module: ``Check.evaluate`` first, then module-level.
+
+    Raises :class:`EntrypointError` with a message that says how to fix it.
+    """
+    check_cls = namespace.get(ENTRYPOINT_CLASS)
+    func: Any = None
+    if isinstance(check_cls, type) and ENTRYPOINT_FUNCTION in vars(check_cls):
+        raw = vars(check_cls)[ENTRYPOINT_FUNCTION]
+        if isinstance(raw, staticmethod | classmethod):
+            func = getattr(check_cls, ENTRYPOINT_FUNCTION)
+        else:
+            try:
+                instance = check_cls()
+            except Exception as exc:
+                raise EntrypointError(
+                    f"class {ENTRYPOINT_CLASS} could not be instantiated without arguments: {exc}"
+                ) from exc
+            func = getattr(instance, ENTRYPOINT_FUNCTION)
+    elif callable(namespace.get(ENTRYPOINT_FUNCTION)):
+        func = namespace[ENTRYPOINT_FUNCTION]
+    if func is None:
+        raise EntrypointError(
+            f"define a function `{ENTRYPOINT_FUNCTION}(model_output, ...)` or a class "
+            f"`{ENTRYPOINT_CLASS}` with a method `{ENTRYPOINT_FUNCTION}`"
+        )
+    return func, signature_of(func)
+
+
+def signature_of(func: Any) -> Signature:
+    """The contract signature of a callable, or :class:`EntrypointError` naming the defect."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        raise EntrypointError(f"cannot read the signature of evaluate: {exc}") from exc
+    names: list[str] = []
+    var_keyword = False
+    for param in sig.parameters.values():
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise EntrypointError(
+                f"`*{param.name}` is not supported: arguments are bound by name; "
+                f"name the parameters you need from {', '.join(PARAMETER_NAMES)}"
+            )
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            var_keyword = True
+            continue
+        if param.name not in PARAMETER_NAMES:
+            if param.default is not inspect.Parameter.empty:
+                continue  # a helper parameter with a default is left alone
+            raise EntrypointError(
+                f"unknown parameter `{param.name}`; evaluate may take any of "
+                f"{', '.join(PARAMETER_NAMES)}"
+            )
+        names.append(param.name)
+    return Signature(tuple(names), var_keyword)
+
+
 def bind_arguments(parameters: Sequence[str], row: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for ``evaluate`` from a row, by parameter name."""
+    """Keyword arguments for ``evaluate`` from a row, by parameter name (use ``Signature.bound``)."""
     kwargs: dict[str, Any] = {}
     for name in parameters:
         value = row.get(name)

@@ -30,5 +30,5 @@ class BaseCheck(ABC):  # noqa: B024 - subclasses define evaluate in one of sever
         return {}
 
 
-class CodeBasedCheck(BaseCheck):  # noqa: B024
+class CodeBasedCheck(BaseCheck):
     """Base class of a code check: define ``evaluate`` as a staticmethod."""

@@ -21,7 +21,7 @@ import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 #: Version of the host <-> harness job protocol; bumped on any incompatible change.
@@ -59,7 +59,7 @@ CHECK_BASE_CLASSES: frozenset[str] = frozenset({"CodeBasedCheck", "BaseCheck"})
 CHECK_BASE_MODULES: tuple[str, ...] = ("engine.checks", "okareo.checks")
 
 
-class OutputType(str, Enum):
+class OutputType(StrEnum):
     """Type of a check's score."""
 
     BOOL = "bool"
@@ -84,7 +84,7 @@ INT_MAX = 2**63 - 1
 MAX_EXPLANATION_CHARS = 4096
 
 
-class Status(str, Enum):
+class Status(StrEnum):
     """Typed outcome of one check on one row. Never folded into a score of 0."""
 
     OK = "ok"
@@ -99,7 +99,7 @@ class Status(str, Enum):
     SANDBOX_ERROR = "sandbox_error"  # our infrastructure failed
 
 
-class Policy(str, Enum):
+class Policy(StrEnum):
     """How strictly a check's source is vetted (and, for ``restricted``, executed)."""
 
     STANDARD = "standard"
@@ -301,7 +301,7 @@ def signature_of(func: Any) -> Signature:
 
 
 def bind_arguments(parameters: Sequence[str], row: Mapping[str, Any]) -> dict[str, Any]:
-    """Keyword arguments for ``evaluate`` from a row, by parameter name (use ``Signature.bound``)."""
+    """Keyword arguments for ``evaluate`` from a row (pass ``Signature.bound``)."""
     kwargs: dict[str, Any] = {}
     for name in parameters:
         value = row.get(name)
@@ -335,7 +335,11 @@ def _describe(value: Any) -> str:
 def _plain_scalar(value: Any) -> Any:
     """numpy (and similar) scalars to the Python value they hold; others unchanged."""
     module = type(value).__module__ or ""
-    if module.split(".")[0] == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+    if (
+        module.split(".")[0] == "numpy"
+        and hasattr(value, "item")
+        and getattr(value, "ndim", 1) == 0
+    ):
         return value.item()
     return value
 
@@ -359,11 +363,16 @@ def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
         explanation = getattr(value, "explanation", None)
         metadata = getattr(value, "metadata", None)
         value = value.score
-    elif isinstance(value, Mapping) and "score" in value and set(value) <= {
-        "score",
-        "explanation",
-        "metadata",
-    }:
+    elif (
+        isinstance(value, Mapping)
+        and "score" in value
+        and set(value)
+        <= {
+            "score",
+            "explanation",
+            "metadata",
+        }
+    ):
         explanation = value.get("explanation")
         metadata = value.get("metadata")
         value = value["score"]

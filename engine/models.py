@@ -52,8 +52,7 @@ class Limits(BaseModel):
         if other is None:
             return self
         values = {
-            name: min(getattr(self, name), getattr(other, name))
-            for name in type(self).model_fields
+            name: min(getattr(self, name), getattr(other, name)) for name in type(self).model_fields
         }
         return Limits(**values)
 

@@ -108,7 +108,9 @@ class Engine:
         row_list = as_rows(rows)
         effective = self.settings.limits.lowered_by(limits)
         size = self.settings.job_max_rows
-        chunks = [(start, row_list[start : start + size]) for start in range(0, len(row_list), size)]
+        chunks = [
+            (start, row_list[start : start + size]) for start in range(0, len(row_list), size)
+        ]
         results: list[RowResult | None] = [None] * len(row_list)
 
         def deliver(index: int, result: RowResult) -> None:

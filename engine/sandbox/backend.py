@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 from engine.models import Limits
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 
 
-class Termination(str, Enum):
+class Termination(StrEnum):
     """Why a job's stream ended."""
 
     DONE = "done"  # the harness sent its final record

@@ -404,3 +404,23 @@ def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidScore(f"CheckResponse.metadata must be a dict, got {_describe(metadata)}")
     return Score(value, actual, explanation, metadata)
+
+
+# --- Model checks (prompt templates judged by an LLM) -------------------------------------
+
+#: Placeholders a model check's prompt template may use; each is filled from the row.
+MODEL_CHECK_PLACEHOLDERS: tuple[str, ...] = PARAMETER_NAMES
+
+#: Legacy placeholder names (Okareo) accepted and rewritten to the current ones.
+LEGACY_PLACEHOLDERS: Mapping[str, str] = {
+    "generation": "model_output",
+    "input": "scenario_input",
+    "result": "scenario_result",
+}
+
+
+class ModelCheckType(StrEnum):
+    """What the judge of a model check answers."""
+
+    SCORE = "score"  # an integer score (1-5 unless the template says otherwise)
+    PASS_FAIL = "pass_fail"  # pass or fail (a bool score)

@@ -21,7 +21,9 @@ def _default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Effective configuration. Build it once (``Settings()``) and pass it down."""
 
-    model_config = SettingsConfigDict(env_prefix="SCOREBOX_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="SCOREBOX_", extra="ignore", frozen=True, populate_by_name=True
+    )
 
     data_dir: Path = Field(default_factory=_default_data_dir)
     database_url: str | None = Field(
@@ -52,6 +54,13 @@ class Settings(BaseSettings):
     llm_timeout_seconds: float = Field(default=60.0, gt=0)
     llm_max_retries: int = Field(default=4, ge=0, le=20)
     llm_concurrency: int = Field(default=8, ge=1)
+
+    # Check generator
+    generator_model: str | None = Field(
+        default=None, description="Model the check generator uses; default: llm_model."
+    )
+    generator_temperature: float = Field(default=0.2, ge=0, le=2)
+    generator_max_attempts: int = Field(default=4, ge=1, le=20)
 
     # Service
     admin_key: SecretStr | None = Field(default=None, description="Operator key for /v1/admin.")

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
     job_retries: int = Field(default=3, ge=0, le=20)
     limits: Limits = Field(default_factory=Limits)
+    container_labels: dict[str, str] = Field(
+        default_factory=dict, description="Extra labels on every sandbox container."
+    )
 
     # LLM
     llm_base_url: str | None = Field(

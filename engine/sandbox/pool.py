@@ -1,0 +1,139 @@
+"""A warm pool of started, never-used sandbox containers, per limits profile.
+
+Containers are opaque here: the pool only calls ``create(limits, labels)`` and
+``destroy(container)``. A container taken from the pool is never returned to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from engine.models import Limits
+
+log = logging.getLogger(__name__)
+
+Create = Callable[[Limits, Mapping[str, str]], Any]
+Destroy = Callable[[Any], None]
+
+
+def profile_key(limits: Limits) -> str:
+    """A short stable name for a limits profile (also the ``scorebox.pool`` label)."""
+    return hashlib.sha256(limits.profile.encode()).hexdigest()[:12]
+
+
+class WarmPool:
+    """Keeps ``size`` started containers ready per profile; refills in the background."""
+
+    def __init__(self, create: Create, destroy: Destroy, size: int, idle_seconds: float) -> None:
+        self._create = create
+        self._destroy = destroy
+        self.size = size
+        self.idle_seconds = idle_seconds
+        self._cond = threading.Condition()
+        self._profiles: dict[str, Limits] = {}
+        self._ready: dict[str, deque[tuple[Any, float]]] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._failures = 0
+
+    def ensure_profile(self, limits: Limits) -> str:
+        """Start keeping containers for ``limits``; returns the profile key."""
+        key = profile_key(limits)
+        if self.size == 0:
+            return key
+        with self._cond:
+            if key not in self._profiles:
+                self._profiles[key] = limits
+                self._ready[key] = deque()
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(
+                    target=self._refill_loop, name="scorebox-pool", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify_all()
+        return key
+
+    def take(self, limits: Limits) -> Any | None:
+        """A started, never-used container for ``limits``, or None when none is ready."""
+        if self.size == 0 or self._closed:
+            return None
+        key = self.ensure_profile(limits)
+        with self._cond:
+            ready = self._ready[key]
+            container = ready.popleft()[0] if ready else None
+            self._cond.notify_all()
+        return container
+
+    @property
+    def closed(self) -> bool:
+        """Whether the pool has been closed."""
+        return self._closed
+
+    def sizes(self) -> dict[str, int]:
+        """Ready containers per profile key."""
+        with self._cond:
+            return {key: len(ready) for key, ready in self._ready.items()}
+
+    def _next_shortfall(self) -> tuple[str, Limits] | None:
+        for key, limits in self._profiles.items():
+            if len(self._ready[key]) < self.size:
+                return key, limits
+        return None
+
+    def _recycle_idle(self) -> list[Any]:
+        cutoff = time.monotonic() - self.idle_seconds
+        stale: list[Any] = []
+        for ready in self._ready.values():
+            while ready and ready[0][1] < cutoff:
+                stale.append(ready.popleft()[0])
+        return stale
+
+    def _refill_loop(self) -> None:
+        while True:
+            with self._cond:
+                if self._closed:
+                    return
+                stale = self._recycle_idle()
+                want = self._next_shortfall()
+                if want is None and not stale:
+                    self._cond.wait(timeout=min(5.0, self.idle_seconds / 2))
+                    continue
+            for container in stale:
+                self._destroy(container)
+            if want is None:
+                continue
+            key, limits = want
+            try:
+                container = self._create(limits, {"scorebox.pool": key})
+                self._failures = 0
+            except Exception:
+                self._failures += 1
+                log.warning("warm pool could not start a container", exc_info=True)
+                time.sleep(min(30.0, 0.5 * 2**self._failures))
+                continue
+            with self._cond:
+                closed = self.closed
+                if not closed:
+                    self._ready[key].append((container, time.monotonic()))
+            if closed:
+                self._destroy(container)
+                return
+
+    def close(self) -> None:
+        """Stop refilling and destroy every ready container."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=60)
+        with self._cond:
+            for ready in self._ready.values():
+                while ready:
+                    self._destroy(ready.popleft()[0])

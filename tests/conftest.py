@@ -10,6 +10,8 @@ import pytest
 
 from engine.settings import Settings
 
+pytest_plugins = ["tests.fake_llm"]
+
 TEST_LABEL = "scorebox.test"
 
 
@@ -37,7 +39,10 @@ def _docker_ready(image: str) -> str | None:
 def docker_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     """Settings for tests that need the real Docker engine and the sandbox image."""
     settings = Settings(
-        data_dir=tmp_path_factory.mktemp("scorebox-data"), pool_size=0, max_parallel_jobs=2
+        data_dir=tmp_path_factory.mktemp("scorebox-data"),
+        pool_size=0,
+        max_parallel_jobs=2,
+        container_labels={TEST_LABEL: "1"},
     )
     problem = _docker_ready(settings.image)
     if problem is not None:

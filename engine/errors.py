@@ -12,6 +12,7 @@ and for infrastructure::
     │   └── CheckValidationError   a check failed validation; carries the report
     ├── QuotaExceededError         a tenant quota was passed; carries retry_after_seconds
     ├── AuthError                  no, or an unknown, API key
+    ├── StorageError               the database cannot be reached or migrated
     ├── SandboxError               the sandbox infrastructure failed
     │   ├── DockerUnavailableError the Docker engine cannot be reached
     │   └── ImageNotFoundError     the sandbox image is not built
@@ -64,6 +65,10 @@ class QuotaExceededError(ScoreboxError):
 
 class AuthError(ScoreboxError):
     """Raised when a request carries no API key, or one that is unknown or revoked."""
+
+
+class StorageError(ScoreboxError):
+    """Raised when the database cannot be reached, or its schema cannot be migrated."""
 
 
 class SandboxError(ScoreboxError):

@@ -1,0 +1,110 @@
+"""Database engine creation, sessions and migrations.
+
+SQLite gets WAL, foreign keys and a busy timeout on every connection;
+PostgreSQL is used as it is. The schema is created and upgraded by Alembic,
+programmatically (``upgrade``) at start-up and by ``scorebox db upgrade``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from engine.errors import ConfigurationError, StorageError
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+def create_db_engine(url: str) -> Engine:
+    """A SQLAlchemy engine for ``url``; for SQLite, the parent directory is created."""
+    try:
+        parsed = make_url(url)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"SCOREBOX_DATABASE_URL is not a database URL ({exc}): use "
+            "sqlite:///path/to/scorebox.db or postgresql+psycopg://user:pw@host/db"
+        ) from exc
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            parsed,
+            connect_args={"check_same_thread": False, "timeout": 30},
+            pool_size=10,
+            max_overflow=20,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+
+
+def alembic_config(engine: Engine) -> Any:
+    """An Alembic config pointing at the packaged migrations and ``engine``."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option(
+        "sqlalchemy.url", engine.url.render_as_string(hide_password=False).replace("%", "%%")
+    )
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` (idempotent)."""
+    from alembic import command
+
+    try:
+        command.upgrade(alembic_config(engine), revision)
+    except SQLAlchemyError as exc:
+        raise StorageError(f"database migration failed at {engine.url!r}: {exc}") from exc
+
+
+def current_revision(engine: Engine) -> str | None:
+    """The schema revision the database is at (None before the first migration)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def head_revision() -> str | None:
+    """The newest revision the packaged migrations know."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+
+
+def ping(engine: Engine) -> None:
+    """Raise :class:`StorageError` when the database does not answer."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        raise StorageError(
+            f"database not reachable at {engine.url!r}: {exc.__class__.__name__}: "
+            f"{str(exc).splitlines()[0]} (check SCOREBOX_DATABASE_URL)"
+        ) from exc
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    """Sessions bound to ``engine`` that keep loaded values after commit."""
+    return sessionmaker(engine, expire_on_commit=False)

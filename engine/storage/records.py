@@ -1,0 +1,149 @@
+"""Values the repository returns: plain frozen dataclasses, detached from any session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class RunStatus(StrEnum):
+    """Lifecycle of an asynchronous run."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def active(self) -> bool:
+        """Whether the run still has work to do."""
+        return self in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+@dataclass(frozen=True)
+class Tenant:
+    id: str
+    name: str
+    quotas: dict[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    id: str
+    tenant_id: str
+    prefix: str
+    name: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+@dataclass(frozen=True)
+class CheckVersion:
+    """One immutable version of a tenant's check."""
+
+    id: str
+    tenant_id: str
+    name: str
+    version: int
+    kind: str
+    description: str | None
+    tags: list[str]
+    source: str | None
+    prompt_template: str | None
+    check_type: str | None
+    policy: str
+    output_data_type: str | None
+    requires_scenario_input: bool
+    requires_scenario_result: bool
+    limits: dict[str, Any] | None
+    sha256: str
+    author_key_id: str | None
+    created_at: datetime
+    deleted_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RunCheck:
+    """A check as a run resolved it at submission; stored with the run, so it is stable."""
+
+    kind: str  # code | builtin | model
+    name: str
+    version: int | None = None
+    id: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    output_data_type: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "version": self.version,
+            "id": self.id,
+            "params": self.params,
+            "output_data_type": self.output_data_type,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunCheck:
+        return cls(
+            kind=data["kind"],
+            name=data["name"],
+            version=data.get("version"),
+            id=data.get("id"),
+            params=dict(data.get("params") or {}),
+            output_data_type=data.get("output_data_type"),
+        )
+
+    @property
+    def label(self) -> str:
+        return self.name if self.version is None else f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    tenant_id: str
+    status: RunStatus
+    checks: list[RunCheck]
+    limits: dict[str, Any] | None
+    labels: dict[str, Any]
+    row_count: int
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @property
+    def total_results(self) -> int:
+        return self.row_count * len(self.checks)
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """One stored row result of a run."""
+
+    check_index: int
+    row_index: int
+    status: str
+    score: bool | int | float | None
+    explanation: str | None
+    error: str | None
+    output: str | None
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class ScoreStats:
+    """Aggregates of one check's results in a run (computed by the database)."""
+
+    counts: dict[str, int]
+    ok_count: int
+    mean: float | None
+    min: float | None
+    max: float | None
+    p50: float | None
+    bool_scores: int  # how many ok scores are booleans

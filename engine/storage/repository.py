@@ -1,0 +1,608 @@
+"""The repository: every read and write the service makes, behind :class:`Store`.
+
+Every method that touches tenant data takes the tenant id and filters on it,
+so a caller cannot reach another tenant's rows by mistake.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Engine, and_, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from engine.errors import ConflictError, NotFoundError, StorageError
+from engine.models import RowResult
+from engine.storage.database import session_factory
+from engine.storage.records import (
+    ApiKey,
+    CheckVersion,
+    Run,
+    RunCheck,
+    RunStatus,
+    ScoreStats,
+    StoredResult,
+    Tenant,
+)
+from engine.storage.tables import (
+    ApiKeyRow,
+    CheckVersionRow,
+    ResultRow,
+    RunInputRow,
+    RunRow,
+    TenantRow,
+)
+
+#: Rows per INSERT statement when storing a run's rows.
+BULK_CHUNK = 2000
+
+
+def new_id(prefix: str) -> str:
+    """A random id with a readable type prefix, e.g. ``run_3f2a...``."""
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def _tenant(row: TenantRow) -> Tenant:
+    return Tenant(row.id, row.name, dict(row.quotas or {}), _aware(row.created_at) or utcnow())
+
+
+def _key(row: ApiKeyRow) -> ApiKey:
+    return ApiKey(
+        row.id,
+        row.tenant_id,
+        row.prefix,
+        row.name,
+        _aware(row.created_at) or utcnow(),
+        _aware(row.revoked_at),
+    )
+
+
+def _check(row: CheckVersionRow) -> CheckVersion:
+    return CheckVersion(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        name=row.name,
+        version=row.version,
+        kind=row.kind,
+        description=row.description,
+        tags=list(row.tags or []),
+        source=row.source,
+        prompt_template=row.prompt_template,
+        check_type=row.check_type,
+        policy=row.policy,
+        output_data_type=row.output_data_type,
+        requires_scenario_input=row.requires_scenario_input,
+        requires_scenario_result=row.requires_scenario_result,
+        limits=row.limits,
+        sha256=row.sha256,
+        author_key_id=row.author_key_id,
+        created_at=_aware(row.created_at) or utcnow(),
+        deleted_at=_aware(row.deleted_at),
+    )
+
+
+def _run(row: RunRow) -> Run:
+    return Run(
+        id=row.id,
+        tenant_id=row.tenant_id,
+        status=RunStatus(row.status),
+        checks=[RunCheck.from_json(c) for c in row.checks],
+        limits=row.limits,
+        labels=dict(row.labels or {}),
+        row_count=row.row_count,
+        error=row.error,
+        created_at=_aware(row.created_at) or utcnow(),
+        started_at=_aware(row.started_at),
+        finished_at=_aware(row.finished_at),
+    )
+
+
+class Store(Protocol):
+    """What the service needs from storage."""
+
+    # tenants and keys
+    def create_tenant(self, name: str, quotas: Mapping[str, Any] | None = None) -> Tenant: ...
+    def get_tenant(self, id_or_name: str) -> Tenant: ...
+    def list_tenants(self) -> list[Tenant]: ...
+    def set_tenant_quotas(self, tenant_id: str, quotas: Mapping[str, Any]) -> Tenant: ...
+    def add_key(self, tenant_id: str, prefix: str, key_hash: str, name: str | None) -> ApiKey: ...
+    def list_keys(self, tenant_id: str) -> list[ApiKey]: ...
+    def revoke_key(self, id_or_prefix: str, tenant_id: str | None = None) -> ApiKey: ...
+    def find_key(self, key_hash: str) -> tuple[ApiKey, Tenant] | None: ...
+
+    # checks
+    def latest_check(self, tenant_id: str, name: str) -> CheckVersion | None: ...
+    def max_check_version(self, tenant_id: str, name: str) -> int: ...
+    def insert_check(self, check: CheckVersion) -> CheckVersion: ...
+    def get_check(self, tenant_id: str, name: str, version: int | None = None) -> CheckVersion: ...
+    def get_check_by_id(self, tenant_id: str, check_id: str) -> CheckVersion: ...
+    def list_checks(self, tenant_id: str, all_versions: bool = False) -> list[CheckVersion]: ...
+    def delete_check(self, tenant_id: str, name: str, version: int | None = None) -> int: ...
+
+    # runs
+    def create_run(
+        self, run: Run, rows: Iterable[Mapping[str, Any]], author_key_id: str | None
+    ) -> Run: ...
+    def get_run(self, tenant_id: str, run_id: str) -> Run: ...
+    def list_runs(self, tenant_id: str, limit: int = 50) -> list[Run]: ...
+    def count_active_runs(self, tenant_id: str) -> int: ...
+    def active_runs(self) -> list[Run]: ...
+    def set_run_status(self, run_id: str, status: RunStatus, error: str | None = None) -> Run: ...
+    def load_rows(self, run_id: str, indices: Sequence[int]) -> dict[int, dict[str, Any]]: ...
+    def missing_rows(self, run_id: str, check_index: int) -> list[int]: ...
+    def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int: ...
+    def count_results(self, run_id: str) -> int: ...
+    def results_page(
+        self, run_id: str, offset: int, limit: int, check_index: int | None = None
+    ) -> list[StoredResult]: ...
+    def score_stats(self, run_id: str, check_index: int) -> ScoreStats: ...
+    def ping(self) -> None: ...
+
+
+class SqlStore:
+    """:class:`Store` on a SQLAlchemy engine (SQLite or PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = session_factory(engine)
+        self._dialect = engine.dialect.name
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except (NotFoundError, ConflictError):
+            session.rollback()
+            raise
+        except IntegrityError:
+            session.rollback()
+            raise
+        except SQLAlchemyError as exc:
+            session.rollback()
+            raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+        finally:
+            session.close()
+
+    def ping(self) -> None:
+        from engine.storage.database import ping
+
+        ping(self.engine)
+
+    # ---- tenants and keys -------------------------------------------------------------
+
+    def create_tenant(self, name: str, quotas: Mapping[str, Any] | None = None) -> Tenant:
+        row = TenantRow(id=new_id("tnt"), name=name, quotas=dict(quotas or {}), created_at=utcnow())
+        try:
+            with self._session() as s:
+                s.add(row)
+        except IntegrityError as exc:
+            raise ConflictError(f"a tenant named {name!r} already exists") from exc
+        return _tenant(row)
+
+    def get_tenant(self, id_or_name: str) -> Tenant:
+        with self._session() as s:
+            row = s.get(TenantRow, id_or_name) or s.scalar(
+                select(TenantRow).where(TenantRow.name == id_or_name)
+            )
+            if row is None:
+                raise NotFoundError(f"no tenant {id_or_name!r}: see `scorebox tenant list`")
+            return _tenant(row)
+
+    def list_tenants(self) -> list[Tenant]:
+        with self._session() as s:
+            return [_tenant(r) for r in s.scalars(select(TenantRow).order_by(TenantRow.created_at))]
+
+    def set_tenant_quotas(self, tenant_id: str, quotas: Mapping[str, Any]) -> Tenant:
+        with self._session() as s:
+            row = s.get(TenantRow, tenant_id)
+            if row is None:
+                raise NotFoundError(f"no tenant {tenant_id!r}")
+            row.quotas = {**(row.quotas or {}), **quotas}
+            row.quotas = {k: v for k, v in row.quotas.items() if v is not None}
+            return _tenant(row)
+
+    def add_key(self, tenant_id: str, prefix: str, key_hash: str, name: str | None) -> ApiKey:
+        row = ApiKeyRow(
+            id=new_id("key"),
+            tenant_id=tenant_id,
+            prefix=prefix,
+            key_hash=key_hash,
+            name=name,
+            created_at=utcnow(),
+        )
+        with self._session() as s:
+            if s.get(TenantRow, tenant_id) is None:
+                raise NotFoundError(f"no tenant {tenant_id!r}")
+            s.add(row)
+        return _key(row)
+
+    def list_keys(self, tenant_id: str) -> list[ApiKey]:
+        with self._session() as s:
+            rows = s.scalars(
+                select(ApiKeyRow)
+                .where(ApiKeyRow.tenant_id == tenant_id)
+                .order_by(ApiKeyRow.created_at)
+            )
+            return [_key(r) for r in rows]
+
+    def revoke_key(self, id_or_prefix: str, tenant_id: str | None = None) -> ApiKey:
+        with self._session() as s:
+            query = select(ApiKeyRow).where(
+                (ApiKeyRow.id == id_or_prefix) | (ApiKeyRow.prefix == id_or_prefix)
+            )
+            if tenant_id is not None:
+                query = query.where(ApiKeyRow.tenant_id == tenant_id)
+            rows = list(s.scalars(query))
+            if not rows:
+                raise NotFoundError(f"no API key {id_or_prefix!r}: see `scorebox tenant keys`")
+            if len(rows) > 1:
+                raise ConflictError(f"{id_or_prefix!r} matches several keys: pass the key id")
+            row = rows[0]
+            if row.revoked_at is None:
+                row.revoked_at = utcnow()
+            return _key(row)
+
+    def find_key(self, key_hash: str) -> tuple[ApiKey, Tenant] | None:
+        with self._session() as s:
+            found = s.execute(
+                select(ApiKeyRow, TenantRow)
+                .join(TenantRow, TenantRow.id == ApiKeyRow.tenant_id)
+                .where(ApiKeyRow.key_hash == key_hash)
+            ).first()
+            if found is None:
+                return None
+            return _key(found[0]), _tenant(found[1])
+
+    # ---- checks -----------------------------------------------------------------------
+
+    def latest_check(self, tenant_id: str, name: str) -> CheckVersion | None:
+        with self._session() as s:
+            row = s.scalar(
+                select(CheckVersionRow)
+                .where(
+                    CheckVersionRow.tenant_id == tenant_id,
+                    CheckVersionRow.name == name,
+                    CheckVersionRow.deleted_at.is_(None),
+                )
+                .order_by(CheckVersionRow.version.desc())
+                .limit(1)
+            )
+            return None if row is None else _check(row)
+
+    def max_check_version(self, tenant_id: str, name: str) -> int:
+        with self._session() as s:
+            value = s.scalar(
+                select(func.max(CheckVersionRow.version)).where(
+                    CheckVersionRow.tenant_id == tenant_id, CheckVersionRow.name == name
+                )
+            )
+            return int(value or 0)
+
+    def insert_check(self, check: CheckVersion) -> CheckVersion:
+        row = CheckVersionRow(**{k: getattr(check, k) for k in CheckVersion.__dataclass_fields__})
+        try:
+            with self._session() as s:
+                s.add(row)
+        except IntegrityError as exc:
+            raise ConflictError(
+                f"check {check.name!r} version {check.version} was saved concurrently; retry"
+            ) from exc
+        return _check(row)
+
+    def get_check(self, tenant_id: str, name: str, version: int | None = None) -> CheckVersion:
+        if version is None:
+            found = self.latest_check(tenant_id, name)
+            if found is None:
+                raise NotFoundError(f"no check named {name!r}")
+            return found
+        with self._session() as s:
+            row = s.scalar(
+                select(CheckVersionRow).where(
+                    CheckVersionRow.tenant_id == tenant_id,
+                    CheckVersionRow.name == name,
+                    CheckVersionRow.version == version,
+                    CheckVersionRow.deleted_at.is_(None),
+                )
+            )
+            if row is None:
+                raise NotFoundError(f"no check {name!r} version {version}")
+            return _check(row)
+
+    def get_check_by_id(self, tenant_id: str, check_id: str) -> CheckVersion:
+        with self._session() as s:
+            row = s.scalar(
+                select(CheckVersionRow).where(
+                    CheckVersionRow.tenant_id == tenant_id,
+                    CheckVersionRow.id == check_id,
+                    CheckVersionRow.deleted_at.is_(None),
+                )
+            )
+            if row is None:
+                raise NotFoundError(f"no check with id {check_id!r}")
+            return _check(row)
+
+    def list_checks(self, tenant_id: str, all_versions: bool = False) -> list[CheckVersion]:
+        with self._session() as s:
+            live = and_(
+                CheckVersionRow.tenant_id == tenant_id, CheckVersionRow.deleted_at.is_(None)
+            )
+            query = select(CheckVersionRow).where(live)
+            if not all_versions:
+                latest = (
+                    select(CheckVersionRow.name, func.max(CheckVersionRow.version).label("v"))
+                    .where(live)
+                    .group_by(CheckVersionRow.name)
+                    .subquery()
+                )
+                query = query.join(
+                    latest,
+                    and_(
+                        CheckVersionRow.name == latest.c.name, CheckVersionRow.version == latest.c.v
+                    ),
+                )
+            query = query.order_by(CheckVersionRow.name, CheckVersionRow.version)
+            return [_check(r) for r in s.scalars(query)]
+
+    def delete_check(self, tenant_id: str, name: str, version: int | None = None) -> int:
+        with self._session() as s:
+            stmt = update(CheckVersionRow).where(
+                CheckVersionRow.tenant_id == tenant_id,
+                CheckVersionRow.name == name,
+                CheckVersionRow.deleted_at.is_(None),
+            )
+            if version is not None:
+                stmt = stmt.where(CheckVersionRow.version == version)
+            count = s.execute(stmt.values(deleted_at=utcnow())).rowcount  # type: ignore[attr-defined]
+            if not count:
+                what = name if version is None else f"{name}@{version}"
+                raise NotFoundError(f"no check {what!r}")
+            return int(count)
+
+    # ---- runs -------------------------------------------------------------------------
+
+    def create_run(
+        self, run: Run, rows: Iterable[Mapping[str, Any]], author_key_id: str | None
+    ) -> Run:
+        with self._session() as s:
+            s.add(
+                RunRow(
+                    id=run.id,
+                    tenant_id=run.tenant_id,
+                    status=run.status.value,
+                    checks=[c.to_json() for c in run.checks],
+                    limits=run.limits,
+                    labels=run.labels,
+                    row_count=run.row_count,
+                    error=run.error,
+                    author_key_id=author_key_id,
+                    created_at=run.created_at,
+                )
+            )
+            s.flush()
+            batch: list[dict[str, Any]] = []
+            for index, row in enumerate(rows):
+                batch.append({"run_id": run.id, "row_index": index, "data": dict(row)})
+                if len(batch) >= BULK_CHUNK:
+                    s.execute(insert(RunInputRow), batch)
+                    batch = []
+            if batch:
+                s.execute(insert(RunInputRow), batch)
+        return run
+
+    def get_run(self, tenant_id: str, run_id: str) -> Run:
+        with self._session() as s:
+            row = s.scalar(select(RunRow).where(RunRow.id == run_id, RunRow.tenant_id == tenant_id))
+            if row is None:
+                raise NotFoundError(f"no run {run_id!r}")
+            return _run(row)
+
+    def list_runs(self, tenant_id: str, limit: int = 50) -> list[Run]:
+        with self._session() as s:
+            rows = s.scalars(
+                select(RunRow)
+                .where(RunRow.tenant_id == tenant_id)
+                .order_by(RunRow.created_at.desc())
+                .limit(limit)
+            )
+            return [_run(r) for r in rows]
+
+    def count_active_runs(self, tenant_id: str) -> int:
+        with self._session() as s:
+            value = s.scalar(
+                select(func.count())
+                .select_from(RunRow)
+                .where(
+                    RunRow.tenant_id == tenant_id,
+                    RunRow.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
+                )
+            )
+            return int(value or 0)
+
+    def active_runs(self) -> list[Run]:
+        with self._session() as s:
+            rows = s.scalars(
+                select(RunRow)
+                .where(RunRow.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]))
+                .order_by(RunRow.created_at)
+            )
+            return [_run(r) for r in rows]
+
+    def set_run_status(self, run_id: str, status: RunStatus, error: str | None = None) -> Run:
+        with self._session() as s:
+            row = s.get(RunRow, run_id)
+            if row is None:
+                raise NotFoundError(f"no run {run_id!r}")
+            current = RunStatus(row.status)
+            if not current.active and status is not current:
+                return _run(row)  # finished runs stay finished
+            row.status = status.value
+            if status is RunStatus.RUNNING and row.started_at is None:
+                row.started_at = utcnow()
+            if not status.active:
+                row.finished_at = utcnow()
+            if error is not None:
+                row.error = error
+            return _run(row)
+
+    def load_rows(self, run_id: str, indices: Sequence[int]) -> dict[int, dict[str, Any]]:
+        if not indices:
+            return {}
+        wanted = set(indices)
+        with self._session() as s:
+            rows = s.execute(
+                select(RunInputRow.row_index, RunInputRow.data).where(
+                    RunInputRow.run_id == run_id,
+                    RunInputRow.row_index >= min(indices),
+                    RunInputRow.row_index <= max(indices),
+                )
+            )
+            return {i: d for i, d in rows if i in wanted}
+
+    def missing_rows(self, run_id: str, check_index: int) -> list[int]:
+        with self._session() as s:
+            done = select(ResultRow.row_index).where(
+                ResultRow.run_id == run_id, ResultRow.check_index == check_index
+            )
+            rows = s.scalars(
+                select(RunInputRow.row_index)
+                .where(RunInputRow.run_id == run_id, RunInputRow.row_index.not_in(done))
+                .order_by(RunInputRow.row_index)
+            )
+            return list(rows)
+
+    def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int:
+        """Insert results, ignoring any (run, check, row) already stored; returns rows inserted."""
+        if not results:
+            return 0
+        values = [
+            {
+                "run_id": run_id,
+                "check_index": check_index,
+                "row_index": row_index,
+                "status": r.status.value,
+                "score": r.score,
+                "score_num": None if r.score is None else float(r.score),
+                "explanation": r.explanation,
+                "error": r.error,
+                "output": r.output,
+                "duration_ms": r.duration_ms,
+            }
+            for check_index, row_index, r in results
+        ]
+        stmt: Any
+        if self._dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            stmt = pg_insert(ResultRow).on_conflict_do_nothing()
+        elif self._dialect == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+            stmt = sqlite_insert(ResultRow).on_conflict_do_nothing()
+        else:  # pragma: no cover - only SQLite and PostgreSQL are supported
+            raise StorageError(f"unsupported database dialect {self._dialect}")
+        with self._session() as s:
+            before = self._count(s, run_id)
+            s.execute(stmt, values)
+            return self._count(s, run_id) - before
+
+    @staticmethod
+    def _count(s: Session, run_id: str) -> int:
+        value = s.scalar(
+            select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)
+        )
+        return int(value or 0)
+
+    def count_results(self, run_id: str) -> int:
+        with self._session() as s:
+            return self._count(s, run_id)
+
+    def results_page(
+        self, run_id: str, offset: int, limit: int, check_index: int | None = None
+    ) -> list[StoredResult]:
+        with self._session() as s:
+            query = select(ResultRow).where(ResultRow.run_id == run_id)
+            if check_index is not None:
+                query = query.where(ResultRow.check_index == check_index)
+            query = query.order_by(ResultRow.row_index, ResultRow.check_index)
+            rows = s.scalars(query.offset(offset).limit(limit))
+            return [
+                StoredResult(
+                    r.check_index,
+                    r.row_index,
+                    r.status,
+                    r.score,
+                    r.explanation,
+                    r.error,
+                    r.output,
+                    r.duration_ms,
+                )
+                for r in rows
+            ]
+
+    def score_stats(self, run_id: str, check_index: int) -> ScoreStats:
+        where = (ResultRow.run_id == run_id, ResultRow.check_index == check_index)
+        with self._session() as s:
+            counts = {
+                status: int(n)
+                for status, n in s.execute(
+                    select(ResultRow.status, func.count()).where(*where).group_by(ResultRow.status)
+                )
+            }
+            ok = (*where, ResultRow.status == "ok", ResultRow.score_num.is_not(None))
+            n, mean, low, high = s.execute(
+                select(
+                    func.count(),
+                    func.avg(ResultRow.score_num),
+                    func.min(ResultRow.score_num),
+                    func.max(ResultRow.score_num),
+                ).where(*ok)
+            ).one()
+            p50: float | None = None
+            bools = 0
+            if n:
+                middle: list[float] = list(
+                    s.scalars(
+                        select(ResultRow.score_num)
+                        .where(*ok)
+                        .order_by(ResultRow.score_num)
+                        .offset((n - 1) // 2)
+                        .limit(2 if n % 2 == 0 else 1)
+                    )
+                )
+                p50 = sum(middle) / len(middle)
+                sample = s.scalar(select(ResultRow.score).where(*ok).limit(1))
+                if isinstance(sample, bool):
+                    bools = int(n)
+            return ScoreStats(
+                counts=counts,
+                ok_count=int(n),
+                mean=None if mean is None else float(mean),
+                min=None if low is None else float(low),
+                max=None if high is None else float(high),
+                p50=p50,
+                bool_scores=bools,
+            )
+
+    def delete_run_data(self, run_id: str) -> None:
+        """Remove a run with its rows and results (operator clean-up)."""
+        with self._session() as s:
+            s.execute(delete(ResultRow).where(ResultRow.run_id == run_id))
+            s.execute(delete(RunInputRow).where(RunInputRow.run_id == run_id))
+            s.execute(delete(RunRow).where(RunRow.id == run_id))

@@ -1,0 +1,154 @@
+"""The database schema (SQLAlchemy 2). Alembic migrations in ``engine/migrations`` create it.
+
+Every table that holds tenant data carries ``tenant_id`` and every query the
+repository makes filters on it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Declarative base with a constraint naming convention (stable migrations)."""
+
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class TenantRow(Base):
+    """A tenant: owns keys, checks and runs. ``quotas`` overrides the settings' defaults."""
+
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    quotas: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ApiKeyRow(Base):
+    """An API key, stored as the sha256 of the secret with a short visible prefix."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    prefix: Mapped[str] = mapped_column(String(32))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class CheckVersionRow(Base):
+    """One immutable version of a named check; ``deleted_at`` soft-deletes it."""
+
+    __tablename__ = "check_versions"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", "version", name="uq_check_version"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    version: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    description: Mapped[str | None] = mapped_column(Text)
+    tags: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    source: Mapped[str | None] = mapped_column(Text)
+    prompt_template: Mapped[str | None] = mapped_column(Text)
+    check_type: Mapped[str | None] = mapped_column(String(16))
+    policy: Mapped[str] = mapped_column(String(16))
+    output_data_type: Mapped[str | None] = mapped_column(String(8))
+    requires_scenario_input: Mapped[bool] = mapped_column(Boolean, default=False)
+    requires_scenario_result: Mapped[bool] = mapped_column(Boolean, default=False)
+    limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    sha256: Mapped[str] = mapped_column(String(64))
+    author_key_id: Mapped[str | None] = mapped_column(String(40))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class RunRow(Base):
+    """An asynchronous run: resolved check versions applied to stored rows."""
+
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_tenant_status", "tenant_id", "status"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    checks: Mapped[list[Any]] = mapped_column(JSON)
+    limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    labels: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    row_count: Mapped[int] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(Text)
+    author_key_id: Mapped[str | None] = mapped_column(String(40))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class RunInputRow(Base):
+    """One input row of a run, stored at submission."""
+
+    __tablename__ = "run_rows"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    row_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+
+class ResultRow(Base):
+    """One check's result on one row of a run; the primary key makes writes idempotent."""
+
+    __tablename__ = "row_results"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    check_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    status: Mapped[str] = mapped_column(String(16))
+    score: Mapped[Any] = mapped_column(JSON, nullable=True)
+    score_num: Mapped[float | None] = mapped_column(Float)
+    explanation: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(Text)
+    output: Mapped[str | None] = mapped_column(Text)
+    duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class LLMCacheRow(Base):
+    """A cached LLM reply keyed by the sha256 of (model, messages, parameters)."""
+
+    __tablename__ = "llm_cache"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    model: Mapped[str] = mapped_column(String(200))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    response: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+Index("ix_check_versions_tenant_name", CheckVersionRow.tenant_id, CheckVersionRow.name)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -158,33 +157,38 @@ class Engine:
         Rows reported before a container dies are kept; the row in flight gets
         the cause; the rest run in a fresh container. After
         ``settings.job_retries`` consecutive deaths without progress the rest
-        are marked with the last cause.
+        are marked ``sandbox_error``. A check that dies while loading gives
+        every row that cause.
         """
         pending = list(enumerate(rows))
-        failures_in_a_row = 0
+        failures = 0
         while pending:
-            done = self._run_once(check, pending, limits, labels, offset, deliver)
-            if done == len(pending):
+            done, end, loaded = self._run_once(check, pending, limits, labels, offset, deliver)
+            pending = pending[done:]
+            if not pending:
                 return
-            # pending[done] was in flight when the job ended: it has been delivered.
-            progressed = done > 0
-            pending = pending[done + 1 :]
-            failures_in_a_row = 0 if progressed else failures_in_a_row + 1
-            if failures_in_a_row > self.settings.job_retries and pending:
-                for index, row in pending:
-                    deliver(
-                        offset + index,
-                        RowResult(
-                            row_id=row.id,
-                            check=check.name,
-                            version=check.version,
-                            status=Status.SANDBOX_ERROR,
-                            error=(
-                                f"not run: the sandbox failed {failures_in_a_row} times in a row "
-                                "on this batch"
-                            ),
-                        ),
-                    )
+            if end.termination is Termination.DONE:
+                end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
+            if not loaded:
+                if end.termination is not Termination.SANDBOX_ERROR:
+                    # The check cannot even load (it crashes, hangs or blows memory
+                    # at import): every row gets that cause, retrying cannot help.
+                    detail = f"while loading the check: {end.detail or end.termination.value}"
+                    self._fail_rows(check, pending, end, detail, offset, deliver)
+                    return
+                failures += 1
+                if failures > self.settings.job_retries:
+                    self._fail_rows(check, pending, end, end.detail, offset, deliver)
+                    return
+                continue
+            # The row in flight when the job ended gets the cause; the rest run afresh.
+            self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
+            pending = pending[1:]
+            failures = 0 if done else failures + 1
+            if failures > self.settings.job_retries and pending:
+                detail = f"not run: the sandbox failed {failures} times in a row on this batch"
+                sandbox = JobEnd(Termination.SANDBOX_ERROR, detail)
+                self._fail_rows(check, pending, sandbox, detail, offset, deliver)
                 return
 
     def _run_once(
@@ -195,12 +199,8 @@ class Engine:
         labels: Mapping[str, str],
         offset: int,
         deliver: ResultCallback,
-    ) -> int:
-        """One container over ``pending``; returns how many rows finished normally.
-
-        When the container ends early, the in-flight row is delivered with the
-        cause and is not counted.
-        """
+    ) -> tuple[int, JobEnd, bool]:
+        """One container over ``pending``: (rows delivered, how it ended, whether it loaded)."""
         job = Job(
             nonce=secrets.token_hex(16),
             source=check.source,
@@ -221,54 +221,45 @@ class Engine:
             ],
         )
         done = 0
-        started = time.monotonic()
+        loaded = False
         with self._slots:
             events = self.backend.execute(job, limits, labels)
             try:
                 for event in events:
                     if isinstance(event, LoadedRecord):
-                        continue
-                    if isinstance(event, RowRecord):
+                        loaded = True
+                    elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
                         deliver(offset + index, self._row_result(check, row, event))
                         done += 1
-                        started = time.monotonic()
-                        continue
-                    return self._finish(check, pending, done, event, started, offset, deliver)
+                    else:
+                        return done, event, loaded
             finally:
                 close = getattr(events, "close", None)
                 if close is not None:
                     close()
-        end = JobEnd(Termination.SANDBOX_ERROR, "the backend ended the job without a reason")
-        return self._finish(check, pending, done, end, started, offset, deliver)
+        return done, JobEnd(Termination.SANDBOX_ERROR, "the backend ended without a reason"), loaded
 
-    def _finish(
-        self,
+    @staticmethod
+    def _fail_rows(
         check: CodeCheck,
-        pending: Sequence[tuple[int, Row]],
-        done: int,
+        rows: Sequence[tuple[int, Row]],
         end: JobEnd,
-        started: float,
+        detail: str,
         offset: int,
         deliver: ResultCallback,
-    ) -> int:
-        if done >= len(pending):
-            return done
-        if end.termination is Termination.DONE:
-            end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
-        index, row = pending[done]
-        deliver(
-            offset + index,
-            RowResult(
-                row_id=row.id,
-                check=check.name,
-                version=check.version,
-                status=_TERMINATION_STATUS[end.termination],
-                error=end.detail or end.termination.value,
-                duration_ms=round((time.monotonic() - started) * 1000, 3),
-            ),
-        )
-        return done
+    ) -> None:
+        for index, row in rows:
+            deliver(
+                offset + index,
+                RowResult(
+                    row_id=row.id,
+                    check=check.name,
+                    version=check.version,
+                    status=_TERMINATION_STATUS[end.termination],
+                    error=detail or end.termination.value,
+                ),
+            )
 
     @staticmethod
     def _row_result(check: CodeCheck, row: Row, record: RowRecord) -> RowResult:

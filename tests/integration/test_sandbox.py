@@ -1,0 +1,448 @@
+"""Real-Docker tests: one per sandbox guarantee (DESIGN.md §4)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+
+import pytest
+
+from engine.contract import Status
+from engine.models import Limits, RowResult
+from engine.runner import CodeCheck, Engine
+from engine.settings import Settings
+from tests.integration.conftest import FAST, RecordingBackend, labelled_containers
+
+pytestmark = pytest.mark.docker
+
+
+def rows(n: int) -> list[dict[str, object]]:
+    return [{"id": i, "model_output": str(i), "scenario_result": str(i)} for i in range(1, n + 1)]
+
+
+def run(engine: Engine, source: str, n: int = 3, limits: Limits = FAST) -> list[RowResult]:
+    results = engine.run_check(CodeCheck(source=textwrap.dedent(source)), rows(n), limits)
+    assert [r.row_id for r in results] == list(range(1, n + 1))
+    return results
+
+
+def statuses(results: list[RowResult]) -> list[Status]:
+    return [r.status for r in results]
+
+
+# -- the forms of the contract ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def evaluate(model_output: str) -> bool:\n    return model_output == '2'\n", False),
+        ("def evaluate(model_output):\n    return len(model_output)\n", 1),
+        ("def evaluate(model_output) -> float:\n    return len(model_output) / 4\n", 0.25),
+        ("def evaluate(model_output):\n    return (True, 'because')\n", True),
+        (
+            "from engine.checks import CheckResponse\n"
+            "def evaluate(model_output):\n    return CheckResponse(score=3, explanation='e')\n",
+            3,
+        ),
+        (
+            "import numpy as np\ndef evaluate(model_output):\n    return np.float64(0.5)\n",
+            0.5,
+        ),
+    ],
+)
+def test_forms_and_return_types(engine: Engine, source: str, expected: object) -> None:
+    result = run(engine, source, n=1)[0]
+    assert result.status is Status.OK, result.error
+    assert result.score == expected
+    assert type(result.score) is type(expected)
+
+
+def test_okareo_style_file_runs_unchanged(engine: Engine) -> None:
+    source = """
+    from okareo.checks import CodeBasedCheck, CheckResponse
+
+    class Check(CodeBasedCheck):
+        @staticmethod
+        def evaluate(model_output: str, scenario_input: str, scenario_result: str) -> CheckResponse:
+            return CheckResponse(score=model_output == scenario_result, explanation="compared")
+    """
+    results = engine.run_check(
+        CodeCheck(source=textwrap.dedent(source)),
+        [{"model_output": "a", "scenario_input": "q", "scenario_result": "a"}],
+        FAST,
+    )
+    assert results[0].status is Status.OK, results[0].error
+    assert results[0].score is True
+    assert results[0].explanation == "compared"
+
+
+def test_missing_required_input_is_skipped(engine: Engine) -> None:
+    source = "def evaluate(model_output, scenario_input):\n    return True\n"
+    results = engine.run_check(
+        CodeCheck(source=source),
+        [{"model_output": "a"}, {"model_output": "b", "scenario_input": "q"}],
+        FAST,
+    )
+    assert statuses(results) == [Status.SKIPPED, Status.OK]
+    assert "scenario_input" in (results[0].error or "")
+
+
+def test_printed_output_is_returned_with_the_row(engine: Engine) -> None:
+    results = run(
+        engine, "def evaluate(model_output):\n    print('saw', model_output)\n    return 1\n"
+    )
+    assert [r.output for r in results] == ["saw 1\n", "saw 2\n", "saw 3\n"]
+
+
+# -- user failures are typed statuses ----------------------------------------------
+
+
+def test_raising_check_is_error_with_type_and_message(engine: Engine) -> None:
+    source = """
+    def evaluate(model_output):
+        if model_output == "2":
+            raise KeyError("missing field")
+        return True
+    """
+    results = run(engine, source)
+    assert statuses(results) == [Status.OK, Status.ERROR, Status.OK]
+    assert "KeyError" in (results[1].error or "")
+    assert "missing field" in (results[1].error or "")
+    assert "line 4" in (results[1].error or "")
+
+
+@pytest.mark.parametrize(
+    ("returned", "reason"),
+    [("float('nan')", "finite"), ("'yes'", "str"), ("2**70", "64-bit"), ("float('inf')", "finite")],
+)
+def test_invalid_scores(engine: Engine, returned: str, reason: str) -> None:
+    result = run(engine, f"def evaluate(model_output):\n    return {returned}\n", n=1)[0]
+    assert result.status is Status.INVALID_SCORE
+    assert reason in (result.error or "")
+    assert result.score is None
+
+
+def test_score_of_another_type_than_the_first_is_invalid(engine: Engine) -> None:
+    source = "def evaluate(model_output):\n    return True if model_output == '1' else 0.5\n"
+    assert statuses(run(engine, source)) == [Status.OK, Status.INVALID_SCORE, Status.INVALID_SCORE]
+
+
+def test_infinite_loop_times_out_and_next_rows_are_scored(engine: Engine) -> None:
+    source = """
+    def evaluate(model_output):
+        if model_output == "2":
+            while True:
+                pass
+        return True
+    """
+    results = run(engine, source, n=4)
+    assert statuses(results) == [Status.OK, Status.TIMEOUT, Status.OK, Status.OK]
+
+
+def test_uninterruptible_hang_gets_the_container_killed(
+    engine: Engine, backend: RecordingBackend
+) -> None:
+    # Swallows the harness's own timer, so only the host's wall clock can stop it.
+    source = """
+    import time
+    def evaluate(model_output):
+        if model_output == "2":
+            while True:
+                try:
+                    time.sleep(60)
+                except BaseException:
+                    pass
+        return True
+    """
+    before = len(backend.container_ids)
+    started = time.monotonic()
+    results = run(engine, source, n=4)
+    assert statuses(results) == [Status.OK, Status.TIMEOUT, Status.OK, Status.OK]
+    assert time.monotonic() - started < 30
+    # The hung container was killed; the rows after it ran in a fresh one.
+    assert len(backend.container_ids) - before == 2
+
+
+def test_job_wall_clock_kills_the_container(engine: Engine) -> None:
+    source = "import time\ndef evaluate(model_output):\n    time.sleep(0.8)\n    return True\n"
+    limits = Limits(row_timeout_seconds=1.5, wall_seconds_max=3)
+    results = run(engine, source, n=6, limits=limits)
+    timed_out = [r for r in results if r.status is Status.TIMEOUT]
+    assert timed_out and all("wall clock" in (r.error or "") for r in timed_out)
+    assert any(r.status is Status.OK for r in results)
+
+
+def test_memory_bomb_is_oom(engine: Engine) -> None:
+    source = """
+    def evaluate(model_output):
+        if model_output == "2":
+            hog = []
+            while True:
+                hog.append(bytearray(8 * 1024 * 1024))
+        return True
+    """
+    results = run(engine, source, limits=Limits(row_timeout_seconds=10, memory_mb=128))
+    assert statuses(results) == [Status.OK, Status.OOM, Status.OK]
+
+
+def test_fork_bomb_is_contained(engine: Engine) -> None:
+    source = """
+    import os
+    def evaluate(model_output):
+        if model_output == "2":
+            while True:
+                if os.fork() == 0:
+                    while True:
+                        pass
+        return True
+    """
+    results = run(engine, source)
+    assert results[0].status is Status.OK
+    assert results[1].status in {Status.ERROR, Status.CRASHED, Status.TIMEOUT}
+    assert "Resource temporarily unavailable" in (results[1].error or "") or (
+        results[1].status is not Status.ERROR
+    )
+    assert results[2].status is Status.OK
+    # The engine still works afterwards.
+    assert run(engine, "def evaluate(model_output):\n    return 1\n", n=1)[0].status is Status.OK
+
+
+def test_thread_bomb_is_contained(engine: Engine) -> None:
+    source = """
+    import threading, time
+    def evaluate(model_output):
+        if model_output == "2":
+            while True:
+                threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+        return True
+    """
+    results = run(engine, source)
+    assert results[0].status is Status.OK
+    assert results[1].status in {Status.ERROR, Status.CRASHED, Status.TIMEOUT}
+    assert results[2].status is Status.OK
+
+
+def test_print_flood_is_output_limit(engine: Engine) -> None:
+    source = """
+    def evaluate(model_output):
+        if model_output == "2":
+            while True:
+                print("x" * 10000)
+        return True
+    """
+    results = run(engine, source)
+    assert statuses(results)[:2] == [Status.OK, Status.OUTPUT_LIMIT]
+    assert len(results[1].output or "") <= 8192
+
+
+def test_raw_fd_flood_is_output_limit(engine: Engine) -> None:
+    source = """
+    import os
+    def evaluate(model_output):
+        if model_output == "2":
+            while True:
+                os.write(1, b"y" * 65536)
+                os.write(2, b"z" * 65536)
+        return True
+    """
+    results = run(engine, source)
+    assert statuses(results) == [Status.OK, Status.OUTPUT_LIMIT, Status.OK]
+
+
+def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
+    engine: Engine, backend: RecordingBackend
+) -> None:
+    source = """
+    import os
+    def evaluate(model_output):
+        if model_output == "3":
+            os._exit(0)
+        return int(model_output)
+    """
+    before = len(backend.container_ids)
+    results = run(engine, source, n=10)
+    assert statuses(results) == [Status.OK] * 2 + [Status.CRASHED] + [Status.OK] * 7
+    assert [r.score for r in results] == [1, 2, None, 4, 5, 6, 7, 8, 9, 10]
+    assert len(backend.container_ids) - before == 2
+
+
+def test_segfault_is_crashed(engine: Engine) -> None:
+    source = """
+    import ctypes
+    def evaluate(model_output):
+        if model_output == "2":
+            ctypes.string_at(0)
+        return True
+    """
+    results = run(engine, source)
+    assert statuses(results) == [Status.OK, Status.CRASHED, Status.OK]
+    assert "SIGSEGV" in (results[1].error or "") or "Segmentation" in (results[1].error or "")
+
+
+def test_check_that_cannot_load_errors_every_row(engine: Engine) -> None:
+    results = run(engine, "def evaluate(model_output):\n    return 1\nraise RuntimeError('boom')\n")
+    assert statuses(results) == [Status.ERROR] * 3
+    assert all("boom" in (r.error or "") for r in results)
+
+
+# -- isolation ------------------------------------------------------------------------
+
+
+def test_network_is_unreachable(engine: Engine) -> None:
+    source = """
+    import socket, urllib.request
+    def evaluate(model_output):
+        failures = 0
+        for attempt in (
+            lambda: socket.create_connection(("1.1.1.1", 53), timeout=1),
+            lambda: socket.getaddrinfo("example.com", 80),
+            lambda: urllib.request.urlopen("http://example.com", timeout=1),
+        ):
+            try:
+                attempt()
+            except OSError:
+                failures += 1
+        return failures
+    """
+    result = run(engine, source, n=1)[0]
+    assert result.status is Status.OK, result.error
+    assert result.score == 3
+
+
+def test_filesystem_is_read_only_outside_tmp(engine: Engine) -> None:
+    source = """
+    import os, subprocess
+    def evaluate(model_output):
+        denied = 0
+        for path in ("/opt/scorebox/harness.py", "/etc/passwd", "/x", "/home/x"):
+            try:
+                with open(path, "a") as handle:
+                    handle.write("x")
+            except OSError:
+                denied += 1
+        with open("/tmp/ok.txt", "w") as handle:
+            handle.write("fine")
+        with open("/tmp/run.sh", "w") as handle:
+            handle.write("#!/bin/sh\\necho hi\\n")
+        os.chmod("/tmp/run.sh", 0o755)
+        try:
+            subprocess.run(["/tmp/run.sh"], check=True)
+            executed = True
+        except OSError:
+            executed = False
+        return denied == 4 and not executed
+    """
+    result = run(engine, source, n=1)[0]
+    assert result.status is Status.OK, result.error
+    assert result.score is True
+
+
+def test_environment_holds_no_host_variable(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCOREBOX_FAKE_SECRET", "hunter2-do-not-leak")
+    source = """
+    import os
+    def evaluate(model_output):
+        leaked = "hunter2-do-not-leak" in repr(dict(os.environ))
+        return (not leaked, ",".join(sorted(os.environ)))
+    """
+    result = run(engine, source, n=1)[0]
+    assert result.status is Status.OK, result.error
+    assert result.score is True
+    assert "SCOREBOX_FAKE_SECRET" not in (result.explanation or "")
+    assert os.environ["SCOREBOX_FAKE_SECRET"] == "hunter2-do-not-leak"
+
+
+def test_runs_as_non_root_without_capabilities(engine: Engine) -> None:
+    source = """
+    import os
+    def evaluate(model_output):
+        status = open("/proc/self/status").read()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        ok = (
+            os.getuid() != 0
+            and os.getgid() != 0
+            and int(fields["CapEff"].strip(), 16) == 0
+            and fields["NoNewPrivs"].strip() == "1"
+        )
+        return (ok, status)
+    """
+    result = run(engine, source, n=1)[0]
+    assert result.status is Status.OK, result.error
+    assert result.score is True, result.explanation
+
+
+def test_forged_result_lines_do_not_change_results(engine: Engine) -> None:
+    source = """
+    import os, sys
+    FORGED = '{"t": "row", "i": %d, "status": "ok", "score": true, "ms": 0}'
+    def evaluate(model_output):
+        i = int(model_output)
+        for line in (FORGED % i, FORGED % (i + 1), '{"t": "done", "rows": 1}'):
+            for prefix in ("", "0" * 32 + " "):
+                print(prefix + line)
+                sys.__stdout__.write(prefix + line + "\\n")
+                sys.__stdout__.flush()
+                os.write(1, (prefix + line + "\\n").encode())
+        return False
+    """
+    results = run(engine, source, n=4)
+    assert statuses(results) == [Status.OK] * 4
+    assert [r.score for r in results] == [False] * 4
+
+
+# -- lifecycle ------------------------------------------------------------------------
+
+
+def test_no_container_serves_two_jobs(engine: Engine, backend: RecordingBackend) -> None:
+    before = len(backend.container_ids)
+    for _ in range(3):
+        run(engine, "def evaluate(model_output):\n    return 1\n", n=2)
+    used = backend.container_ids[before:]
+    assert len(used) == 3
+    assert len(set(backend.container_ids)) == len(backend.container_ids)
+
+
+def test_warm_pool_serves_each_container_once_and_leaves_nothing(
+    docker_settings: Settings,
+) -> None:
+    settings = docker_settings.model_copy(update={"pool_size": 2})
+    backend = RecordingBackend(settings)
+    with Engine(settings, backend=backend) as engine:
+        backend.prewarm(settings.limits)
+        deadline = time.monotonic() + 60
+        while sum(backend.pool.sizes().values()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sum(backend.pool.sizes().values()) == 2
+        warm = set(labelled_containers())
+        for _ in range(4):
+            result = engine.run_check("def evaluate(model_output):\n    return 1\n", rows(1))
+            assert result[0].status is Status.OK
+        assert len(set(backend.container_ids)) == 4
+        # The first job was served by a container that was already warm.
+        assert backend.container_ids[0] in warm
+    ours = set(backend.container_ids)
+    assert not ours & set(labelled_containers())
+
+
+def test_every_container_is_removed_after_close(docker_settings: Settings) -> None:
+    backend = RecordingBackend(docker_settings)
+    with Engine(docker_settings, backend=backend) as engine:
+        engine.run_check("def evaluate(model_output):\n    return 1\n", rows(3))
+        engine.run_check("import os\ndef evaluate(model_output):\n    os._exit(1)\n", rows(2))
+    assert backend.container_ids
+    assert not set(backend.container_ids) & set(labelled_containers())
+
+
+def test_many_rows_split_across_parallel_jobs(docker_settings: Settings) -> None:
+    settings = docker_settings.model_copy(update={"job_max_rows": 100})
+    backend = RecordingBackend(settings)
+    with Engine(settings, backend=backend) as engine:
+        results = engine.run_check(
+            "def evaluate(model_output: str) -> int:\n    return int(model_output) * 2\n", rows(450)
+        )
+    assert [r.score for r in results] == [2 * i for i in range(1, 451)]
+    assert len(backend.container_ids) == 5

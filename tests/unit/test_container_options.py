@@ -1,0 +1,66 @@
+"""Every hardening flag of DESIGN.md §4 is on every container, by default."""
+
+from __future__ import annotations
+
+from engine.models import Limits
+from engine.sandbox.docker_backend import container_options, describe_exit
+from engine.settings import Settings
+
+
+def options(**settings: object) -> dict[str, object]:
+    return container_options(Settings(**settings), Limits(), {"scorebox.tenant": "t1"})  # type: ignore[arg-type]
+
+
+def test_network_filesystem_and_user() -> None:
+    opts = options()
+    assert opts["network_mode"] == "none"
+    assert opts["network_disabled"] is True
+    assert opts["read_only"] is True
+    assert opts["tmpfs"] == {"/tmp": "rw,noexec,nosuid,nodev,size=16m,mode=1777"}
+    assert opts["user"] == "10001:10001"
+    assert "volumes" not in opts and "mounts" not in opts
+
+
+def test_privileges_and_resources() -> None:
+    opts = options()
+    assert opts["cap_drop"] == ["ALL"]
+    assert opts["security_opt"] == ["no-new-privileges"]
+    assert opts["pids_limit"] == 64
+    assert opts["mem_limit"] == opts["memswap_limit"] == "256m"
+    assert opts["nano_cpus"] == 1_000_000_000
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in opts["ulimits"]}  # type: ignore[attr-defined]
+    assert ulimits["core"] == (0, 0)
+    assert ulimits["nofile"] == (256, 256)
+    assert ulimits["fsize"] == (16 * 1024 * 1024,) * 2
+
+
+def test_empty_environment_labels_and_no_logs() -> None:
+    opts = options(container_labels={"scorebox.test": "1"})
+    assert opts["environment"] == {}
+    labels = opts["labels"]
+    assert isinstance(labels, dict)
+    assert labels["scorebox.managed"] == "1"
+    assert labels["scorebox.tenant"] == "t1"
+    assert labels["scorebox.test"] == "1"
+    assert ":" in labels["scorebox.owner"]
+    assert opts["log_config"]["Type"] == "none"  # type: ignore[index]
+
+
+def test_runtime_is_configurable() -> None:
+    assert "runtime" not in options()
+    assert options(runtime="runsc")["runtime"] == "runsc"
+
+
+def test_limits_flow_into_options() -> None:
+    limits = Limits(memory_mb=64, max_pids=16, cpus=0.5, tmpfs_mb=4)
+    opts = container_options(Settings(), limits, {})
+    assert opts["mem_limit"] == "64m"
+    assert opts["pids_limit"] == 16
+    assert opts["nano_cpus"] == 500_000_000
+    assert "size=4m" in opts["tmpfs"]["/tmp"]
+
+
+def test_describe_exit_names_the_signal() -> None:
+    assert "SIGSEGV" in describe_exit(139, "")
+    assert "code 3" in describe_exit(3, "")
+    assert "Segmentation fault" in describe_exit(139, "Fatal Python error: Segmentation fault\n")

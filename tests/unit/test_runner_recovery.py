@@ -1,0 +1,119 @@
+"""Fault recovery of the runner, against a scripted backend (no Docker)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from engine.contract import Status
+from engine.models import Limits
+from engine.runner import CodeCheck, Engine
+from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
+from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
+from engine.settings import Settings
+
+
+class ScriptedBackend:
+    """Scores each row with len(model_output); dies on rows whose output is in ``die_on``."""
+
+    def __init__(self, die_on: Mapping[str, Termination], die_before_load: int = 0) -> None:
+        self.die_on = die_on
+        self.die_before_load = die_before_load
+        self.jobs: list[list[str]] = []
+
+    def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
+        self.jobs.append([r.model_output for r in job.rows])
+        if self.die_before_load:
+            self.die_before_load -= 1
+            yield JobEnd(Termination.SANDBOX_ERROR, "engine hiccup")
+            return
+        yield LoadedRecord(t="loaded", ok=True, parameters=["model_output"])
+        for row in job.rows:
+            if row.model_output in self.die_on:
+                yield JobEnd(self.die_on[row.model_output], f"died on {row.model_output}")
+                return
+            yield RowRecord(t="row", i=row.i, status=Status.OK, score=len(row.model_output), ms=1)
+        yield JobEnd(Termination.DONE)
+
+    def health(self) -> BackendHealth:
+        return BackendHealth(True, True, "ok")
+
+    def close(self) -> None:
+        pass
+
+
+def score(
+    backend: ScriptedBackend, outputs: list[str], **settings: object
+) -> list[tuple[Status, object]]:
+    with Engine(Settings(**settings), backend=backend) as engine:  # type: ignore[arg-type]
+        results = engine.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
+    return [(r.status, r.score) for r in results]
+
+
+def test_in_flight_row_gets_the_cause_and_the_rest_run_in_a_fresh_job() -> None:
+    backend = ScriptedBackend({"ccc": Termination.CRASHED})
+    got = score(backend, ["a", "bb", "ccc", "dddd", "eeeee"])
+    assert got == [
+        (Status.OK, 1),
+        (Status.OK, 2),
+        (Status.CRASHED, None),
+        (Status.OK, 4),
+        (Status.OK, 5),
+    ]
+    assert backend.jobs == [["a", "bb", "ccc", "dddd", "eeeee"], ["dddd", "eeeee"]]
+
+
+def test_each_termination_maps_to_its_status() -> None:
+    mapping = {
+        "t": Termination.TIMEOUT,
+        "o": Termination.OOM,
+        "l": Termination.OUTPUT_LIMIT,
+        "p": Termination.PROTOCOL_ERROR,
+    }
+    got = score(ScriptedBackend(mapping), ["t", "x", "o", "x", "l", "x", "p", "x"])
+    assert [s for s, _ in got] == [
+        Status.TIMEOUT,
+        Status.OK,
+        Status.OOM,
+        Status.OK,
+        Status.OUTPUT_LIMIT,
+        Status.OK,
+        Status.SANDBOX_ERROR,
+        Status.OK,
+    ]
+
+
+def test_consecutive_deaths_are_bounded() -> None:
+    backend = ScriptedBackend({"x": Termination.CRASHED})
+    got = score(backend, ["x"] * 10, job_retries=2)
+    assert [s for s, _ in got] == [Status.CRASHED] * 3 + [Status.SANDBOX_ERROR] * 7
+    assert len(backend.jobs) == 3
+
+
+def test_rows_keep_their_order_across_parallel_jobs() -> None:
+    outputs = ["x" * (i % 7 + 1) for i in range(95)]
+    got = score(ScriptedBackend({}), outputs, job_max_rows=10, max_parallel_jobs=3)
+    assert got == [(Status.OK, len(o)) for o in outputs]
+
+
+def test_on_result_sees_every_row_once() -> None:
+    seen: list[int] = []
+    with Engine(Settings(job_max_rows=3), backend=ScriptedBackend({"b": Termination.CRASHED})) as e:
+        e.run_check(
+            CodeCheck("src"),
+            [{"model_output": o} for o in "abcdefg"],
+            on_result=lambda i, _: seen.append(i),
+        )
+    assert sorted(seen) == list(range(7))
+
+
+def test_sandbox_error_before_loading_is_retried_without_losing_a_row() -> None:
+    backend = ScriptedBackend({}, die_before_load=2)
+    assert score(backend, ["a", "bb"]) == [(Status.OK, 1), (Status.OK, 2)]
+    assert len(backend.jobs) == 3
+
+
+def test_persistent_sandbox_error_marks_every_row() -> None:
+    backend = ScriptedBackend({}, die_before_load=100)
+    got = score(backend, ["a", "bb"], job_retries=1)
+    assert [s for s, _ in got] == [Status.SANDBOX_ERROR] * 2
+    assert len(backend.jobs) == 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -424,3 +425,131 @@ class ModelCheckType(StrEnum):
 
     SCORE = "score"  # an integer score (1-5 unless the template says otherwise)
     PASS_FAIL = "pass_fail"  # pass or fail (a bool score)
+
+
+# --- Names a check file sees, imports it may make, parameters it may mistype -----------------
+
+#: What ``engine.checks`` / ``okareo.checks`` export inside the sandbox; importing any
+#: other name from them fails when the check loads.
+CHECK_MODULE_EXPORTS: Mapping[str, frozenset[str]] = {
+    "engine.checks": frozenset({"BaseCheck", "CheckResponse", "CodeBasedCheck"}),
+    "okareo.checks": frozenset({"BaseCheck", "CheckResponse", "CodeBasedCheck", "ModelBasedCheck"}),
+}
+
+#: ``typing`` names bound in a check's namespace before it runs (both policies):
+#: Okareo's published examples annotate ``-> Union[bool, int, float]`` without
+#: importing ``Union``, and must load unchanged.
+PRELUDE_TYPING_NAMES: tuple[str, ...] = ("Any", "Dict", "List", "Optional", "Tuple", "Union")
+
+
+def check_prelude() -> dict[str, Any]:
+    """Names to bind in a check's module namespace before executing it."""
+    import typing
+
+    return {name: getattr(typing, name) for name in PRELUDE_TYPING_NAMES}
+
+
+def sandbox_can_import(module: str) -> bool:
+    """Whether ``module`` (dotted) exists in the sandbox image: stdlib, a sandbox package,
+    or a check base module (and its parent package)."""
+    top = module.split(".", maxsplit=1)[0]
+    if top in sys.stdlib_module_names:
+        return True
+    if any(top == package.import_name for package in SANDBOX_PACKAGES):
+        return True
+    return any(base == module or base.startswith(module + ".") for base in CHECK_BASE_MODULES)
+
+
+#: Builtins a ``restricted`` check gets beyond RestrictedPython's ``safe_builtins``.
+#: ``getattr``/``hasattr``/``setattr``/``delattr`` are guarded (no names starting
+#: with ``_``) and ``type`` takes one argument only.
+RESTRICTED_EXTRA_BUILTINS: tuple[str, ...] = (
+    "all",
+    "any",
+    "bytes",
+    "classmethod",
+    "delattr",
+    "dict",
+    "enumerate",
+    "filter",
+    "format",
+    "frozenset",
+    "getattr",
+    "hasattr",
+    "iter",
+    "list",
+    "map",
+    "max",
+    "min",
+    "next",
+    "object",
+    "property",
+    "reversed",
+    "set",
+    "setattr",
+    "sorted",
+    "staticmethod",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "zip",
+    "NotImplemented",
+)
+
+#: Builtins a ``restricted`` check cannot use, and why (each is absent at run time).
+RESTRICTED_FORBIDDEN_BUILTINS: Mapping[str, str] = {
+    "eval": "it runs arbitrary code",
+    "exec": "it runs arbitrary code",
+    "compile": "it makes new code",
+    "open": "a check has no files to read or write",
+    "input": "a check has no terminal",
+    "breakpoint": "a check cannot be debugged interactively",
+    "globals": "it exposes the namespace unguarded",
+    "locals": "it exposes the namespace unguarded",
+    "vars": "it exposes an object's attributes unguarded",
+    "dir": "it lists private attributes",
+    "help": "a check has no terminal",
+    "exit": "a check must return a score, not end the process",
+    "quit": "a check must return a score, not end the process",
+    "memoryview": "it exposes raw memory",
+    "__import__": "use an `import` statement",
+}
+
+#: Names people (and LLMs) use for a contract parameter, mapped to the contract name.
+PARAMETER_SUGGESTIONS: Mapping[str, str] = {
+    **LEGACY_PLACEHOLDERS,
+    "output": "model_output",
+    "response": "model_output",
+    "completion": "model_output",
+    "prediction": "model_output",
+    "answer": "model_output",
+    "expected": "scenario_result",
+    "expected_output": "scenario_result",
+    "expected_result": "scenario_result",
+    "reference": "scenario_result",
+    "ground_truth": "scenario_result",
+    "target": "scenario_result",
+    "question": "scenario_input",
+    "context": "scenario_input",
+    "scenario": "scenario_input",
+    "prompt": "model_input",
+    "meta": "metadata",
+}
+
+
+def suggest_parameter(name: str) -> str | None:
+    """The contract parameter ``name`` was probably meant to be, or None."""
+    import difflib
+
+    if name in PARAMETER_SUGGESTIONS:
+        return PARAMETER_SUGGESTIONS[name]
+    close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def char_column(line: str, col_offset: int) -> int:
+    """1-based character column of an ``ast`` ``col_offset`` (a UTF-8 byte offset) in ``line``."""
+    if line.isascii():
+        return col_offset + 1
+    return len(line.encode("utf-8", "surrogatepass")[:col_offset].decode("utf-8", "replace")) + 1

@@ -76,6 +76,28 @@ ANNOTATION_OUTPUT_TYPES: Mapping[str, OutputType] = {
 }
 #: Return annotations that wrap a score without saying which type it is.
 WRAPPER_ANNOTATIONS: frozenset[str] = frozenset({"CheckResponse", "tuple", "Tuple"})
+#: Return annotations (last dotted part) that can never be a score.
+NON_SCORE_ANNOTATIONS: frozenset[str] = frozenset(
+    {
+        "str",
+        "bytes",
+        "bytearray",
+        "complex",
+        "list",
+        "List",
+        "set",
+        "Set",
+        "frozenset",
+        "FrozenSet",
+        "Sequence",
+        "Iterable",
+        "Iterator",
+        "Generator",
+        "Callable",
+        "NoReturn",
+        "Never",
+    }
+)
 
 #: Ints must fit a signed 64-bit integer (what databases and JSON consumers hold).
 INT_MIN = -(2**63)

@@ -1,0 +1,291 @@
+"""The generator's prompts, built from :mod:`engine.contract`. Pure.
+
+Every fact about checks (parameter names and meanings, entrypoint forms,
+return types, importable modules, model-check placeholders) is read from the
+contract module, so the prompts change when the contract does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.checks import CheckResponse
+from engine.contract import (
+    CHECK_BASE_CLASSES,
+    CHECK_BASE_MODULES,
+    ENTRYPOINT_CLASS,
+    ENTRYPOINT_FUNCTION,
+    LEGACY_PLACEHOLDERS,
+    MODEL_CHECK_PLACEHOLDERS,
+    PARAMETER_DOCS,
+    PARAMETER_NAMES,
+    REQUIRABLE_PARAMETERS,
+    RESTRICTED_FORBIDDEN_BUILTINS,
+    RESTRICTED_IMPORT_ALLOWLIST,
+    SANDBOX_PACKAGES,
+    SANDBOX_UNUSABLE_MODULES,
+    ModelCheckType,
+    OutputType,
+    Status,
+    import_allowed,
+)
+from generator.models import Example, ExampleResult, Issue
+
+#: Longest row value shown in a prompt, in characters.
+MAX_VALUE_CHARS = 1500
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """What the user asked for."""
+
+    description: str
+    requires_scenario_input: bool = False
+    requires_scenario_result: bool = False
+    output_type: OutputType = OutputType.BOOL
+    check_type: str = "code"  # "code" | "model"
+    examples: tuple[Example, ...] = ()
+    prior_code: str | None = None
+
+
+# -- facts from the contract ---------------------------------------------------------------
+
+
+def _base_class() -> str:
+    return "CodeBasedCheck" if "CodeBasedCheck" in CHECK_BASE_CLASSES else min(CHECK_BASE_CLASSES)
+
+
+def importable_modules() -> tuple[list[str], list[str]]:
+    """(standard-library modules, third-party packages) a restricted check may import."""
+    third_party = sorted(p.import_name for p in SANDBOX_PACKAGES if import_allowed(p.import_name))
+    internal = {*CHECK_BASE_MODULES, "__future__"}
+    stdlib = sorted(
+        m
+        for m in RESTRICTED_IMPORT_ALLOWLIST
+        if m not in internal and m.split(".")[0] not in third_party
+    )
+    return stdlib, third_party
+
+
+def _check_response_signature() -> str:
+    parts = []
+    for f in dataclasses.fields(CheckResponse):
+        has_default = f.default is not dataclasses.MISSING
+        parts.append(f"{f.name}={f.default!r}" if has_default else f.name)
+    return f"{CheckResponse.__name__}({', '.join(parts)})"
+
+
+def _parameter_lines() -> str:
+    return "\n".join(f"  - `{name}`: {PARAMETER_DOCS[name]}" for name in PARAMETER_NAMES)
+
+
+def code_system_prompt() -> str:
+    """The system message for code checks: the whole contract, from the contract module."""
+    stdlib, third_party = importable_modules()
+    types = ", ".join(f"`{t.value}`" for t in OutputType)
+    base, module = _base_class(), CHECK_BASE_MODULES[0]
+    unusable = ", ".join(sorted(SANDBOX_UNUSABLE_MODULES))
+    forbidden = ", ".join(f"`{name}`" for name in RESTRICTED_FORBIDDEN_BUILTINS)
+    return f"""\
+You write checks for scorebox: small, deterministic Python functions that score one \
+output of an LLM application.
+
+The check contract:
+- Define a module-level function `{ENTRYPOINT_FUNCTION}(...)`, or a class \
+`{ENTRYPOINT_CLASS}({base})` (`from {module} import {base}, {CheckResponse.__name__}`) \
+whose `{ENTRYPOINT_FUNCTION}` is a `@staticmethod`.
+- `{ENTRYPOINT_FUNCTION}` takes, by name, only the parameters it needs from:
+{_parameter_lines()}
+  Any other parameter name, and `*args`, make the check invalid.
+- It returns the score: one of {types} (annotate it, e.g. `-> bool`), or \
+`{_check_response_signature()}`, or a `(score, explanation)` tuple. \
+Never return None, a string, NaN or infinity.
+- Imports: only these standard-library modules: {", ".join(stdlib)}; and these packages: \
+{", ".join(third_party)}. Anything else ({unusable}, os, sys, files...) makes the check invalid.
+- The check runs in a sandbox: no network, no subprocesses, no files, a time limit per row. \
+It is compiled with RestrictedPython: no names or attributes starting with an underscore, \
+and these builtins do not exist: {forbidden}.
+- Handle missing or oddly-typed inputs gracefully (e.g. `scenario_input` may be a JSON value \
+rather than a string), do not print, and keep it fast.
+
+Reply with the complete check in a single ```python block. Add nothing after the block."""
+
+
+def model_system_prompt(check_type: ModelCheckType) -> str:
+    """The system message for model checks (prompt templates judged by an LLM)."""
+    placeholders = "\n".join(
+        f"  - `{{{p}}}`: {PARAMETER_DOCS[p]}" for p in MODEL_CHECK_PLACEHOLDERS
+    )
+    legacy = ", ".join(f"`{{{k}}}`" for k in LEGACY_PLACEHOLDERS)
+    if check_type is ModelCheckType.PASS_FAIL:
+        answer = "ask the judge to answer with a single word: Pass or Fail"
+    else:
+        answer = "ask the judge to answer with a single integer score from 1 (worst) to 5 (best)"
+    return f"""\
+You write model checks for scorebox: a prompt template that an LLM judge receives, filled \
+with one row, to grade the output of an LLM application.
+
+The template contract:
+- Placeholders in single braces are filled from the row; only these exist:
+{placeholders}
+- The template must show the judge `{{model_output}}`. Do not use {legacy} or any other \
+name in single braces; write literal braces doubled: `{{{{` and `}}}}`.
+- State the criteria precisely and {answer}.
+
+Reply with the template in a single ```text block. Add nothing after the block."""
+
+
+# -- the task ----------------------------------------------------------------------------
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) > MAX_VALUE_CHARS:
+        text = text[: MAX_VALUE_CHARS - 20] + f"... [{len(text)} chars]"
+    return text
+
+
+def render_row(example: Example) -> str:
+    """A row's non-empty fields as compact JSON."""
+    fields = example.row.model_dump(exclude_none=True, exclude={"id"})
+    if not fields.get("metadata"):
+        fields.pop("metadata", None)
+    return json.dumps({k: _short(v) for k, v in fields.items()}, ensure_ascii=False)
+
+
+def render_expected(value: bool | int | float) -> str:
+    """An expected score as Python writes it (``True``, ``3``, ``0.5``)."""
+    return repr(value)
+
+
+def _signature_rules(spec: CheckSpec) -> str:
+    flags = {
+        "scenario_input": spec.requires_scenario_input,
+        "scenario_result": spec.requires_scenario_result,
+    }
+    lines = ["- `model_output` is always available."]
+    for name in REQUIRABLE_PARAMETERS:
+        if flags.get(name):
+            lines.append(f"- It must take `{name}`: every row has it.")
+        else:
+            lines.append(f"- It must not take `{name}`: rows may not have it.")
+    return "\n".join(lines)
+
+
+def task_prompt(spec: CheckSpec) -> str:
+    """The first user message: description, signature rules, score type, examples, prior code."""
+    if spec.check_type == "model":
+        used = [
+            f"{{{name}}}" for name in REQUIRABLE_PARAMETERS if getattr(spec, f"requires_{name}")
+        ]
+        rules = (
+            f"- Use {' and '.join(used)} in the template.\n"
+            if used
+            else "- Use only `{model_output}` (and optionally `{model_input}`, `{metadata}`).\n"
+        )
+        head = f"Write a model check.\n\nDescription: {spec.description}\n\n{rules}"
+    else:
+        t = spec.output_type.value
+        head = (
+            f"Write a check.\n\nDescription: {spec.description}\n\n"
+            f"Parameters of `{ENTRYPOINT_FUNCTION}`:\n{_signature_rules(spec)}\n"
+            f"Score type: `{t}` (annotate `-> {t}`).\n"
+        )
+    parts = [head]
+    if spec.examples:
+        lines = [
+            f"{i + 1}. row: {render_row(ex)}\n   expected score: {render_expected(ex.expected)}"
+            for i, ex in enumerate(spec.examples)
+        ]
+        parts.append(
+            "Labelled examples (the check must return exactly the expected score on each):\n"
+            + "\n".join(lines)
+            + "\n"
+        )
+    if spec.prior_code:
+        kind = "template" if spec.check_type == "model" else "check"
+        fence = "text" if spec.check_type == "model" else "python"
+        parts.append(
+            f"Refine this existing {kind} to match the description above; keep what still "
+            f"applies:\n```{fence}\n{spec.prior_code.rstrip()}\n```\n"
+        )
+    return "\n".join(parts)
+
+
+def initial_messages(spec: CheckSpec) -> list[Message]:
+    """The conversation's opening: system contract, then the task."""
+    if spec.check_type == "model":
+        from generator.model_checks import model_check_type
+
+        system = model_system_prompt(model_check_type(spec.output_type))
+    else:
+        system = code_system_prompt()
+    return [{"role": "system", "content": system}, {"role": "user", "content": task_prompt(spec)}]
+
+
+# -- feedback ----------------------------------------------------------------------------
+
+_STATUS_HINTS: dict[Status, str] = {
+    Status.TIMEOUT: "it did not finish within the time limit; remove loops that may never end "
+    "and expensive work",
+    Status.ERROR: "evaluate raised an exception",
+    Status.INVALID_SCORE: "it returned something that is not an acceptable score",
+    Status.OOM: "it ran out of memory",
+    Status.CRASHED: "the process died",
+    Status.OUTPUT_LIMIT: "it printed too much; do not print",
+    Status.SKIPPED: "the row lacks an input the check requires",
+    Status.SANDBOX_ERROR: "the sandbox failed to run it (the check may not even load)",
+    Status.JUDGE_ERROR: "the judge could not answer",
+}
+
+
+def render_issue(issue: Issue) -> str:
+    """``line 3, col 5: error forbidden_import: ...``."""
+    where = f"line {issue.line}, col {issue.col}: " if issue.line is not None else ""
+    return f"- {where}{issue.severity} {issue.code}: {issue.message}"
+
+
+def render_example_failure(result: ExampleResult, example: Example) -> str:
+    """One failed example: which, its row, the expected value, and what happened instead."""
+    expected = render_expected(result.expected)
+    head = f"- example {result.index + 1}: row {render_row(example)}\n  expected {expected}"
+    if result.status is not None and result.status is not Status.OK:
+        hint = _STATUS_HINTS.get(result.status, "")
+        detail = f": {result.error.strip()}" if result.error else ""
+        return f"{head}, but the check ended with status {result.status.value} ({hint}){detail}"
+    return f"{head}, got {render_expected(result.score) if result.score is not None else 'None'}"
+
+
+def feedback_message(
+    *,
+    attempt: int,
+    error: str | None = None,
+    issues: Sequence[Issue] = (),
+    failures: Sequence[tuple[ExampleResult, Example]] = (),
+    passed: int = 0,
+    total: int = 0,
+    check_type: str = "code",
+) -> str:
+    """The user message after a failed attempt: every problem found, then what to send back."""
+    what = "template" if check_type == "model" else "check"
+    fence = "text" if check_type == "model" else "python"
+    parts = [f"Attempt {attempt} is not acceptable yet. Fix every problem below."]
+    if error:
+        parts.append(f"Problem with your reply: {error}")
+    errors = [i for i in issues if i.severity == "error"]
+    if errors:
+        parts.append(
+            f"Validation of the {what} failed:\n" + "\n".join(render_issue(i) for i in errors)
+        )
+    if failures:
+        parts.append(
+            f"It disagrees with {len(failures)} of {total} labelled examples "
+            f"({passed} agreed):\n" + "\n".join(render_example_failure(r, ex) for r, ex in failures)
+        )
+    parts.append(f"Reply with the complete corrected {what} in a single ```{fence} block.")
+    return "\n\n".join(parts)

@@ -1,0 +1,6 @@
+"""LLM judging: reply parsing, model-check templates, built-in judges, model checks, pairwise.
+
+Pure parts (``parse``, ``templates``) do no I/O; the rest talk to an
+:class:`engine.llm.LLMClient` and turn every LLM failure into a ``judge_error``
+row result, never an exception that stops a batch.
+"""

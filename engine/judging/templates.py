@@ -1,0 +1,186 @@
+"""Prompt templates of model checks: parse, validate, normalise, render. Pure.
+
+Lives in the engine because the engine renders templates when it judges rows
+(``engine.judging.model_check``) and the service validates them at save;
+``generator.model_checks`` re-exports it.
+
+A template uses ``{placeholder}`` for row fields (the names come from
+:data:`engine.contract.MODEL_CHECK_PLACEHOLDERS`) and ``{{`` / ``}}`` for
+literal braces. Legacy names (:data:`engine.contract.LEGACY_PLACEHOLDERS`) are
+rewritten with a warning; anything else in single braces is an error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.contract import (
+    LEGACY_PLACEHOLDERS,
+    MODEL_CHECK_PLACEHOLDERS,
+    REQUIRABLE_PARAMETERS,
+    ModelCheckType,
+    OutputType,
+)
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|\{|\}")
+_IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
+
+
+@dataclass(frozen=True)
+class TemplateIssue:
+    """One problem in a template, with its 1-based line and column."""
+
+    severity: Literal["error", "warning"]
+    code: str
+    message: str
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class TemplateReport:
+    """The outcome of :func:`validate_template`."""
+
+    template: str  # legacy placeholders rewritten
+    placeholders: tuple[str, ...]  # distinct, in order of first use
+    issues: tuple[TemplateIssue, ...]
+
+    @property
+    def valid(self) -> bool:
+        """No error (warnings allowed)."""
+        return not any(i.severity == "error" for i in self.issues)
+
+    def requires(self) -> dict[str, bool]:
+        """``requires_scenario_input``/``requires_scenario_result`` implied by the placeholders."""
+        return {f"requires_{n}": n in self.placeholders for n in REQUIRABLE_PARAMETERS}
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    col = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, col
+
+
+def model_check_type(output_type: OutputType | str) -> ModelCheckType:
+    """The judge's answer kind for a score type: bool → pass_fail, numbers → score."""
+    if OutputType(output_type) is OutputType.BOOL:
+        return ModelCheckType.PASS_FAIL
+    return ModelCheckType.SCORE
+
+
+def validate_template(
+    template: str,
+    *,
+    requires_scenario_input: bool | None = None,
+    requires_scenario_result: bool | None = None,
+) -> TemplateReport:
+    """Check every placeholder; normalise legacy names; compare with declared flags."""
+    issues: list[TemplateIssue] = []
+    names: list[str] = []
+    out: list[str] = []
+    last = 0
+    allowed = ", ".join("{" + p + "}" for p in MODEL_CHECK_PLACEHOLDERS)
+
+    def issue(severity: Literal["error", "warning"], code: str, msg: str, offset: int) -> None:
+        line, col = _position(template, offset)
+        issues.append(TemplateIssue(severity, code, msg, line, col))
+
+    for match in _TOKEN.finditer(template):
+        out.append(template[last : match.start()])
+        last = match.end()
+        token = match.group(0)
+        if token in {"{{", "}}"}:
+            out.append(token)
+            continue
+        inner = match.group(1)
+        if inner is None:
+            issue(
+                "error",
+                "unbalanced_brace",
+                f"unmatched {token!r}; write a literal brace as {token * 2!r}",
+                match.start(),
+            )
+            out.append(token)
+            continue
+        name = inner.strip()
+        if name in LEGACY_PLACEHOLDERS:
+            new = LEGACY_PLACEHOLDERS[name]
+            issue(
+                "warning",
+                "legacy_placeholder",
+                f"{{{name}}} is a legacy name, rewritten to {{{new}}}",
+                match.start(),
+            )
+            name = new
+        if name in MODEL_CHECK_PLACEHOLDERS:
+            out.append("{" + name + "}")
+            if name not in names:
+                names.append(name)
+            continue
+        hint = (
+            f"unknown placeholder {{{inner}}}; use one of {allowed}"
+            if _IDENTIFIER.match(name)
+            else f"{{{inner}}} is not a placeholder; use one of {allowed}"
+        )
+        issue(
+            "error",
+            "unknown_placeholder",
+            hint + ", or write literal braces as {{ }}",
+            match.start(),
+        )
+        out.append(token)
+    out.append(template[last:])
+
+    if not template.strip():
+        issue("error", "empty_template", "the template is empty", 0)
+    elif "model_output" not in names:
+        issue(
+            "error",
+            "missing_model_output",
+            "the template never shows the judge {model_output}, the output being judged",
+            0,
+        )
+    declared = {
+        "scenario_input": requires_scenario_input,
+        "scenario_result": requires_scenario_result,
+    }
+    for param, flag in declared.items():
+        if flag is None or flag == (param in names):
+            continue
+        if flag:
+            message = f"requires_{param} is declared but the template never uses {{{param}}}"
+        else:
+            message = f"the template uses {{{param}}} but requires_{param} is declared false"
+        issue("error", "requires_mismatch", message, 0)
+    return TemplateReport("".join(out), tuple(names), tuple(issues))
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def render_template(template: str, row: Mapping[str, Any]) -> str:
+    """The prompt for one row: placeholders filled (JSON for non-strings), ``{{ }}`` unescaped.
+
+    The template must be valid (see :func:`validate_template`); legacy names are filled too.
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token in {"{{", "}}"}:
+            return token[0]
+        name = (match.group(1) or "").strip()
+        name = LEGACY_PLACEHOLDERS.get(name, name)
+        if name not in MODEL_CHECK_PLACEHOLDERS:
+            return token
+        return _as_text(row.get(name))
+
+    return _TOKEN.sub(fill, template)

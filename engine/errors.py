@@ -12,6 +12,7 @@ and for infrastructure::
     │   └── CheckValidationError   a check failed validation; carries the report
     ├── QuotaExceededError         a tenant quota was passed; carries retry_after_seconds
     ├── AuthError                  no, or an unknown, API key
+    ├── ForbiddenError             a valid key that may not do this (admin endpoints)
     ├── StorageError               the database cannot be reached or migrated
     ├── SandboxError               the sandbox infrastructure failed
     │   ├── DockerUnavailableError the Docker engine cannot be reached
@@ -65,6 +66,10 @@ class QuotaExceededError(ScoreboxError):
 
 class AuthError(ScoreboxError):
     """Raised when a request carries no API key, or one that is unknown or revoked."""
+
+
+class ForbiddenError(ScoreboxError):
+    """Raised when a valid key asks for something it may not do (admin endpoints)."""
 
 
 class StorageError(ScoreboxError):

@@ -67,6 +67,24 @@ class Settings(BaseSettings):
 
     # Service
     admin_key: SecretStr | None = Field(default=None, description="Operator key for /v1/admin.")
+    host: str = Field(default="127.0.0.1", description="Address `scorebox serve` binds.")
+    port: int = Field(default=8000, ge=0, le=65535, description="Port `scorebox serve` binds.")
+    migrate_on_start: bool = Field(default=True, description="Upgrade the schema at start-up.")
+    run_workers: int | None = Field(
+        default=None, ge=1, description="Threads scoring run chunks; default: max_parallel_jobs."
+    )
+    run_chunk_rows: int = Field(
+        default=500, ge=1, description="Rows per scheduled unit; a run yields between chunks."
+    )
+    score_max_rows: int = Field(default=1000, ge=1, description="Row cap of POST /v1/score.")
+    score_wait_seconds: float = Field(
+        default=30.0, gt=0, description="How long /v1/score waits for a slot before 429."
+    )
+    # Per-tenant quotas (defaults; a tenant's own values override them)
+    quota_concurrent_jobs: int = Field(default=4, ge=1, description="Sandbox jobs at once.")
+    quota_rows_per_run: int = Field(default=1_000_000, ge=1)
+    quota_source_bytes: int = Field(default=256 * 1024, ge=1)
+    quota_queued_runs: int = Field(default=20, ge=1, description="Runs queued or running.")
 
     @model_validator(mode="before")
     @classmethod

@@ -130,7 +130,9 @@ class Store(Protocol):
     def max_check_version(self, tenant_id: str, name: str) -> int: ...
     def insert_check(self, check: CheckVersion) -> CheckVersion: ...
     def get_check(self, tenant_id: str, name: str, version: int | None = None) -> CheckVersion: ...
-    def get_check_by_id(self, tenant_id: str, check_id: str) -> CheckVersion: ...
+    def get_check_by_id(
+        self, tenant_id: str, check_id: str, include_deleted: bool = False
+    ) -> CheckVersion: ...
     def list_checks(self, tenant_id: str, all_versions: bool = False) -> list[CheckVersion]: ...
     def delete_check(self, tenant_id: str, name: str, version: int | None = None) -> int: ...
 
@@ -325,15 +327,16 @@ class SqlStore:
                 raise NotFoundError(f"no check {name!r} version {version}")
             return _check(row)
 
-    def get_check_by_id(self, tenant_id: str, check_id: str) -> CheckVersion:
+    def get_check_by_id(
+        self, tenant_id: str, check_id: str, include_deleted: bool = False
+    ) -> CheckVersion:
         with self._session() as s:
-            row = s.scalar(
-                select(CheckVersionRow).where(
-                    CheckVersionRow.tenant_id == tenant_id,
-                    CheckVersionRow.id == check_id,
-                    CheckVersionRow.deleted_at.is_(None),
-                )
+            query = select(CheckVersionRow).where(
+                CheckVersionRow.tenant_id == tenant_id, CheckVersionRow.id == check_id
             )
+            if not include_deleted:
+                query = query.where(CheckVersionRow.deleted_at.is_(None))
+            row = s.scalar(query)
             if row is None:
                 raise NotFoundError(f"no check with id {check_id!r}")
             return _check(row)

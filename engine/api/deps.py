@@ -1,0 +1,67 @@
+"""Dependencies of the routes, as ``Annotated`` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from engine.api.services import Services
+from engine.auth import Principal, authenticate, is_admin
+from engine.errors import AuthError, ForbiddenError
+from engine.runs.service import RunService
+from engine.settings import Settings
+from engine.storage import SqlStore
+
+_bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer sbx_...`")
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def get_store(services: ServicesDep) -> SqlStore:
+    return services.store
+
+
+def get_runs(services: ServicesDep) -> RunService:
+    return services.runs
+
+
+def get_settings(services: ServicesDep) -> Settings:
+    return services.settings
+
+
+StoreDep = Annotated[SqlStore, Depends(get_store)]
+RunsDep = Annotated[RunService, Depends(get_runs)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _header(credentials: HTTPAuthorizationCredentials | None) -> str | None:
+    if credentials is None:
+        return None
+    return f"{credentials.scheme} {credentials.credentials}"
+
+
+def get_principal(store: StoreDep, credentials: Credentials) -> Principal:
+    return authenticate(store, _header(credentials))
+
+
+def require_admin(settings: SettingsDep, credentials: Credentials) -> None:
+    expected = settings.admin_key.get_secret_value() if settings.admin_key else None
+    if credentials is None:
+        raise AuthError("missing admin key: send `Authorization: Bearer <SCOREBOX_ADMIN_KEY>`")
+    if expected is None:
+        raise ForbiddenError("admin endpoints are off: set SCOREBOX_ADMIN_KEY to turn them on")
+    if not is_admin(expected, _header(credentials)):
+        raise ForbiddenError("this key is not the admin key")
+
+
+PrincipalDep = Annotated[Principal, Depends(get_principal)]
+AdminDep = Annotated[None, Depends(require_admin)]

@@ -1,0 +1,159 @@
+"""The one place domain errors become HTTP: status codes and ``application/problem+json``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engine.errors import (
+    AuthError,
+    CheckValidationError,
+    ConfigurationError,
+    ConflictError,
+    ForbiddenError,
+    InvalidRequestError,
+    LLMError,
+    NotFoundError,
+    QuotaExceededError,
+    SandboxError,
+    ScoreboxError,
+    StorageError,
+)
+
+log = logging.getLogger("scorebox.api")
+
+PROBLEM_JSON = "application/problem+json"
+
+#: Most specific first.
+STATUS_BY_ERROR: tuple[tuple[type[ScoreboxError], int, str], ...] = (
+    (CheckValidationError, 422, "Check is not valid"),
+    (InvalidRequestError, 422, "Invalid request"),
+    (AuthError, 401, "Unauthorized"),
+    (ForbiddenError, 403, "Forbidden"),
+    (NotFoundError, 404, "Not found"),
+    (ConflictError, 409, "Conflict"),
+    (QuotaExceededError, 429, "Quota exceeded"),
+    (SandboxError, 503, "Sandbox unavailable"),
+    (StorageError, 503, "Database unavailable"),
+    (LLMError, 502, "LLM endpoint failed"),
+    (ConfigurationError, 500, "Misconfigured"),
+    (ScoreboxError, 500, "Internal error"),
+)
+
+
+def status_for(exc: ScoreboxError) -> tuple[int, str]:
+    for cls, status, title in STATUS_BY_ERROR:
+        if isinstance(exc, cls):
+            return status, title
+    return 500, "Internal error"  # pragma: no cover - ScoreboxError is last
+
+
+def problem(
+    status: int,
+    title: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, **extra}
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def validation_errors(report: Any) -> list[dict[str, Any]]:
+    """``errors[{code, message, line, col}]`` from a validation report's error issues."""
+    issues = getattr(report, "issues", None) or []
+    out = []
+    for issue in issues:
+        get = issue.get if isinstance(issue, dict) else lambda k, i=issue: getattr(i, k, None)
+        if (get("severity") or "error") != "error":
+            continue
+        out.append(
+            {
+                "code": get("code"),
+                "message": get("message"),
+                "line": get("line"),
+                "col": get("col"),
+            }
+        )
+    return out
+
+
+async def _scorebox_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ScoreboxError)
+    status, title = status_for(exc)
+    headers: dict[str, str] = {}
+    extra: dict[str, Any] = {}
+    if isinstance(exc, AuthError):
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(exc, QuotaExceededError):
+        headers["Retry-After"] = str(max(1, int(exc.retry_after_seconds)))
+    if isinstance(exc, CheckValidationError):
+        extra["errors"] = validation_errors(exc.report)
+    if status >= 500:
+        log.error("%s %s: %s", request.method, request.url.path, exc)
+    return problem(status, title, str(exc), headers, **extra)
+
+
+async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {
+            "code": str(e.get("type", "invalid")),
+            "message": f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}",
+            "line": None,
+            "col": None,
+        }
+        for e in exc.errors()
+    ]
+    detail = "; ".join(str(e["message"]) for e in errors[:5]) or "the request is not valid"
+    return problem(422, "Invalid request", detail, errors=errors)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    return problem(exc.status_code, "Error", str(exc.detail), headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("%s %s failed", request.method, request.url.path)
+    return problem(500, "Internal error", f"internal error: {exc.__class__.__name__}")
+
+
+def install(app: FastAPI) -> None:
+    """Register every exception handler on ``app``."""
+    app.add_exception_handler(ScoreboxError, _scorebox_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+#: OpenAPI ``responses=`` entries for the errors routes commonly raise.
+def responses(
+    *statuses: int, ok: dict[int | str, dict[str, Any]] | None = None
+) -> dict[int | str, dict[str, Any]]:
+    titles = {status: title for _, status, title in STATUS_BY_ERROR}
+    titles.setdefault(422, "Invalid request")
+    out: dict[int | str, dict[str, Any]] = dict(ok or {})
+    out |= {
+        status: {
+            "description": titles.get(status, "Error"),
+            "content": {
+                PROBLEM_JSON: {
+                    "example": {
+                        "type": "about:blank",
+                        "title": titles.get(status, "Error"),
+                        "status": status,
+                        "detail": "what went wrong and how to fix it",
+                    }
+                }
+            },
+        }
+        for status in statuses
+    }
+    return out

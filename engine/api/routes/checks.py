@@ -1,0 +1,184 @@
+"""``/v1/checks``: create or update, upload, validate, list, get, delete."""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Query, Response, UploadFile
+
+from engine import catalog
+from engine.api.deps import PrincipalDep, RunsDep, StoreDep
+from engine.api.problems import responses
+from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
+from engine.catalog import CheckReport, CheckSpec
+from engine.contract import Policy
+from engine.errors import InvalidRequestError, NotFoundError
+
+router = APIRouter(prefix="/v1/checks", tags=["checks"])
+
+
+def _save(
+    store: StoreDep, runs: RunsDep, principal: PrincipalDep, spec: CheckSpec, response: Response
+) -> CheckOut:
+    outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
+    response.status_code = 201 if outcome.created else 200
+    warnings = [i for i in outcome.report.issues if i.severity != "error"]
+    return CheckOut.of(outcome.check, warnings)
+
+
+@router.post(
+    "",
+    response_model=CheckOut,
+    status_code=201,
+    summary="Create or update a check",
+    description="Identical content returns the existing version (200); changed content "
+    "creates version N+1 (201); an invalid check is 422 with `errors[{code, message, line, col}]`.",
+    responses=responses(
+        401,
+        422,
+        429,
+        ok={200: {"description": "Unchanged: the existing version", "model": CheckOut}},
+    ),
+)
+def create_check(
+    spec: CheckSpec, store: StoreDep, runs: RunsDep, principal: PrincipalDep, response: Response
+) -> CheckOut:
+    return _save(store, runs, principal, spec, response)
+
+
+@router.post(
+    "/upload",
+    response_model=CheckOut,
+    status_code=201,
+    summary="Create or update a check from a .py file",
+    description="Multipart form: `file` (the .py source), optional `name` (default: the file "
+    "name without .py), `description`, `tags` (comma-separated), `policy`.",
+    responses=responses(401, 422, 429, ok={200: {"description": "Unchanged", "model": CheckOut}}),
+)
+async def upload_check(
+    store: StoreDep,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    response: Response,
+    file: Annotated[UploadFile, File(description="The check's Python source.")],
+    name: Annotated[str | None, Form()] = None,
+    description: Annotated[str | None, Form()] = None,
+    tags: Annotated[str | None, Form(description="Comma-separated.")] = None,
+    policy: Annotated[Policy, Form()] = Policy.STANDARD,
+) -> CheckOut:
+    raw = await file.read()
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"{file.filename}: not UTF-8 text ({exc})") from exc
+    stem = PurePath(file.filename or "check.py").stem
+    try:
+        spec = CheckSpec(
+            name=name or stem,
+            description=description,
+            tags=[t.strip() for t in (tags or "").split(",") if t.strip()],
+            kind="code",
+            source=source,
+            policy=policy,
+        )
+    except ValueError as exc:
+        raise InvalidRequestError(f"bad check fields: {exc}") from exc
+    return _save(store, runs, principal, spec, response)
+
+
+@router.post(
+    "/validate",
+    response_model=CheckReport,
+    summary="Validate a check without saving it",
+    description="Always 200 with the report (`valid`, `issues`); nothing is stored.",
+    responses=responses(401, 422),
+)
+def validate_check(spec: ValidateRequest, runs: RunsDep, principal: PrincipalDep) -> CheckReport:
+    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id))
+    return report
+
+
+@router.get(
+    "",
+    response_model=CheckList,
+    summary="List checks",
+    description="This tenant's checks (latest version of each, or every version with "
+    "`all_versions=true`), followed by the built-ins (`builtin: true`).",
+    responses=responses(401),
+)
+def list_checks(
+    store: StoreDep,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    all_versions: bool = False,
+    include_builtins: bool = True,
+) -> CheckList:
+    own = [CheckOut.of(c) for c in store.list_checks(principal.tenant_id, all_versions)]
+    builtins = []
+    if include_builtins:
+        builtins = [
+            CheckOut(
+                id=None,
+                name=b.name,
+                version=None,
+                kind=b.kind,
+                builtin=True,
+                description=b.description,
+                output_data_type=b.output_data_type,
+                policy=None,
+            )
+            for b in sorted(runs.builtins().values(), key=lambda b: b.name)
+        ]
+    return CheckList(checks=own + builtins)
+
+
+@router.get(
+    "/{ref}",
+    response_model=CheckOut,
+    summary="Get a check",
+    description="`ref` is a name (latest version), `name@N`, or an id; `?version=N` picks a "
+    "version. Built-ins are found by name.",
+    responses=responses(401, 404),
+)
+def get_check(
+    ref: str,
+    store: StoreDep,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    version: Annotated[int | None, Query(ge=1)] = None,
+) -> CheckOut:
+    try:
+        return CheckOut.of(catalog.get_check(store, principal.tenant_id, ref, version))
+    except NotFoundError:
+        builtin = runs.builtins().get(ref) if version is None else None
+        if builtin is None:
+            raise
+        return CheckOut(
+            id=None,
+            name=builtin.name,
+            version=None,
+            kind=builtin.kind,
+            builtin=True,
+            description=builtin.description,
+            output_data_type=builtin.output_data_type,
+            policy=None,
+        )
+
+
+@router.delete(
+    "/{ref}",
+    response_model=Deleted,
+    summary="Delete a check",
+    description="Soft delete: a name deletes every version; `name@N`, an id or `?version=N` "
+    "deletes one. Runs that used a deleted version keep their results; version numbers are "
+    "never reused.",
+    responses=responses(401, 404),
+)
+def delete_check(
+    ref: str,
+    store: StoreDep,
+    principal: PrincipalDep,
+    version: Annotated[int | None, Query(ge=1)] = None,
+) -> Deleted:
+    return Deleted(deleted=catalog.delete_check(store, principal.tenant_id, ref, version))

@@ -1,0 +1,118 @@
+"""``POST /v1/checks/generate``: description → validated, self-tested check. Nothing is saved.
+
+Dependencies: the LLM client is ``app.state.llm`` when the app factory (or a
+test) sets one, otherwise it is built from the settings on first use and kept
+there; the sandbox engine comes from ``services.engines``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.api.deps import PrincipalDep, ServicesDep
+from engine.api.problems import responses
+from engine.contract import MAX_SOURCE_BYTES, OutputType
+from engine.llm import LLMClient, create_llm_client
+from generator.models import Example, GenerationResult
+from generator.pipeline import GeneratorOptions, engine_runner, generate_check
+
+router = APIRouter(prefix="/v1/checks", tags=["checks"])
+
+_llm_lock = threading.Lock()
+
+
+def get_llm(request: Request, services: ServicesDep) -> LLMClient:
+    """``app.state.llm``, created from the settings on first use (ConfigurationError if unset)."""
+    with _llm_lock:
+        llm: LLMClient | None = getattr(request.app.state, "llm", None)
+        if llm is None:
+            llm = create_llm_client(services.settings)
+            request.app.state.llm = llm
+        return llm
+
+
+LLMDep = Annotated[LLMClient, Depends(get_llm)]
+
+
+class GenerateRequest(BaseModel):
+    """What to generate."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "description": "The answer names the expected city (case-insensitive).",
+                    "requires_scenario_result": True,
+                    "output_data_type": "bool",
+                    "examples": [
+                        {
+                            "row": {"model_output": "It is Paris.", "scenario_result": "Paris"},
+                            "expected": True,
+                        },
+                        {
+                            "row": {"model_output": "Lyon, I think", "scenario_result": "Paris"},
+                            "expected": False,
+                        },
+                    ],
+                }
+            ]
+        },
+    )
+
+    description: str = Field(min_length=1, max_length=20_000, description="What to check.")
+    requires_scenario_input: bool = False
+    requires_scenario_result: bool = False
+    output_data_type: OutputType = OutputType.BOOL
+    check_type: Literal["code", "model"] = Field(
+        default="code", description="`code`: Python source; `model`: a prompt template."
+    )
+    examples: list[Example] = Field(
+        default_factory=list, max_length=200, description="Labelled rows the check must agree with."
+    )
+    prior_code: str | None = Field(
+        default=None,
+        max_length=MAX_SOURCE_BYTES,
+        description="An existing check (or template) to refine from the description.",
+    )
+    max_attempts: int | None = Field(
+        default=None, ge=1, le=20, description="Default: SCOREBOX_GENERATOR_MAX_ATTEMPTS."
+    )
+
+
+@router.post(
+    "/generate",
+    response_model=GenerationResult,
+    summary="Generate a check from a description",
+    description="Asks the LLM for a check, validates it under the restricted policy, runs it on "
+    "the examples in the sandbox, and feeds every failure back until it is accepted or the "
+    "attempts run out. Nothing is saved: push the returned `code` with `POST /v1/checks`. "
+    "`accepted` is false (still 200) when no attempt passed; `message` and `attempts` say why.",
+    responses=responses(401, 422, 429, 502, 503),
+)
+def generate(
+    body: GenerateRequest, services: ServicesDep, principal: PrincipalDep, llm: LLMDep
+) -> GenerationResult:
+    settings = services.settings
+    run = (
+        engine_runner(services.engines.get(), labels={"scorebox.tenant": principal.tenant_id})
+        if body.check_type == "code"
+        else None
+    )
+    return generate_check(
+        body.description,
+        requires_scenario_input=body.requires_scenario_input,
+        requires_scenario_result=body.requires_scenario_result,
+        output_data_type=body.output_data_type,
+        check_type=body.check_type,
+        examples=body.examples,
+        prior_code=body.prior_code,
+        max_attempts=body.max_attempts,
+        llm=llm,
+        run=run,
+        options=GeneratorOptions.from_settings(settings),
+    )

@@ -1,0 +1,41 @@
+"""``POST /v1/score``: score up to 1,000 rows now."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from engine.api.deps import PrincipalDep, RunsDep
+from engine.api.problems import responses
+from engine.api.schemas import ResultItem, ScoreRequest, ScoreResponse
+
+router = APIRouter(tags=["scoring"])
+
+
+@router.post(
+    "/v1/score",
+    response_model=ScoreResponse,
+    summary="Score rows synchronously",
+    description="At most 1,000 rows; runs ahead of this tenant's queued runs on the warm pool, "
+    "within its concurrent-jobs quota (429 with Retry-After when no slot frees in time).",
+    responses=responses(401, 404, 422, 429, 503),
+)
+def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> ScoreResponse:
+    outcome = runs.score(principal, body.checks, body.rows, body.limits)
+    items = [
+        ResultItem(
+            row_index=i,
+            row_id=body.rows[i].id,
+            check=check.name,
+            version=check.version,
+            check_id=check.id,
+            status=results[i].status.value,
+            score=results[i].score,
+            explanation=results[i].explanation,
+            error=results[i].error,
+            output=results[i].output,
+            duration_ms=results[i].duration_ms,
+        )
+        for i in range(len(body.rows))
+        for check, results in zip(outcome.checks, outcome.results, strict=True)
+    ]
+    return ScoreResponse(results=items, summary=outcome.summaries)

@@ -1,0 +1,258 @@
+"""Request and response bodies of the HTTP API (with OpenAPI examples)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.catalog import CheckRef, CheckSpec, Issue
+from engine.models import Row
+from engine.runs.summary import CheckSummary
+from engine.storage import CheckVersion, Run, RunCheck, StoredResult
+
+CheckRefIn = str | CheckRef
+
+_ROW_EXAMPLE: dict[str, Any] = {
+    "id": "q-1",
+    "scenario_input": "How do I reset my password?",
+    "model_output": "Open Settings > Security and choose 'Reset password'.",
+    "scenario_result": "Settings > Security > Reset password",
+}
+_LIMITS_DOC = "Lower the sandbox limits for this request (never raises them)."
+
+
+class CheckOut(BaseModel):
+    """One version of a check (or a built-in)."""
+
+    id: str | None = Field(examples=["chk_5d0c9e3b8a7f61d2a4c1"])
+    name: str = Field(examples=["mentions_expected"])
+    version: int | None = Field(examples=[2])
+    kind: str = Field(examples=["code"])
+    builtin: bool = False
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    source: str | None = None
+    prompt_template: str | None = None
+    check_type: str | None = None
+    policy: str | None = "standard"
+    output_data_type: str | None = Field(default=None, examples=["bool"])
+    requires_scenario_input: bool = False
+    requires_scenario_result: bool = False
+    limits: dict[str, Any] | None = None
+    sha256: str | None = None
+    created_at: datetime | None = None
+    warnings: list[Issue] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, check: CheckVersion, warnings: list[Issue] | None = None) -> CheckOut:
+        return cls(
+            id=check.id,
+            name=check.name,
+            version=check.version,
+            kind=check.kind,
+            description=check.description,
+            tags=check.tags,
+            source=check.source,
+            prompt_template=check.prompt_template,
+            check_type=check.check_type,
+            policy=check.policy,
+            output_data_type=check.output_data_type,
+            requires_scenario_input=check.requires_scenario_input,
+            requires_scenario_result=check.requires_scenario_result,
+            limits=check.limits,
+            sha256=check.sha256,
+            created_at=check.created_at,
+            warnings=warnings or [],
+        )
+
+
+class CheckList(BaseModel):
+    checks: list[CheckOut]
+
+
+class ValidateRequest(CheckSpec):
+    """A check to validate; nothing is saved."""
+
+    name: str = Field(default="check", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+
+
+class Deleted(BaseModel):
+    deleted: int = Field(description="How many versions were deleted.", examples=[3])
+
+
+class ScoreRequest(BaseModel):
+    """Rows to score now with one or more checks."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"checks": ["mentions_expected", "word_count@1"], "rows": [dict(_ROW_EXAMPLE)]}
+            ]
+        },
+    )
+
+    checks: list[CheckRefIn] = Field(
+        min_length=1, description="`name`, `name@version`, a check id, or {name, version, params}."
+    )
+    rows: list[Row] = Field(min_length=1, description="At most 1,000 rows.")
+    limits: dict[str, Any] | None = Field(default=None, description=_LIMITS_DOC)
+
+
+class ResultItem(BaseModel):
+    """One check's result on one row."""
+
+    row_index: int = Field(examples=[0])
+    row_id: str | int | None = Field(default=None, examples=["q-1"])
+    check: str = Field(examples=["mentions_expected"])
+    version: int | None = Field(default=None, examples=[2])
+    check_id: str | None = None
+    status: str = Field(examples=["ok"])
+    score: bool | int | float | None = Field(default=None, examples=[True])
+    explanation: str | None = None
+    error: str | None = None
+    output: str | None = None
+    duration_ms: float = Field(default=0.0, examples=[0.4])
+
+
+class ScoreResponse(BaseModel):
+    results: list[ResultItem] = Field(description="Ordered by row, then check.")
+    summary: list[CheckSummary]
+
+
+class RunRequest(BaseModel):
+    """An asynchronous run: checks applied to rows (any number, within the tenant's quota)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "checks": ["mentions_expected", {"name": "word_count", "version": 1}],
+                    "rows": [_ROW_EXAMPLE],
+                    "labels": {"dataset": "support-v3"},
+                }
+            ]
+        },
+    )
+
+    checks: list[CheckRefIn] = Field(min_length=1)
+    rows: list[Row] = Field(min_length=1)
+    limits: dict[str, Any] | None = Field(default=None, description=_LIMITS_DOC)
+    labels: dict[str, Any] = Field(default_factory=dict, description="Free-form, echoed back.")
+
+
+class RunCheckOut(BaseModel):
+    kind: str
+    name: str
+    version: int | None = None
+    id: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, check: RunCheck) -> RunCheckOut:
+        return cls(
+            kind=check.kind,
+            name=check.name,
+            version=check.version,
+            id=check.id,
+            params=check.params,
+        )
+
+
+class Progress(BaseModel):
+    done: int = Field(description="Results stored.", examples=[1500])
+    total: int = Field(description="Rows times checks.", examples=[2000])
+    fraction: float = Field(examples=[0.75])
+
+
+class RunOut(BaseModel):
+    """A run: status, progress and per-check summary."""
+
+    id: str = Field(examples=["run_0a1b2c3d4e5f60718293"])
+    status: str = Field(examples=["running"])
+    row_count: int
+    checks: list[RunCheckOut]
+    progress: Progress
+    summary: list[CheckSummary] = Field(default_factory=list)
+    labels: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @classmethod
+    def of(cls, run: Run, done: int, summary: list[CheckSummary] | None = None) -> RunOut:
+        total = run.total_results
+        return cls(
+            id=run.id,
+            status=run.status.value,
+            row_count=run.row_count,
+            checks=[RunCheckOut.of(c) for c in run.checks],
+            progress=Progress(
+                done=done, total=total, fraction=round(done / total, 4) if total else 1
+            ),
+            summary=summary or [],
+            labels=run.labels,
+            error=run.error,
+            created_at=run.created_at,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+        )
+
+
+class RunList(BaseModel):
+    runs: list[RunOut]
+
+
+class ResultsPage(BaseModel):
+    results: list[ResultItem]
+    next_offset: int | None = Field(
+        description="Pass as `offset` for the next page; null at the end."
+    )
+
+
+def result_item(run: Run, stored: StoredResult, row_id: str | int | None = None) -> ResultItem:
+    check = run.checks[stored.check_index]
+    return ResultItem(
+        row_index=stored.row_index,
+        row_id=row_id,
+        check=check.name,
+        version=check.version,
+        check_id=check.id,
+        status=stored.status,
+        score=stored.score,
+        explanation=stored.explanation,
+        error=stored.error,
+        output=stored.output,
+        duration_ms=stored.duration_ms,
+    )
+
+
+class TenantCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=200, examples=["acme"])
+    quotas: dict[str, int] = Field(default_factory=dict, examples=[{"rows_per_run": 100000}])
+
+
+class TenantOut(BaseModel):
+    id: str
+    name: str
+    quotas: dict[str, Any]
+    created_at: datetime
+
+
+class KeyOut(BaseModel):
+    id: str
+    tenant_id: str
+    prefix: str = Field(description="The first characters of the key (the rest is never shown).")
+    name: str | None = None
+    created_at: datetime
+    revoked_at: datetime | None = None
+
+
+class NewKeyOut(BaseModel):
+    tenant: TenantOut
+    key: KeyOut
+    api_key: str = Field(description="The secret: shown once, store it now.")

@@ -1,0 +1,86 @@
+"""API keys: made random, shown once, stored as a sha256 hash with a short visible prefix."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from engine.errors import AuthError
+from engine.storage import ApiKey, Store, Tenant
+
+KEY_PREFIX = "sbx_"
+#: Characters of the key shown in listings (``sbx_`` plus a few of the secret).
+VISIBLE_CHARS = 12
+
+
+@dataclass(frozen=True)
+class NewKey:
+    """A key just made: ``secret`` is shown to the operator once and never stored."""
+
+    secret: str
+    key: ApiKey
+    tenant: Tenant
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: the tenant and the key it used."""
+
+    tenant: Tenant
+    key_id: str | None
+
+    @property
+    def tenant_id(self) -> str:
+        return self.tenant.id
+
+
+def hash_key(secret: str) -> str:
+    """The stored form of a key."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def generate_key() -> tuple[str, str, str]:
+    """A new key: (secret, visible prefix, hash)."""
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    return secret, secret[:VISIBLE_CHARS], hash_key(secret)
+
+
+def issue_key(store: Store, tenant_id: str, name: str | None = None) -> NewKey:
+    """Make a key for the tenant and store its hash."""
+    tenant = store.get_tenant(tenant_id)
+    secret, prefix, digest = generate_key()
+    key = store.add_key(tenant.id, prefix, digest, name)
+    return NewKey(secret, key, tenant)
+
+
+def create_tenant(store: Store, name: str, quotas: dict[str, int] | None = None) -> NewKey:
+    """Create a tenant with its first key."""
+    tenant = store.create_tenant(name, quotas)
+    return issue_key(store, tenant.id, "initial")
+
+
+def authenticate(store: Store, authorization: str | None) -> Principal:
+    """The caller behind an ``Authorization: Bearer <key>`` header, or :class:`AuthError`."""
+    if not authorization:
+        raise AuthError("missing API key: send `Authorization: Bearer <key>`")
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise AuthError("malformed Authorization header: use `Authorization: Bearer <key>`")
+    found = store.find_key(hash_key(token))
+    if found is None:
+        raise AuthError("unknown API key: ask an operator for one (`scorebox tenant create-key`)")
+    key, tenant = found
+    if key.revoked_at is not None:
+        raise AuthError(f"API key {key.prefix}... was revoked: ask an operator for a new one")
+    return Principal(tenant, key.id)
+
+
+def is_admin(expected: str | None, authorization: str | None) -> bool:
+    """Whether the header carries the operator's admin key (constant-time comparison)."""
+    if not expected or not authorization:
+        return False
+    scheme, _, token = authorization.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), expected)

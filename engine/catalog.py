@@ -1,0 +1,357 @@
+"""Checks of a tenant: create-or-update with immutable versions, lookup, soft delete.
+
+Versioning: a check version is identified by the sha256 of its content (kind,
+source or prompt template, check type, policy, declared flags, limits).
+Saving content identical to the latest live version returns that version;
+anything else becomes version N+1 (numbers are never reused, even after a
+delete). Description and tags are not content: changing only them returns the
+existing version unchanged.
+
+Deleting is a soft delete: ``DELETE name`` hides every version of the name,
+``DELETE name?version=N`` hides one. Hidden versions can no longer be
+referenced, but runs that already used them keep their results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.auth import Principal
+from engine.contract import (
+    LEGACY_PLACEHOLDERS,
+    MAX_SOURCE_BYTES,
+    MODEL_CHECK_PLACEHOLDERS,
+    ModelCheckType,
+    OutputType,
+    Policy,
+)
+from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
+from engine.models import Limits
+from engine.runs.quotas import Quotas, check_source
+from engine.runs.registry import Builtin
+from engine.storage import CheckVersion, RunCheck, Store, new_id, utcnow
+
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class CheckSpec(BaseModel):
+    """A check to create or update (the body of ``POST /v1/checks``)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "mentions_expected",
+                    "description": "The answer mentions the expected result.",
+                    "tags": ["support"],
+                    "kind": "code",
+                    "source": (
+                        "def evaluate(model_output: str, scenario_result: str) -> bool:\n"
+                        "    return scenario_result.lower() in model_output.lower()\n"
+                    ),
+                }
+            ]
+        },
+    )
+
+    name: str = Field(pattern=NAME_PATTERN, description="Unique within the tenant; no `@`.")
+    description: str | None = Field(default=None, max_length=10_000)
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    kind: Literal["code", "model"] = "code"
+    source: str | None = Field(default=None, description="Python source (kind=code).")
+    prompt_template: str | None = Field(default=None, description="Judge prompt (kind=model).")
+    check_type: ModelCheckType | None = Field(default=None, description="score or pass_fail.")
+    requires_scenario_input: bool | None = None
+    requires_scenario_result: bool | None = None
+    output_data_type: OutputType | None = None
+    policy: Policy = Policy.STANDARD
+    limits: dict[str, Any] | None = Field(
+        default=None,
+        description="Lower the default sandbox limits for this check.",
+        examples=[{"row_timeout_seconds": 2}],
+    )
+
+
+class Issue(BaseModel):
+    """One validation finding."""
+
+    severity: str = "error"
+    code: str
+    message: str
+    line: int | None = None
+    col: int | None = None
+
+
+class CheckReport(BaseModel):
+    """What validating a check found (the same shape for code and model checks)."""
+
+    valid: bool
+    output_data_type: OutputType | None = None
+    requires_scenario_input: bool = False
+    requires_scenario_result: bool = False
+    signature: list[str] | None = None
+    issues: list[Issue] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    check: CheckVersion
+    created: bool
+    report: CheckReport
+
+
+@dataclass(frozen=True)
+class ResolvedCheck:
+    """A check reference resolved for scoring."""
+
+    kind: str  # code | builtin | model
+    name: str
+    version: int | None = None
+    id: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    check: CheckVersion | None = None
+    builtin: Builtin | None = None
+
+    def to_run_check(self) -> RunCheck:
+        output = self.check.output_data_type if self.check else None
+        if self.builtin is not None:
+            output = self.builtin.output_data_type
+        return RunCheck(self.kind, self.name, self.version, self.id, self.params, output)
+
+
+class CheckRef(BaseModel):
+    """A check reference with parameters (for parameterised built-ins)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    id: str | None = None
+    version: int | None = Field(default=None, ge=1)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+def _declared(spec: CheckSpec) -> dict[str, Any]:
+    return {
+        "requires_scenario_input": spec.requires_scenario_input,
+        "requires_scenario_result": spec.requires_scenario_result,
+        "output_data_type": spec.output_data_type,
+    }
+
+
+def validate_code(source: str, policy: Policy, declared: dict[str, Any]) -> CheckReport:
+    """Validate code with :func:`engine.validation.validate`; never raises on user mistakes."""
+    from engine import validation
+
+    report: Any = validation.validate(source, policy, declared=declared)
+    data = report.model_dump(mode="json") if hasattr(report, "model_dump") else dict(report)
+    signature = data.get("signature")
+    if isinstance(signature, dict):
+        signature = signature.get("parameters")
+    return CheckReport(
+        valid=bool(data.get("valid")),
+        output_data_type=data.get("output_data_type"),
+        requires_scenario_input=bool(data.get("requires_scenario_input")),
+        requires_scenario_result=bool(data.get("requires_scenario_result")),
+        signature=list(signature) if signature is not None else None,
+        issues=[Issue.model_validate(i, from_attributes=True) for i in data.get("issues", [])],
+    )
+
+
+def normalize_template(template: str) -> tuple[str, list[Issue]]:
+    """A prompt template with legacy placeholders renamed, and what was wrong with it."""
+    issues: list[Issue] = []
+    used: set[str] = set()
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in LEGACY_PLACEHOLDERS:
+            new = LEGACY_PLACEHOLDERS[name]
+            issues.append(
+                Issue(
+                    severity="warning",
+                    code="legacy_placeholder",
+                    message=f"{{{name}}} is a legacy name: use {{{new}}}",
+                )
+            )
+            used.add(new)
+            return "{" + new + "}"
+        if name not in MODEL_CHECK_PLACEHOLDERS:
+            line = template.count("\n", 0, match.start()) + 1
+            col = match.start() - (template.rfind("\n", 0, match.start()) + 1)
+            issues.append(
+                Issue(
+                    code="unknown_placeholder",
+                    message=f"unknown placeholder {{{name}}}: use any of "
+                    + ", ".join("{" + p + "}" for p in MODEL_CHECK_PLACEHOLDERS),
+                    line=line,
+                    col=col,
+                )
+            )
+        used.add(name)
+        return match.group(0)
+
+    normalized = _PLACEHOLDER.sub(replace, template)
+    if "model_output" not in used:
+        issues.append(
+            Issue(code="missing_model_output", message="the template must use {model_output}")
+        )
+    return normalized, issues
+
+
+def validate_spec(spec: CheckSpec, quotas: Quotas | None = None) -> tuple[CheckReport, CheckSpec]:
+    """Validate a spec; returns the report and the spec as it would be stored."""
+    if spec.limits:
+        try:
+            Limits.model_validate(spec.limits)
+        except ValueError as exc:
+            raise InvalidRequestError(f"limits: {exc}") from exc
+    if spec.kind == "code":
+        if not spec.source:
+            raise InvalidRequestError("a code check needs `source`")
+        if quotas is not None:
+            check_source(quotas, len(spec.source.encode()))
+        if len(spec.source.encode()) > MAX_SOURCE_BYTES:
+            report = CheckReport(
+                valid=False,
+                issues=[
+                    Issue(
+                        code="too_large",
+                        message=f"source is over {MAX_SOURCE_BYTES} bytes: make it smaller",
+                    )
+                ],
+            )
+            return report, spec
+        return validate_code(spec.source, spec.policy, _declared(spec)), spec
+    if not spec.prompt_template:
+        raise InvalidRequestError("a model check needs `prompt_template`")
+    template, issues = normalize_template(spec.prompt_template)
+    check_type = spec.check_type or ModelCheckType.SCORE
+    output = OutputType.BOOL if check_type is ModelCheckType.PASS_FAIL else OutputType.INT
+    report = CheckReport(
+        valid=not any(i.severity == "error" for i in issues),
+        output_data_type=output,
+        requires_scenario_input="{scenario_input}" in template,
+        requires_scenario_result="{scenario_result}" in template,
+        issues=issues,
+    )
+    return report, spec.model_copy(update={"prompt_template": template, "check_type": check_type})
+
+
+def content_sha256(spec: CheckSpec) -> str:
+    """The identity of a check's content."""
+    content = {
+        "kind": spec.kind,
+        "source": spec.source if spec.kind == "code" else None,
+        "prompt_template": spec.prompt_template if spec.kind == "model" else None,
+        "check_type": spec.check_type.value if spec.check_type else None,
+        "policy": spec.policy.value,
+        "declared": {
+            k: (v.value if hasattr(v, "value") else v) for k, v in _declared(spec).items()
+        },
+        "limits": spec.limits or None,
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def save_check(store: Store, principal: Principal, spec: CheckSpec, quotas: Quotas) -> SaveOutcome:
+    """Create or update: identical content returns the latest version, else version N+1."""
+    report, spec = validate_spec(spec, quotas)
+    if not report.valid:
+        raise CheckValidationError(f"check {spec.name!r} is not valid", report)
+    digest = content_sha256(spec)
+    tenant_id = principal.tenant_id
+    for _ in range(5):
+        latest = store.latest_check(tenant_id, spec.name)
+        if latest is not None and latest.sha256 == digest:
+            return SaveOutcome(latest, False, report)
+        version = store.max_check_version(tenant_id, spec.name) + 1
+        check = CheckVersion(
+            id=new_id("chk"),
+            tenant_id=tenant_id,
+            name=spec.name,
+            version=version,
+            kind=spec.kind,
+            description=spec.description,
+            tags=list(spec.tags),
+            source=spec.source if spec.kind == "code" else None,
+            prompt_template=spec.prompt_template if spec.kind == "model" else None,
+            check_type=spec.check_type.value if spec.check_type else None,
+            policy=spec.policy.value,
+            output_data_type=(report.output_data_type or spec.output_data_type or None),
+            requires_scenario_input=report.requires_scenario_input,
+            requires_scenario_result=report.requires_scenario_result,
+            limits=spec.limits or None,
+            sha256=digest,
+            author_key_id=principal.key_id,
+            created_at=utcnow(),
+        )
+        try:
+            return SaveOutcome(store.insert_check(check), True, report)
+        except ConflictError:
+            continue  # another request saved a version of this name at the same moment
+    raise ConflictError(f"check {spec.name!r} is being saved concurrently: retry")
+
+
+def split_ref(ref: str) -> tuple[str, int | None]:
+    """``name@3`` → (``name``, 3); ``name`` → (``name``, None)."""
+    name, sep, version = ref.partition("@")
+    if not sep:
+        return name, None
+    if not version.isdigit() or int(version) < 1:
+        raise InvalidRequestError(f"bad check reference {ref!r}: use name, name@VERSION or an id")
+    return name, int(version)
+
+
+def get_check(store: Store, tenant_id: str, ref: str, version: int | None = None) -> CheckVersion:
+    """A tenant's check by id, ``name``, ``name@N`` or name with ``version``."""
+    if ref.startswith("chk_"):
+        found = store.get_check_by_id(tenant_id, ref)
+        if version is not None and found.version != version:
+            raise NotFoundError(f"check {ref!r} is version {found.version}, not {version}")
+        return found
+    name, ref_version = split_ref(ref)
+    return store.get_check(tenant_id, name, version or ref_version)
+
+
+def delete_check(store: Store, tenant_id: str, ref: str, version: int | None = None) -> int:
+    """Soft-delete a name (every version) or one version; returns how many were hidden."""
+    if ref.startswith("chk_"):
+        found = store.get_check_by_id(tenant_id, ref)
+        return store.delete_check(tenant_id, found.name, found.version)
+    name, ref_version = split_ref(ref)
+    return store.delete_check(tenant_id, name, version or ref_version)
+
+
+def resolve(
+    store: Store, tenant_id: str, ref: str | CheckRef | dict[str, Any], builtins: dict[str, Builtin]
+) -> ResolvedCheck:
+    """Resolve a run's check reference: the tenant's checks first, then built-ins."""
+    if isinstance(ref, dict):
+        ref = CheckRef.model_validate(ref)
+    params: dict[str, Any] = {}
+    if isinstance(ref, CheckRef):
+        params = ref.params
+        if ref.id:
+            key, version = ref.id, ref.version
+        elif ref.name:
+            key, version = ref.name, ref.version
+        else:
+            raise InvalidRequestError("a check reference object needs `name` or `id`")
+    else:
+        key, version = ref, None
+    try:
+        check = get_check(store, tenant_id, key, version)
+    except NotFoundError:
+        builtin = builtins.get(key) if version is None else None
+        if builtin is None:
+            raise
+        return ResolvedCheck(builtin.kind, builtin.name, None, None, params, None, builtin)
+    return ResolvedCheck(check.kind, check.name, check.version, check.id, params, check)

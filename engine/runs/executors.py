@@ -1,0 +1,180 @@
+"""Where each kind of check runs: code in the sandbox, built-ins in process, model by a judge."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from engine.catalog import ResolvedCheck
+from engine.contract import OutputType, Policy, Status
+from engine.errors import InvalidRequestError
+from engine.models import Limits, Row, RowResult
+from engine.sandbox.backend import BackendHealth
+from engine.settings import Settings
+
+if TYPE_CHECKING:
+    from engine.runner import Engine
+
+ResultCallback = Callable[[int, RowResult], None]
+
+
+class CheckExecutor(Protocol):
+    """Scores rows with one resolved check, calling ``on_result(index, result)`` once per row."""
+
+    def score(
+        self,
+        check: ResolvedCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        on_result: ResultCallback,
+    ) -> None: ...
+
+
+class EngineHolder:
+    """Creates the sandbox :class:`~engine.runner.Engine` on first use (Docker may start later)."""
+
+    def __init__(self, settings: Settings, factory: Callable[[Settings], Engine] | None = None):
+        self.settings = settings
+        self._factory = factory
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                if self._factory is not None:
+                    self._engine = self._factory(self.settings)
+                else:
+                    from engine.runner import Engine
+
+                    self._engine = Engine(self.settings)
+            return self._engine
+
+    @property
+    def started(self) -> bool:
+        return self._engine is not None
+
+    def health(self) -> BackendHealth:
+        """The backend's health; starts the engine if needed (raises when Docker is down)."""
+        return self.get().backend.health()
+
+    def pool_sizes(self) -> Mapping[str, int]:
+        if self._engine is None:
+            return {}
+        try:
+            return dict(self._engine.backend.health().pool_sizes)
+        except Exception:  # a scrape must not fail because Docker hiccuped
+            return {}
+
+    def close(self) -> None:
+        with self._lock:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
+
+
+class CodeExecutor:
+    """Code checks: the sandbox, through the Engine."""
+
+    def __init__(self, engines: EngineHolder) -> None:
+        self.engines = engines
+
+    def score(
+        self,
+        check: ResolvedCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        on_result: ResultCallback,
+    ) -> None:
+        from engine.runner import CodeCheck
+
+        version = check.check
+        if version is None or version.source is None:
+            raise InvalidRequestError(f"check {check.name!r} has no source")
+        code = CodeCheck(
+            source=version.source,
+            name=version.name,
+            version=version.version,
+            policy=Policy(version.policy),
+            output_type=OutputType(version.output_data_type) if version.output_data_type else None,
+        )
+        self.engines.get().run_check(code, rows, limits, labels=labels, on_result=on_result)
+
+
+class BuiltinExecutor:
+    """Built-in checks: trusted callables, in process."""
+
+    def score(
+        self,
+        check: ResolvedCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        on_result: ResultCallback,
+    ) -> None:
+        if check.builtin is None:
+            raise InvalidRequestError(f"{check.name!r} is not a built-in check")
+        try:
+            results = check.builtin.score(rows, check.params)
+        except (ValueError, TypeError) as exc:
+            raise InvalidRequestError(f"built-in {check.name!r}: {exc}") from exc
+        if len(results) != len(rows):
+            raise InvalidRequestError(
+                f"built-in {check.name!r} returned the wrong number of results"
+            )
+        for index, result in enumerate(results):
+            on_result(
+                index,
+                result.model_copy(update={"check": check.name, "row_id": rows[index].id}),
+            )
+
+
+class UnavailableJudge:
+    """Model checks until a judge is wired in: every row is ``judge_error``, saying why."""
+
+    def score(
+        self,
+        check: ResolvedCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        on_result: ResultCallback,
+    ) -> None:
+        for index, row in enumerate(rows):
+            on_result(
+                index,
+                RowResult(
+                    row_id=row.id,
+                    check=check.name,
+                    version=check.version,
+                    status=Status.JUDGE_ERROR,
+                    error="LLM judging is not available in this build of scorebox",
+                ),
+            )
+
+
+class Executors:
+    """Picks the executor for a check's kind (``code``, ``builtin``, ``model``)."""
+
+    def __init__(
+        self,
+        code: CheckExecutor,
+        builtin: CheckExecutor | None = None,
+        model: CheckExecutor | None = None,
+    ) -> None:
+        self._by_kind: dict[str, CheckExecutor] = {
+            "code": code,
+            "builtin": builtin or BuiltinExecutor(),
+            "model": model or UnavailableJudge(),
+        }
+
+    def for_check(self, check: ResolvedCheck) -> CheckExecutor:
+        if check.builtin is not None:
+            return self._by_kind["builtin"]
+        try:
+            return self._by_kind[check.kind]
+        except KeyError as exc:
+            raise InvalidRequestError(f"unknown check kind {check.kind!r}") from exc

@@ -1,0 +1,88 @@
+"""Per-tenant quotas: defaults from settings, overridden per tenant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from engine.errors import InvalidRequestError, QuotaExceededError
+from engine.settings import Settings
+
+
+@dataclass(frozen=True)
+class Quotas:
+    """What one tenant may use at once."""
+
+    concurrent_jobs: int
+    rows_per_run: int
+    source_bytes: int
+    queued_runs: int
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+def default_quotas(settings: Settings) -> Quotas:
+    return Quotas(
+        concurrent_jobs=settings.quota_concurrent_jobs,
+        rows_per_run=settings.quota_rows_per_run,
+        source_bytes=settings.quota_source_bytes,
+        queued_runs=settings.quota_queued_runs,
+    )
+
+
+def effective_quotas(settings: Settings, overrides: Mapping[str, Any] | None) -> Quotas:
+    """The settings' defaults with a tenant's overrides applied."""
+    base = default_quotas(settings)
+    values = {name: getattr(base, name) for name in Quotas.names()}
+    for name, value in (overrides or {}).items():
+        if name in values and value is not None:
+            values[name] = int(value)
+    return Quotas(**values)
+
+
+def parse_overrides(pairs: Mapping[str, Any]) -> dict[str, int]:
+    """Validated quota overrides (``{"rows_per_run": 1000}``)."""
+    out: dict[str, int] = {}
+    for name, value in pairs.items():
+        if name not in Quotas.names():
+            raise InvalidRequestError(
+                f"unknown quota {name!r}: use one of {', '.join(Quotas.names())}"
+            )
+        try:
+            number = int(value)
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequestError(f"quota {name} must be an integer, got {value!r}") from exc
+        if number < 1:
+            raise InvalidRequestError(f"quota {name} must be at least 1")
+        out[name] = number
+    return out
+
+
+def check_rows(quotas: Quotas, rows: int) -> None:
+    if rows > quotas.rows_per_run:
+        raise QuotaExceededError(
+            f"{rows} rows exceed this tenant's quota of {quotas.rows_per_run} rows per run: "
+            "split the data into several runs",
+            retry_after_seconds=3600,
+        )
+
+
+def check_source(quotas: Quotas, size: int) -> None:
+    if size > quotas.source_bytes:
+        raise QuotaExceededError(
+            f"the check source is {size} bytes, over this tenant's quota of "
+            f"{quotas.source_bytes} bytes: make it smaller",
+            retry_after_seconds=3600,
+        )
+
+
+def check_queued(quotas: Quotas, active: int) -> None:
+    if active >= quotas.queued_runs:
+        raise QuotaExceededError(
+            f"this tenant already has {active} runs queued or running (quota "
+            f"{quotas.queued_runs}): wait for one to finish or cancel one",
+            retry_after_seconds=30,
+        )

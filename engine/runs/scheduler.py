@@ -1,0 +1,157 @@
+"""A fair scheduler of sandbox work across tenants (pure threading, no I/O).
+
+Work items are grouped by tenant and, within a tenant, by group (a run, or one
+``/v1/score`` request). Workers take items in this order:
+
+1. interactive items (``/v1/score``), round-robin across tenants;
+2. run chunks, round-robin across tenants, then across runs of a tenant;
+
+skipping tenants that already have ``concurrency(tenant)`` items in flight. A
+huge run therefore yields after every chunk, and another tenant's request is
+served by the next worker that frees up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class WorkItem:
+    """One unit of sandbox work: ``fn`` runs on a worker thread."""
+
+    tenant_id: str
+    group: str
+    fn: Callable[[], Any]
+    interactive: bool = False
+    started: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+
+@dataclass
+class _TenantQueue:
+    interactive: deque[WorkItem] = field(default_factory=deque)
+    groups: OrderedDict[str, deque[WorkItem]] = field(default_factory=OrderedDict)
+
+    def empty(self) -> bool:
+        return not self.interactive and not self.groups
+
+
+class FairScheduler:
+    """Hands work items to workers fairly; see the module docstring."""
+
+    def __init__(self, concurrency: Callable[[str], int]) -> None:
+        self._concurrency = concurrency
+        self._cond = threading.Condition()
+        self._tenants: OrderedDict[str, _TenantQueue] = OrderedDict()
+        self._inflight: Counter[str] = Counter()
+        self._closed = False
+
+    def submit(self, item: WorkItem) -> None:
+        with self._cond:
+            queue = self._tenants.setdefault(item.tenant_id, _TenantQueue())
+            if item.interactive:
+                queue.interactive.append(item)
+            else:
+                queue.groups.setdefault(item.group, deque()).append(item)
+            self._cond.notify()
+
+    def _pick(self, interactive: bool) -> WorkItem | None:
+        for tenant_id, queue in self._tenants.items():
+            if self._inflight[tenant_id] >= max(1, self._concurrency(tenant_id)):
+                continue
+            if interactive:
+                if not queue.interactive:
+                    continue
+                item = queue.interactive.popleft()
+            else:
+                if not queue.groups:
+                    continue
+                group, items = next(iter(queue.groups.items()))
+                item = items.popleft()
+                queue.groups.move_to_end(group)
+                if not items:
+                    del queue.groups[group]
+            self._tenants.move_to_end(tenant_id)
+            if queue.empty():
+                del self._tenants[tenant_id]
+            return item
+        return None
+
+    def take(self, timeout: float | None = None) -> WorkItem | None:
+        """The next item for a worker (marked in flight), or None after ``timeout``/close."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._closed:
+                item = self._pick(interactive=True) or self._pick(interactive=False)
+                if item is not None:
+                    self._inflight[item.tenant_id] += 1
+                    item.started.set()
+                    return item
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            return None
+
+    def finish(self, item: WorkItem) -> None:
+        """A worker is done with ``item``."""
+        with self._cond:
+            self._inflight[item.tenant_id] -= 1
+            if self._inflight[item.tenant_id] <= 0:
+                del self._inflight[item.tenant_id]
+            item.finished.set()
+            self._cond.notify_all()
+
+    def withdraw(self, item: WorkItem) -> bool:
+        """Remove a pending item; False when a worker already took it."""
+        with self._cond:
+            queue = self._tenants.get(item.tenant_id)
+            if queue is None or item.started.is_set():
+                return False
+            pool = queue.interactive if item.interactive else queue.groups.get(item.group)
+            if pool is None or item not in pool:
+                return False
+            pool.remove(item)
+            if not item.interactive and not pool:
+                del queue.groups[item.group]
+            if queue.empty():
+                del self._tenants[item.tenant_id]
+            return True
+
+    def drop_group(self, tenant_id: str, group: str) -> int:
+        """Remove every pending item of a group (a cancelled run); returns how many."""
+        with self._cond:
+            queue = self._tenants.get(tenant_id)
+            if queue is None:
+                return 0
+            items = queue.groups.pop(group, deque())
+            if queue.empty():
+                del self._tenants[tenant_id]
+            return len(items)
+
+    def depth(self) -> int:
+        """Items waiting for a worker."""
+        with self._cond:
+            return sum(
+                len(q.interactive) + sum(len(g) for g in q.groups.values())
+                for q in self._tenants.values()
+            )
+
+    def inflight(self, tenant_id: str | None = None) -> int:
+        with self._cond:
+            if tenant_id is None:
+                return sum(self._inflight.values())
+            return self._inflight[tenant_id]
+
+    def close(self) -> None:
+        """Wake every waiting worker; ``take`` returns None from now on."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()

@@ -14,7 +14,7 @@ module opens no connection of its own.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
@@ -50,7 +50,9 @@ EXAMPLE_ROW_TIMEOUT_SECONDS = 2.0
 class _RunsChecks(Protocol):
     settings: Settings
 
-    def run_check(self, check: Any, rows: Any, limits: Any = None) -> list[RowResult]: ...
+    def run_check(
+        self, check: Any, rows: Any, limits: Any = None, *, labels: Any = None
+    ) -> list[RowResult]: ...
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,15 @@ class GeneratorOptions:
 
 
 def engine_runner(
-    engine: _RunsChecks, row_timeout_seconds: float = EXAMPLE_ROW_TIMEOUT_SECONDS
+    engine: _RunsChecks,
+    row_timeout_seconds: float = EXAMPLE_ROW_TIMEOUT_SECONDS,
+    labels: Mapping[str, str] | None = None,
 ) -> RunRows:
-    """A :data:`RunRows` that runs checks in the engine's sandbox under the restricted policy."""
+    """A :data:`RunRows` that runs checks in the engine's sandbox under the restricted policy.
+
+    The per-row time limit is lowered to ``row_timeout_seconds``; ``labels`` go
+    on the containers (e.g. ``scorebox.tenant``).
+    """
     from engine.runner import CodeCheck
 
     base = engine.settings.limits
@@ -86,7 +94,7 @@ def engine_runner(
 
     def run(source: str, output_type: OutputType, rows: Sequence[Row]) -> list[RowResult]:
         check = CodeCheck(source=source, policy=Policy.RESTRICTED, output_type=output_type)
-        return engine.run_check(check, list(rows), limits)
+        return engine.run_check(check, list(rows), limits, labels=labels or {})
 
     return run
 

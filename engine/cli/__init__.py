@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from engine.cli.check import check
+from engine.cli.check_remote import list_checks, push, rm, show
+from engine.cli.db import db
+from engine.cli.doctor import doctor
 from engine.cli.image import image
+from engine.cli.run import run
+from engine.cli.serve import serve
+from engine.cli.tenant import tenant
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -16,3 +22,12 @@ def main() -> None:
 
 main.add_command(check)
 main.add_command(image)
+main.add_command(serve)
+main.add_command(tenant)
+main.add_command(db)
+main.add_command(run)
+main.add_command(doctor)
+check.add_command(push)
+check.add_command(list_checks)
+check.add_command(show)
+check.add_command(rm)

@@ -1,0 +1,93 @@
+"""``scorebox check push|list|show|rm``: checks on a scorebox server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from engine.cli.remote import Remote, with_remote
+
+
+@click.command("push")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", default=None, help="Check name (default: the file name without .py).")
+@click.option("--description", default=None)
+@click.option("--tag", "tags", multiple=True)
+@click.option("--policy", type=click.Choice(["standard", "restricted"]), default="standard")
+@with_remote
+def push(
+    file: Path,
+    name: str | None,
+    description: str | None,
+    tags: tuple[str, ...],
+    policy: str,
+    remote: Remote,
+) -> None:
+    """Upload FILE as a new version of a check (unchanged content keeps its version)."""
+    data = {"name": name or file.stem, "policy": policy}
+    if description:
+        data["description"] = description
+    if tags:
+        data["tags"] = ",".join(tags)
+    response = remote.request(
+        "POST",
+        "/v1/checks/upload",
+        data=data,
+        files={"file": (file.name, file.read_bytes(), "text/x-python")},
+    )
+    body = response.json()
+    state = "created" if response.status_code == 201 else "unchanged"
+    click.echo(f"{body['name']}@{body['version']} {state} ({body['id']})")
+    for warning in body.get("warnings") or []:
+        click.echo(f"  warning [{warning['code']}] {warning['message']}", err=True)
+
+
+@click.command("list")
+@click.option("--all-versions", is_flag=True, help="Every version, not only the latest.")
+@click.option("--json", "as_json", is_flag=True)
+@with_remote
+def list_checks(all_versions: bool, as_json: bool, remote: Remote) -> None:
+    """List this tenant's checks and the built-ins."""
+    body = remote.json("GET", "/v1/checks", params={"all_versions": all_versions})
+    if as_json:
+        click.echo(json.dumps(body, indent=2))
+        return
+    for c in body["checks"]:
+        ref = c["name"] if c["builtin"] else f"{c['name']}@{c['version']}"
+        kind = "builtin" if c["builtin"] else c["kind"]
+        click.echo(f"{ref:40} {kind:8} {c.get('output_data_type') or '':6} {c.get('id') or ''}")
+
+
+@click.command("show")
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True)
+@with_remote
+def show(ref: str, as_json: bool, remote: Remote) -> None:
+    """Show a check: REF is a name, name@N or an id."""
+    body = remote.json("GET", f"/v1/checks/{ref}")
+    if as_json:
+        click.echo(json.dumps(body, indent=2))
+        return
+    for key in ("id", "name", "version", "kind", "output_data_type", "policy", "sha256"):
+        click.echo(f"{key}: {body.get(key)}")
+    click.echo(
+        f"requires: scenario_input={body.get('requires_scenario_input')} "
+        f"scenario_result={body.get('requires_scenario_result')}"
+    )
+    if body.get("description"):
+        click.echo(f"description: {body['description']}")
+    click.echo("")
+    click.echo(body.get("source") or body.get("prompt_template") or "")
+
+
+@click.command("rm")
+@click.argument("ref")
+@click.option("--version", type=int, default=None, help="Only this version.")
+@with_remote
+def rm(ref: str, version: int | None, remote: Remote) -> None:
+    """Delete a check (every version of a name, or one version)."""
+    params = {"version": version} if version else {}
+    body = remote.json("DELETE", f"/v1/checks/{ref}", params=params)
+    click.echo(f"deleted {body['deleted']} version(s) of {ref}")

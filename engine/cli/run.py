@@ -70,13 +70,16 @@ def render_summary(summary: Sequence[Mapping[str, Any]], title: str = "summary")
     from rich.console import Console
     from rich.table import Table
 
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
     table = Table(title=title)
     for column in (
         "check",
         "kind",
         "rows",
         "ok",
-        "other statuses",
+        "other",
         "mean",
         "min",
         "p50",
@@ -84,7 +87,7 @@ def render_summary(summary: Sequence[Mapping[str, Any]], title: str = "summary")
         "pass rate",
     ):
         table.add_column(
-            column, justify="left" if column in ("check", "kind", "other statuses") else "right"
+            column, justify="left" if column in ("check", "kind", "other") else "right"
         )
     for s in summary:
         counts = dict(s.get("counts") or {})
@@ -103,7 +106,7 @@ def render_summary(summary: Sequence[Mapping[str, Any]], title: str = "summary")
             _fmt(s.get("max")),
             "-" if rate is None else f"{rate:.1%}",
         )
-    Console().print(table)
+    console.print(table)
 
 
 def _parse_ref(ref: str) -> str | dict[str, Any]:

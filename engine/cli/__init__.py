@@ -8,6 +8,7 @@ from engine.cli.check import check
 from engine.cli.check_remote import list_checks, push, rm, show
 from engine.cli.db import db
 from engine.cli.doctor import doctor
+from engine.cli.generate import generate
 from engine.cli.image import image
 from engine.cli.run import run
 from engine.cli.serve import serve
@@ -31,3 +32,4 @@ check.add_command(push)
 check.add_command(list_checks)
 check.add_command(show)
 check.add_command(rm)
+check.add_command(generate)

@@ -1,0 +1,175 @@
+"""``scorebox check generate``: description → validated, self-tested check file.
+
+Runs locally: the LLM from SCOREBOX_LLM_* and the sandbox from the local Docker engine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from engine.errors import ScoreboxError
+from engine.settings import Settings
+
+
+def _example(text: str, where: str) -> dict[str, Any]:
+    """``{"row": {...}, "expected": x}``, or the flat ``{"model_output": ..., "expected": x}``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{where}: not JSON: {exc}") from exc
+    if not isinstance(data, dict) or "expected" not in data:
+        raise click.BadParameter(f'{where}: expected an object with "expected" and a row')
+    if "row" in data:
+        return data
+    row = {k: v for k, v in data.items() if k != "expected"}
+    return {"row": row, "expected": data["expected"]}
+
+
+def _examples(inline: tuple[str, ...], files: tuple[Path, ...]) -> list[dict[str, Any]]:
+    out = [_example(text, f"--example {i + 1}") for i, text in enumerate(inline)]
+    for path in files:
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if line.strip():
+                out.append(_example(line, f"{path}:{number}"))
+    return out
+
+
+def _outcome(attempt: Any) -> str:
+    if attempt.error and attempt.report is None:
+        return f"no check: {attempt.error}"
+    report = attempt.report
+    if report is not None and not report.valid:
+        first = report.errors[0] if report.errors else None
+        where = f" (line {first.line}: {first.code})" if first and first.line else ""
+        return f"invalid: {len(report.errors)} validation error(s){where}"
+    agreement = attempt.agreement
+    verdict = "accepted" if attempt.accepted else "rejected"
+    if agreement.total:
+        return f"{verdict}: agrees with {agreement.passed}/{agreement.total} examples"
+    return verdict if attempt.accepted else f"{verdict}: does not run"
+
+
+@click.command("generate")
+@click.argument("description")
+@click.option(
+    "--example",
+    "inline",
+    multiple=True,
+    metavar="JSON",
+    help='A labelled row: {"row": {"model_output": ...}, "expected": true}, or flat '
+    '{"model_output": ..., "expected": true}. Repeatable.',
+)
+@click.option(
+    "--examples",
+    "files",
+    multiple=True,
+    metavar="FILE.jsonl",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Labelled rows, one JSON object a line.",
+)
+@click.option("--requires-scenario-input", is_flag=True, help="The check reads scenario_input.")
+@click.option("--requires-scenario-result", is_flag=True, help="The check reads scenario_result.")
+@click.option(
+    "--output-type", type=click.Choice(["bool", "int", "float"]), default="bool", show_default=True
+)
+@click.option(
+    "--type",
+    "check_type",
+    type=click.Choice(["code", "model"]),
+    default="code",
+    show_default=True,
+    help="code: a Python check; model: a prompt template.",
+)
+@click.option(
+    "--prior",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="An existing check to refine from DESCRIPTION.",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(1, 20),
+    default=None,
+    help="Default: SCOREBOX_GENERATOR_MAX_ATTEMPTS.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the check here (default: print it).",
+)
+@click.option("--force", is_flag=True, help="Write the best attempt even if not accepted.")
+@click.option("-v", "--verbose", is_flag=True, help="Print the feedback sent after each attempt.")
+def generate(
+    description: str,
+    inline: tuple[str, ...],
+    files: tuple[Path, ...],
+    requires_scenario_input: bool,
+    requires_scenario_result: bool,
+    output_type: str,
+    check_type: str,
+    prior: Path | None,
+    max_attempts: int | None,
+    output: Path | None,
+    force: bool,
+    verbose: bool,
+) -> None:
+    """Generate a check from DESCRIPTION, test it on the examples, repair it.
+
+    Exit 0 when accepted (validates under the restricted policy and agrees with
+    every example), 1 otherwise. Then: `scorebox check push FILE`.
+    """
+    from engine.llm import create_llm_client
+    from generator.pipeline import GeneratorOptions, generate_check
+
+    examples = _examples(inline, files)
+    settings = Settings().model_copy(update={"pool_size": 0})
+
+    def show(attempt: Any) -> None:
+        click.echo(f"attempt {attempt.n}: {_outcome(attempt)}", err=True)
+        if verbose and attempt.feedback:
+            click.echo(click.style(attempt.feedback, dim=True), err=True)
+
+    try:
+        llm = create_llm_client(settings)
+        engine = None
+        if check_type == "code":
+            from engine.runner import Engine
+
+            engine = Engine(settings)
+        try:
+            result = generate_check(
+                description,
+                requires_scenario_input=requires_scenario_input,
+                requires_scenario_result=requires_scenario_result,
+                output_data_type=output_type,
+                check_type=check_type,
+                examples=examples,
+                prior_code=prior.read_text() if prior else None,
+                max_attempts=max_attempts,
+                llm=llm,
+                run=engine,
+                options=GeneratorOptions.from_settings(settings),
+                on_attempt=show,
+            )
+        finally:
+            if engine is not None:
+                engine.close()
+    except ScoreboxError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+    click.echo(result.message, err=True)
+    text = result.code if check_type == "code" else result.prompt_template
+    if text is not None and (result.accepted or force):
+        if output is None:
+            click.echo(text, nl=not text.endswith("\n"))
+        else:
+            output.write_text(text)
+            click.echo(f"wrote {output}", err=True)
+            if check_type == "code":
+                click.echo(f"next: scorebox check push {output} --policy restricted", err=True)
+    raise SystemExit(0 if result.accepted else 1)

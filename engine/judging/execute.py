@@ -142,17 +142,19 @@ def judge_rows(
     cfg: JudgeConfig,
 ) -> list[RowResult]:
     """Judge every row with every model of ``cfg``; one result per row, in order."""
-    if llm is None:
-        return [
-            RowResult(row_id=row.id, status=Status.JUDGE_ERROR, error=NO_LLM_MESSAGE)
-            for row in rows
-        ]
     prompts: list[Sequence[Message] | str] = []
     for index, row in enumerate(rows):
         try:
             prompts.append(build_prompt(index, row))
         except PromptSkip as skip:
             prompts.append(str(skip))
+    if llm is None:
+        return [
+            RowResult(row_id=row.id, status=Status.SKIPPED, error=prompt)
+            if isinstance(prompt, str)
+            else RowResult(row_id=row.id, status=Status.JUDGE_ERROR, error=NO_LLM_MESSAGE)
+            for row, prompt in zip(rows, prompts, strict=True)
+        ]
     jobs = [
         (index, model)
         for index, prompt in enumerate(prompts)

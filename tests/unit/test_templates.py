@@ -76,4 +76,4 @@ def test_run_model_check_rejects_bad_templates_and_types_before_any_call() -> No
 def test_run_model_check_without_client_and_skips() -> None:
     rows = [Row(model_output="x"), Row(model_output="y", scenario_result="z")]
     results = run_model_check("{model_output} vs {scenario_result}", "pass_fail", rows, None)
-    assert [r.status.value for r in results] == ["judge_error", "judge_error"]
+    assert [r.status.value for r in results] == ["skipped", "judge_error"]

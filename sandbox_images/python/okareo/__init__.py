@@ -1,0 +1,1 @@
+"""Okareo compatibility shim inside the scorebox sandbox: ``from okareo.checks import ...``."""

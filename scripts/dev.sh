@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian/Ubuntu machine to a working scorebox:
+#
+#   scripts/dev.sh setup               venv + Docker engine + sandbox image
+#   scripts/dev.sh demo                setup, then the demo
+#   scripts/dev.sh test [pytest args]  setup, then pytest (Docker tests included)
+#
+# Idempotent and non-interactive; every step is skipped when already done.
+# As root it installs what is missing with apt-get (docker.io, debootstrap,
+# tini, python3-venv) and starts dockerd; otherwise it prints what to run.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+VENV="$ROOT/.venv"
+STATE="$ROOT/.scorebox"
+STAMP="$VENV/.scorebox-installed"
+export DEBIAN_FRONTEND=noninteractive
+if [[ -n "${SCOREBOX_DOCKER_HOST:-}" ]]; then
+    export DOCKER_HOST="$SCOREBOX_DOCKER_HOST"
+fi
+
+say() { printf 'dev.sh: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
+APT_UPDATED=0
+apt_install() {
+    is_root || die "missing packages: run \`sudo apt-get install -y $*\`, then run this again"
+    if [[ "$APT_UPDATED" -eq 0 ]]; then
+        say "apt-get update"
+        apt-get update -qq
+        APT_UPDATED=1
+    fi
+    say "apt-get install $*"
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_venv() {
+    local want
+    want="$(cat pyproject.toml <(python3 --version 2>&1) | sha256sum | cut -d' ' -f1)"
+    if [[ -x "$VENV/bin/scorebox" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
+        return
+    fi
+    command -v python3 >/dev/null || apt_install python3 python3-venv
+    if [[ ! -x "$VENV/bin/python" ]]; then
+        python3 -m venv "$VENV" 2>/dev/null || {
+            rm -rf "$VENV"
+            apt_install python3-venv
+            python3 -m venv "$VENV"
+        }
+    fi
+    say "installing scorebox into .venv (pip install -e '.[dev]')"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+    printf '%s\n' "$want" >"$STAMP"
+}
+
+docker_ok() { docker info >/dev/null 2>&1; }
+
+ensure_docker() {
+    if command -v docker >/dev/null && docker_ok; then
+        return
+    fi
+    if [[ -n "${DOCKER_HOST:-}" ]]; then
+        die "Docker engine at $DOCKER_HOST is not reachable: start it, or unset SCOREBOX_DOCKER_HOST"
+    fi
+    if ! command -v dockerd >/dev/null || ! command -v docker >/dev/null; then
+        is_root || die "Docker is not installed. Run:
+    sudo apt-get update && sudo apt-get install -y docker.io debootstrap tini
+    sudo dockerd >/tmp/dockerd.log 2>&1 &     # or: sudo systemctl start docker
+    sudo usermod -aG docker \"\$USER\"          # then log in again
+and run this again."
+        apt_install docker.io debootstrap tini
+        docker_ok && return  # the package's service may have started it
+    fi
+    is_root || die "the Docker engine is not running (or you may not use it). Run:
+    sudo systemctl start docker               # or: sudo dockerd >/tmp/dockerd.log 2>&1 &
+    sudo usermod -aG docker \"\$USER\"          # then log in again"
+    mkdir -p "$STATE"
+    say "starting dockerd (log: .scorebox/dockerd.log)"
+    setsid nohup dockerd >"$STATE/dockerd.log" 2>&1 </dev/null &
+    local waited=0
+    until docker_ok; do
+        if [[ "$waited" -ge 60 ]]; then
+            tail -n 20 "$STATE/dockerd.log" >&2 || true
+            die "dockerd did not answer within 60 s (log above, full log in .scorebox/dockerd.log)"
+        fi
+        sleep 1
+        waited=$((waited + 1))
+    done
+    say "dockerd is up after ${waited} s"
+}
+
+ensure_image() {
+    # debootstrap is only needed when no image exists yet and no registry base is present.
+    if ! command -v debootstrap >/dev/null && ! [[ -x /usr/sbin/debootstrap ]] \
+        && ! docker image inspect "${SCOREBOX_IMAGE:-scorebox-sandbox:latest}" >/dev/null 2>&1; then
+        if is_root; then
+            apt_install debootstrap
+        else
+            say "debootstrap is not installed; the build needs it (and root) unless debian:bookworm-slim can be pulled"
+        fi
+    fi
+    "$VENV/bin/scorebox" image build
+}
+
+setup_postgres() {
+    : # no-op: the service part adds a PostgreSQL server for the `postgres` tests here.
+}
+
+setup() {
+    ensure_venv
+    ensure_docker
+    ensure_image
+    setup_postgres
+}
+
+run_demo() {
+    "$VENV/bin/python" -m engine.demo
+}
+
+run_tests() {
+    export SCOREBOX_TEST_DOCKER=1
+    local rc=0
+    "$VENV/bin/pytest" "$@" || rc=$?
+    if [[ "$rc" -eq 5 ]]; then
+        die "pytest collected no tests (arguments: ${*:-none}): that is a failure"
+    fi
+    return "$rc"
+}
+
+usage() {
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+main() {
+    local command="${1:-}"
+    [[ $# -gt 0 ]] && shift
+    case "$command" in
+        setup) setup ;;
+        demo) setup; run_demo ;;
+        test) setup; run_tests "$@" ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"

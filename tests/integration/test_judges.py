@@ -308,3 +308,20 @@ def test_a_run_mixing_code_checks_builtins_and_judges(
     assert [r.score for r in results["exact_match"]] == [True, False, False]
     assert [r.score for r in results["is_json"]] == [False, False, True]
     assert json.loads(rows[2].model_output)["city"] == "Paris"
+
+
+def test_cli_pairwise_and_builtins(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    monkeypatch.setenv("SCOREBOX_LLM_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("SCOREBOX_LLM_MODEL", "fake-model")
+    fake_llm.responder = lambda body: Reply(text="Same quality.\nVERDICT: SAME")
+    out = CliRunner().invoke(main, ["judge", "pairwise", "--input", "q", "--a", "x", "--b", "y"])
+    assert out.exit_code == 0, out.output
+    assert "verdict:      SAME" in out.output
+    assert len(fake_llm.requests) == 2
+    listed = CliRunner().invoke(main, ["judge", "builtins", "--json"])
+    names = {item["name"] for item in json.loads(listed.output)}
+    assert {"text_similarity", "fluency_summary", "correctness"} <= names

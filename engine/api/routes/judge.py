@@ -1,0 +1,123 @@
+"""``POST /v1/judge/pairwise`` and ``GET /v1/builtins``.
+
+The LLM client is ``app.state.llm`` when the app factory (or a test) sets one,
+otherwise it is built from the settings on first use and kept there (the same
+slot ``/v1/checks/generate`` uses). Nothing here is stored.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.api.deps import PrincipalDep, get_services
+from engine.api.problems import responses
+from engine.builtins import builtins, describe
+from engine.judging.pairwise import compare
+from engine.llm import LLMClient, create_llm_client
+
+router = APIRouter(tags=["judging"])
+
+_llm_lock = threading.Lock()
+
+
+def get_llm(request: Request) -> LLMClient:
+    """``app.state.llm``, created from the settings on first use (ConfigurationError if unset)."""
+    with _llm_lock:
+        llm: LLMClient | None = getattr(request.app.state, "llm", None)
+        if llm is None:
+            llm = create_llm_client(get_services(request).settings)
+            request.app.state.llm = llm
+        return llm
+
+
+LLMDep = Annotated[LLMClient, Depends(get_llm)]
+
+
+class PairwiseRequest(BaseModel):
+    """Two outputs for the same input."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "input": "What is the capital of France?",
+                    "output_a": "Paris.",
+                    "output_b": "I think it might be Lyon.",
+                }
+            ]
+        },
+    )
+
+    input: str = Field(max_length=200_000, description="The input both outputs answer.")
+    output_a: str = Field(max_length=200_000)
+    output_b: str = Field(max_length=200_000)
+    criteria: str | None = Field(
+        default=None, max_length=10_000, description="What 'better' means; default: overall."
+    )
+    model: str | None = Field(default=None, description="Judge model; default: the configured.")
+
+
+class PairwiseResponse(BaseModel):
+    """The verdict over both orders (``first_order``/``second_order`` in the original labels)."""
+
+    status: Literal["ok", "judge_error"]
+    verdict: Literal["A", "B", "SAME", "inconsistent"] | None
+    first_order: Literal["A", "B", "SAME"] | None
+    second_order: Literal["A", "B", "SAME"] | None
+    agreed: bool
+    explanations: list[str | None]
+    error: str | None = None
+
+
+class BuiltinInfo(BaseModel):
+    """One built-in check."""
+
+    name: str
+    kind: Literal["builtin", "model"]
+    description: str
+    output_data_type: str
+    requires: list[str]
+    params_schema: dict[str, Any]
+
+
+class BuiltinList(BaseModel):
+    """Every built-in check."""
+
+    builtins: list[BuiltinInfo]
+
+
+@router.post(
+    "/v1/judge/pairwise",
+    response_model=PairwiseResponse,
+    summary="Compare two outputs for the same input (A, B or SAME)",
+    description="The judge sees the pair in both orders; `verdict` is the answer both orders "
+    "agree on, or `inconsistent`. An unreachable LLM or an unparseable reply gives "
+    '`status: "judge_error"` with `error` (still 200).',
+    responses=responses(401, 422, 503),
+)
+def pairwise(body: PairwiseRequest, principal: PrincipalDep, llm: LLMDep) -> PairwiseResponse:
+    result = compare(body.input, body.output_a, body.output_b, llm, body.criteria, model=body.model)
+    return PairwiseResponse(
+        status="judge_error" if result.error else "ok",
+        verdict=result.verdict,
+        first_order=result.first_order,
+        second_order=result.second_order,
+        agreed=result.agreed,
+        explanations=list(result.explanations),
+        error=result.error,
+    )
+
+
+@router.get(
+    "/v1/builtins",
+    response_model=BuiltinList,
+    summary="Every built-in check with its parameters and output type",
+    responses=responses(401),
+)
+def list_builtins(principal: PrincipalDep) -> BuiltinList:
+    return BuiltinList(builtins=[BuiltinInfo(**item) for item in describe(builtins(None))])

@@ -10,6 +10,7 @@ from engine.cli.db import db
 from engine.cli.doctor import doctor
 from engine.cli.generate import generate
 from engine.cli.image import image
+from engine.cli.judge import judge
 from engine.cli.run import run
 from engine.cli.serve import serve
 from engine.cli.tenant import tenant
@@ -28,6 +29,7 @@ main.add_command(tenant)
 main.add_command(db)
 main.add_command(run)
 main.add_command(doctor)
+main.add_command(judge)
 check.add_command(push)
 check.add_command(list_checks)
 check.add_command(show)

@@ -6,7 +6,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -14,7 +14,7 @@ from engine.api import problems
 from engine.api.routes import admin, checks, health, runs, score
 from engine.api.services import Services
 from engine.errors import ScoreboxError
-from engine.runs.executors import CodeExecutor, EngineHolder, Executors
+from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
 from engine.runs.metrics import Metrics
 from engine.runs.registry import Builtin, load_builtins
 from engine.runs.service import RunService
@@ -37,6 +37,20 @@ and keys with `scorebox tenant create NAME`). Errors are
 """
 
 
+def _llm_client(settings: Settings) -> Any:
+    """The LLM client for judges, or None when no endpoint is configured (judges then answer
+    ``judge_error`` saying so)."""
+    if settings.llm_base_url is None and settings.llm_api_key is None:
+        return None
+    try:
+        from engine.llm import create_llm_client
+
+        return create_llm_client(settings)
+    except ScoreboxError as exc:
+        log.warning("LLM judges unavailable: %s", exc)
+        return None
+
+
 def create_app(
     settings: Settings,
     *,
@@ -56,8 +70,14 @@ def create_app(
         except ScoreboxError as exc:
             log.warning("sandbox not available yet: %s", exc)
         metrics = Metrics()
-        builtins: Callable[[], Mapping[str, Builtin]] = functools.cache(load_builtins)
-        service = RunService(settings, store, Executors(CodeExecutor(engines)), metrics, builtins)
+        llm = _llm_client(settings)
+        builtins: Callable[[], Mapping[str, Builtin]] = functools.cache(
+            functools.partial(load_builtins, llm=llm)
+        )
+        executors = Executors(
+            CodeExecutor(engines), model=ModelExecutor(llm, settings.llm_concurrency)
+        )
+        service = RunService(settings, store, executors, metrics, builtins)
         metrics.watch(service.scheduler.depth, engines.pool_sizes, service.scheduler.inflight)
         app.state.services = Services(settings, store, service, engines, metrics)
         service.start()

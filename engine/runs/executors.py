@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.catalog import ResolvedCheck
 from engine.contract import OutputType, Policy, Status
@@ -152,6 +152,42 @@ class UnavailableJudge:
                     version=check.version,
                     status=Status.JUDGE_ERROR,
                     error="LLM judging is not available in this build of scorebox",
+                ),
+            )
+
+
+class ModelExecutor:
+    """Model checks: the prompt template judged by the LLM (``engine.judging``)."""
+
+    def __init__(self, llm: Any, concurrency: int = 8) -> None:
+        self.llm = llm
+        self.concurrency = concurrency
+
+    def score(
+        self,
+        check: ResolvedCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        on_result: ResultCallback,
+    ) -> None:
+        from engine.judging.model_check import run_model_check
+
+        version = check.check
+        if version is None or not version.prompt_template:
+            raise InvalidRequestError(f"check {check.name!r} has no prompt template")
+        results = run_model_check(
+            version.prompt_template,
+            version.check_type or "score",
+            rows,
+            self.llm,
+            concurrency=self.concurrency,
+        )
+        for index, result in enumerate(results):
+            on_result(
+                index,
+                result.model_copy(
+                    update={"check": check.name, "version": check.version, "row_id": rows[index].id}
                 ),
             )
 

@@ -51,17 +51,22 @@ def _adapt(name: str, value: Any) -> Builtin | None:
     )
 
 
-def load_builtins(module_name: str = "engine.builtins") -> dict[str, Builtin]:
-    """Every built-in the installed ``engine.builtins`` offers (empty when it is absent)."""
+def load_builtins(module_name: str = "engine.builtins", llm: Any = None) -> dict[str, Builtin]:
+    """Every built-in the installed ``engine.builtins`` offers (empty when it is absent).
+
+    With ``llm`` (an LLM client), ``builtins(llm)`` builds the registry so judges can call it.
+    """
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             return {}
         raise
-    found: Any = getattr(module, "BUILTINS", None)
-    if found is None and callable(getattr(module, "builtins", None)):
-        found = module.builtins()
+    found: Any = None
+    if llm is not None and callable(getattr(module, "builtins", None)):
+        found = module.builtins(llm)
+    if found is None:
+        found = getattr(module, "BUILTINS", None)
     if not isinstance(found, Mapping):
         return {}
     out: dict[str, Builtin] = {}

@@ -18,7 +18,7 @@ from engine.api.problems import responses
 from engine.contract import MAX_SOURCE_BYTES, OutputType
 from engine.llm import LLMClient, create_llm_client
 from generator.models import Example, GenerationResult
-from generator.pipeline import GeneratorOptions, engine_runner, generate_check
+from generator.pipeline import GeneratorOptions, engine_runner, generate_check, llm_judge
 
 router = APIRouter(prefix="/v1/checks", tags=["checks"])
 
@@ -114,5 +114,6 @@ def generate(
         max_attempts=body.max_attempts,
         llm=llm,
         run=run,
+        judge=llm_judge(llm) if body.check_type == "model" else None,
         options=GeneratorOptions.from_settings(settings),
     )

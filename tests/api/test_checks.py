@@ -1,0 +1,142 @@
+"""Checks API: auth, versioning, upload, validate, list, get, delete (DESIGN.md §7)."""
+
+from __future__ import annotations
+
+from engine.auth import hash_key
+from tests.api.conftest import Api
+
+SOURCE = "def evaluate(model_output: str) -> bool:\n    return len(model_output) > 3\n"
+CLASS_SOURCE = (
+    "from okareo.checks import CodeBasedCheck\n\n"
+    "class Check(CodeBasedCheck):\n"
+    "    @staticmethod\n"
+    "    def evaluate(model_output: str, scenario_result: str) -> bool:\n"
+    "        return scenario_result in model_output\n"
+)
+
+
+def test_missing_invalid_and_revoked_keys_are_401(api: Api) -> None:
+    assert api.client.get("/v1/checks").status_code == 401
+    reply = api.client.get("/v1/checks", headers={"Authorization": "Bearer sbx_nope"})
+    assert reply.status_code == 401
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    assert reply.headers["www-authenticate"] == "Bearer"
+    headers = api.tenant()
+    assert api.client.get("/v1/checks", headers=headers).status_code == 200
+    found = api.store.find_key(hash_key(headers["Authorization"].removeprefix("Bearer ")))
+    assert found is not None
+    api.store.revoke_key(found[0].prefix)
+    assert api.client.get("/v1/checks", headers=headers).status_code == 401
+
+
+def test_versioning_identical_is_200_changed_is_201(api: Api) -> None:
+    h = api.tenant()
+    first = api.client.post("/v1/checks", headers=h, json={"name": "len", "source": SOURCE})
+    assert first.status_code == 201
+    assert first.json()["version"] == 1
+    again = api.client.post("/v1/checks", headers=h, json={"name": "len", "source": SOURCE})
+    assert again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    changed = api.client.post(
+        "/v1/checks", headers=h, json={"name": "len", "source": SOURCE.replace("3", "4")}
+    )
+    assert changed.status_code == 201
+    assert changed.json()["version"] == 2
+    assert changed.json()["sha256"] != first.json()["sha256"]
+
+
+def test_upload_py_file(api: Api) -> None:
+    h = api.tenant()
+    reply = api.client.post(
+        "/v1/checks/upload",
+        headers=h,
+        files={"file": ("contains_expected.py", CLASS_SOURCE.encode(), "text/x-python")},
+        data={"tags": "a,b"},
+    )
+    assert reply.status_code == 201, reply.text
+    body = reply.json()
+    assert body["name"] == "contains_expected"
+    assert body["requires_scenario_result"] is True
+    assert body["output_data_type"] == "bool"
+    assert body["tags"] == ["a", "b"]
+
+
+def test_invalid_check_is_422_with_line_and_col(api: Api) -> None:
+    h = api.tenant()
+    reply = api.client.post(
+        "/v1/checks",
+        headers=h,
+        json={"name": "bad", "source": "def evaluate(model_output, colour):\n    return 1\n"},
+    )
+    assert reply.status_code == 422
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    errors = reply.json()["errors"]
+    assert errors and {"code", "message", "line", "col"} <= set(errors[0])
+    assert errors[0]["line"] == 1
+    syntax = api.client.post(
+        "/v1/checks", headers=h, json={"name": "bad", "source": "def evaluate(:\n"}
+    )
+    assert syntax.status_code == 422
+    assert api.client.get("/v1/checks/bad", headers=h).status_code == 404
+
+
+def test_validate_saves_nothing(api: Api) -> None:
+    h = api.tenant()
+    ok = api.client.post("/v1/checks/validate", headers=h, json={"source": SOURCE})
+    assert ok.status_code == 200
+    assert ok.json()["valid"] is True
+    bad = api.client.post("/v1/checks/validate", headers=h, json={"source": "x = 1\n"})
+    assert bad.status_code == 200
+    assert bad.json()["valid"] is False
+    assert bad.json()["issues"]
+    assert api.client.get("/v1/checks?include_builtins=false", headers=h).json()["checks"] == []
+
+
+def test_list_get_and_delete(api: Api) -> None:
+    h = api.tenant()
+    v1 = api.push(h, "len", SOURCE)
+    v2 = api.push(h, "len", SOURCE.replace("3", "5"))
+    api.push(h, "other", CLASS_SOURCE)
+    latest = api.client.get("/v1/checks", headers=h).json()["checks"]
+    own = [c for c in latest if not c["builtin"]]
+    assert [(c["name"], c["version"]) for c in own] == [("len", 2), ("other", 1)]
+    builtins = [c for c in latest if c["builtin"]]
+    assert all(c["id"] is None for c in builtins)
+    every = api.client.get("/v1/checks?all_versions=true", headers=h).json()["checks"]
+    assert [(c["name"], c["version"]) for c in every if not c["builtin"]] == [
+        ("len", 1),
+        ("len", 2),
+        ("other", 1),
+    ]
+    assert api.client.get("/v1/checks/len", headers=h).json()["version"] == 2
+    assert api.client.get("/v1/checks/len@1", headers=h).json()["id"] == v1["id"]
+    assert api.client.get("/v1/checks/len?version=1", headers=h).json()["id"] == v1["id"]
+    assert api.client.get(f"/v1/checks/{v2['id']}", headers=h).json()["version"] == 2
+    assert api.client.get("/v1/checks/len@9", headers=h).status_code == 404
+
+    assert api.client.delete("/v1/checks/len@2", headers=h).json() == {"deleted": 1}
+    assert api.client.get("/v1/checks/len", headers=h).json()["version"] == 1
+    assert api.client.delete("/v1/checks/len", headers=h).json() == {"deleted": 1}
+    assert api.client.get("/v1/checks/len", headers=h).status_code == 404
+    assert api.client.delete("/v1/checks/len", headers=h).status_code == 404
+    # numbers are never reused: a new save after delete is version 3
+    assert api.push(h, "len", SOURCE)["version"] == 3
+
+
+def test_model_check_versions_and_legacy_placeholders(api: Api) -> None:
+    h = api.tenant()
+    body = {
+        "name": "judge",
+        "kind": "model",
+        "prompt_template": "Is {generation} polite?",
+        "check_type": "pass_fail",
+    }
+    reply = api.client.post("/v1/checks", headers=h, json=body)
+    assert reply.status_code == 201, reply.text
+    assert reply.json()["prompt_template"] == "Is {model_output} polite?"
+    assert reply.json()["output_data_type"] == "bool"
+    bad = api.client.post(
+        "/v1/checks", headers=h, json={**body, "prompt_template": "Rate {model_output} {nope}"}
+    )
+    assert bad.status_code == 422
+    assert bad.json()["errors"][0]["code"]

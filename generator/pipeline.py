@@ -99,6 +99,24 @@ def engine_runner(
     return run
 
 
+def llm_judge(llm: LLMClient, *, low: int = 1, high: int = 5) -> JudgeRows:
+    """A :data:`JudgeRows` over ``engine.judging`` (``score`` checks from ``low`` to ``high``)."""
+    from engine.judging.model_check import run_model_check
+
+    def judge(template: str, kind: ModelCheckType, rows: Sequence[Row]) -> list[RowResult]:
+        bounded = kind is ModelCheckType.SCORE
+        return run_model_check(
+            template,
+            kind,
+            rows,
+            llm,
+            low=low if bounded else None,
+            high=high if bounded else None,
+        )
+
+    return judge
+
+
 def restricted_validator(source: str, spec: CheckSpec) -> CheckReport:
     """:data:`ValidateCode` with ``engine.validation`` under the restricted policy."""
     from engine.validation import DeclaredCheck, validate

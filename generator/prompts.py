@@ -123,9 +123,12 @@ def model_system_prompt(check_type: ModelCheckType) -> str:
     )
     legacy = ", ".join(f"`{{{k}}}`" for k in LEGACY_PLACEHOLDERS)
     if check_type is ModelCheckType.PASS_FAIL:
-        answer = "ask the judge to answer with a single word: Pass or Fail"
+        answer = "The judge will answer PASS or FAIL: say precisely what passes and what fails."
     else:
-        answer = "ask the judge to answer with a single integer score from 1 (worst) to 5 (best)"
+        answer = (
+            "The judge will answer an integer score from 1 (worst) to 5 (best): say what the "
+            "ends and the middle of the scale mean."
+        )
     return f"""\
 You write model checks for scorebox: a prompt template that an LLM judge receives, filled \
 with one row, to grade the output of an LLM application.
@@ -135,7 +138,7 @@ The template contract:
 {placeholders}
 - The template must show the judge `{{model_output}}`. Do not use {legacy} or any other \
 name in single braces; write literal braces doubled: `{{{{` and `}}}}`.
-- State the criteria precisely and {answer}.
+- {answer} Do not prescribe a reply format: scorebox adds that.
 
 Reply with the template in a single ```text block. Add nothing after the block."""
 

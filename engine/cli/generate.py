@@ -124,7 +124,7 @@ def generate(
     every example), 1 otherwise. Then: `scorebox check push FILE`.
     """
     from engine.llm import create_llm_client
-    from generator.pipeline import GeneratorOptions, generate_check
+    from generator.pipeline import GeneratorOptions, generate_check, llm_judge
 
     examples = _examples(inline, files)
     settings = Settings().model_copy(update={"pool_size": 0})
@@ -153,6 +153,7 @@ def generate(
                 max_attempts=max_attempts,
                 llm=llm,
                 run=engine,
+                judge=llm_judge(llm) if check_type == "model" else None,
                 options=GeneratorOptions.from_settings(settings),
                 on_attempt=show,
             )

@@ -26,6 +26,7 @@ def test_generate_model_check_writes_the_template(
 ) -> None:
     fake_llm.reply("```text\nIs {result} in {output}?\n```")
     fake_llm.reply("```text\nIs {scenario_result} in {model_output}? Pass or Fail.\n```")
+    fake_llm.reply("Yes, it is.\nRESULT: PASS")  # the judge, on the one example
     out = tmp_path / "judge.txt"
     result = CliRunner().invoke(
         main,
@@ -46,7 +47,7 @@ def test_generate_model_check_writes_the_template(
     assert result.exit_code == 0, result.output
     assert out.read_text() == "Is {scenario_result} in {model_output}? Pass or Fail."
     assert "attempt 1: invalid" in result.output
-    assert "attempt 2: accepted" in result.output
+    assert "attempt 2: accepted: agrees with 1/1 examples" in result.output
     assert '"model_output": "Paris"' in fake_llm.requests[0]["messages"][1]["content"]
 
 

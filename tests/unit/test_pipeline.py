@@ -24,9 +24,9 @@ from engine.errors import InvalidRequestError, LLMUnavailableError
 from engine.llm import OpenAIClient
 from engine.models import Row, RowResult
 from generator.models import CheckReport, Issue
-from generator.pipeline import GeneratorOptions, agrees, generate_check
+from generator.pipeline import GeneratorOptions, agrees, generate_check, llm_judge
 from generator.prompts import CheckSpec
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import FakeLLM, Reply
 
 
 def run_in_process(source: str, output_type: OutputType, rows: Sequence[Row]) -> list[RowResult]:
@@ -219,3 +219,30 @@ def test_agrees(
     expected: bool | float, status: Status, score: bool | float | None, ok: bool
 ) -> None:
     assert agrees(expected, RowResult(status=status, score=score)) is ok
+
+
+def test_model_check_is_judged_on_the_examples(fake_llm: FakeLLM) -> None:
+    templates = iter(
+        ["```text\nDoes {model_output} say no?\n```", "```text\nDoes {model_output} say yes?\n```"]
+    )
+
+    def respond(body: dict[str, object]) -> Reply:
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        if "careful evaluator" not in messages[0]["content"]:
+            return Reply(text=next(templates))  # the generator
+        text = messages[-1]["content"]
+        passed = ("say yes" in text and "yes indeed" in text) or (
+            "say no" in text and "no way" in text
+        )
+        return Reply(text="RESULT: PASS" if passed else "RESULT: FAIL")
+
+    fake_llm.responder = respond
+    llm = OpenAIClient(fake_llm.settings(llm_max_retries=0))
+    result = generate(fake_llm, check_type="model", llm=llm, judge=llm_judge(llm))
+    assert result.accepted, result.message
+    assert len(result.attempts) == 2
+    assert result.attempts[0].agreement.passed == 0
+    assert result.prompt_template == "Does {model_output} say yes?"
+    assert (result.agreement.passed, result.agreement.total) == (2, 2)
+    assert "agrees with all 2 examples" in result.message

@@ -61,7 +61,7 @@ def test_model_system_prompt_lists_the_placeholders(kind: ModelCheckType) -> Non
     prompt = model_system_prompt(kind)
     for name in MODEL_CHECK_PLACEHOLDERS:
         assert f"`{{{name}}}`" in prompt
-    assert ("Pass or Fail" in prompt) == (kind is ModelCheckType.PASS_FAIL)
+    assert ("PASS or FAIL" in prompt) == (kind is ModelCheckType.PASS_FAIL)
 
 
 def _spec(**kwargs: object) -> CheckSpec:

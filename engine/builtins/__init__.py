@@ -22,6 +22,7 @@ from engine.llm import LLMClient
 def builtins(llm: LLMClient | None = None) -> Mapping[str, BuiltinCheck[Any]]:
     """Every built-in by name; the LLM-judged ones use ``llm``."""
     from engine.judging.judges import judge_builtins  # judges build on engine.builtins.base
+
     checks = [*deterministic_builtins(), *format_builtins(), *judge_builtins(llm)]
     return {check.name: check for check in checks}
 

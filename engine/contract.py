@@ -538,6 +538,75 @@ RESTRICTED_FORBIDDEN_BUILTINS: Mapping[str, str] = {
     "__import__": "use an `import` statement",
 }
 
+_UNSAFE_YAML = "it can build arbitrary Python objects: use yaml.safe_load"
+_NUMPY_FILES = "a check has no files to read or write"
+_NUMPY_INTERNALS = "it reaches numpy's file, pickle and native-code helpers"
+
+#: Attributes (and submodules) of allowlisted modules a ``restricted`` check cannot use,
+#: and why: they build arbitrary objects, load native code or touch files.
+RESTRICTED_DENIED_ATTRIBUTES: Mapping[str, Mapping[str, str]] = {
+    "yaml": dict.fromkeys(
+        (
+            "load",
+            "load_all",
+            "full_load",
+            "full_load_all",
+            "unsafe_load",
+            "unsafe_load_all",
+            "Loader",
+            "FullLoader",
+            "UnsafeLoader",
+            "CLoader",
+            "CFullLoader",
+            "CUnsafeLoader",
+            "constructor",
+            "loader",
+            "cyaml",
+            "add_constructor",
+            "add_multi_constructor",
+        ),
+        _UNSAFE_YAML,
+    ),
+    "numpy": {
+        **dict.fromkeys(
+            (
+                "load",
+                "save",
+                "savez",
+                "savez_compressed",
+                "savetxt",
+                "loadtxt",
+                "genfromtxt",
+                "fromfile",
+                "fromregex",
+                "memmap",
+                "DataSource",
+            ),
+            _NUMPY_FILES,
+        ),
+        **dict.fromkeys(
+            ("lib", "core", "ctypeslib", "f2py", "distutils", "testing"), _NUMPY_INTERNALS
+        ),
+    },
+}
+
+
+def denied_attribute(module: str, attribute: str) -> str | None:
+    """Why a restricted check may not use ``module.attribute``, or None when it may."""
+    return RESTRICTED_DENIED_ATTRIBUTES.get(module, {}).get(attribute)
+
+
+def denied_module(module: str) -> str | None:
+    """Why a restricted check may not import ``module`` (dotted) though its package is
+    allowlisted (``yaml.constructor``), or None."""
+    parts = module.split(".")
+    for i in range(1, len(parts)):
+        reason = denied_attribute(".".join(parts[:i]), parts[i])
+        if reason is not None:
+            return reason
+    return None
+
+
 #: Names people (and LLMs) use for a contract parameter, mapped to the contract name.
 PARAMETER_SUGGESTIONS: Mapping[str, str] = {
     **LEGACY_PLACEHOLDERS,

@@ -13,8 +13,9 @@ boundary (the container is). What the guards enforce here:
   internals, no ``eval``/``exec`` calls (compile time);
 * builtins are ``safe_builtins`` plus ``contract.RESTRICTED_EXTRA_BUILTINS``:
   no ``open``, ``compile``, ``globals``, ``vars``, ``dir``, ``__import__``...;
-* ``import`` admits only ``contract.RESTRICTED_IMPORT_ALLOWLIST``, and an
-  attribute that is a module outside it (``typing.sys``) is refused;
+* ``import`` admits only ``contract.RESTRICTED_IMPORT_ALLOWLIST``; an attribute
+  that is a module outside it (``typing.sys``) is refused, and so are the
+  ``contract.RESTRICTED_DENIED_ATTRIBUTES`` of allowlisted ones (``yaml.load``);
 * attribute/item writes only on objects the check made (its own classes and
   instances) and on dicts, lists and sets;
 * ``str.format`` looks fields up through the same guard.
@@ -134,46 +135,64 @@ def _classify(node: ast.AST, info: str) -> str:
     return RESTRICTED_SYNTAX
 
 
-def _failure(message: str, line: int | None = None, col: int | None = None) -> _Compiled:
+def _failure(message: str, line: int | None = None, col: int | None = None) -> _Checked:
     return None, [RestrictedProblem(message, line, col, SYNTAX_ERROR)]
 
 
-_Compiled = tuple[types.CodeType | None, list[RestrictedProblem]]
+_Checked = tuple[ast.Module | None, list[RestrictedProblem]]
 
 
-def _compile(source: str, filename: str) -> _Compiled:
+def _parse(source: str, filename: str) -> _Checked:
     try:
-        tree = ast.parse(source, filename, "exec")
+        return ast.parse(source, filename, "exec"), []
     except SyntaxError as exc:
         return _failure(exc.msg, exc.lineno, exc.offset)
     except (ValueError, RecursionError, MemoryError) as exc:
         return _failure(f"cannot parse the source: {exc}")
+
+
+def _transform(source: str, tree: ast.Module) -> _Checked:
+    """Apply RestrictedPython's policy to ``tree`` (in place); the result and its problems."""
     transformer = _Transformer(_LINE_SPLIT.split(source))
     try:
-        tree = transformer.visit(tree)
+        result = transformer.visit(tree)
     except (RecursionError, MemoryError):
         return _failure("the source is nested too deeply")
-    if transformer.problems:
-        return None, sorted(transformer.problems, key=lambda p: (p.line or 0, p.col or 0))
-    try:
-        return compile(tree, filename, "exec"), []
-    except SyntaxError as exc:  # found by the compiler, not the parser: duplicate argument...
-        return _failure(exc.msg, exc.lineno, exc.offset)
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return _failure(f"cannot compile the source: {exc}")
+    problems = sorted(transformer.problems, key=lambda p: (p.line or 0, p.col or 0))
+    return result, problems
 
 
-def restricted_problems(source: str, filename: str = "<check>") -> list[RestrictedProblem]:
-    """Every reason ``source`` does not compile under the restricted policy (empty: it does)."""
-    return _compile(source, filename)[1]
+def restricted_problems(
+    source: str, filename: str = "<check>", tree: ast.Module | None = None
+) -> list[RestrictedProblem]:
+    """Why ``source`` breaks the restricted policy (empty: it does not).
+
+    Pass ``tree`` (``ast.parse(source)``) to save parsing again; it is transformed in
+    place, so do not use it afterwards. Errors only the compiler finds (a duplicate
+    argument, ``return`` outside a function) are not looked for: compile to see them.
+    """
+    if tree is None:
+        tree, problems = _parse(source, filename)
+        if tree is None:
+            return problems
+    return _transform(source, tree)[1]
 
 
 def compile_restricted_check(source: str, filename: str = "<check>") -> types.CodeType:
     """Compile ``source`` under the restricted policy, or raise :class:`RestrictedCompileError`."""
-    code, problems = _compile(source, filename)
-    if code is None:
+    tree, problems = _parse(source, filename)
+    if tree is not None:
+        tree, problems = _transform(source, tree)
+    if tree is None or problems:
         raise RestrictedCompileError(problems)
-    return code
+    try:
+        # dont_inherit: this module's own `from __future__ import annotations` must not leak in.
+        return compile(tree, filename, "exec", dont_inherit=True)
+    except SyntaxError as exc:  # found by the compiler, not the parser: duplicate argument...
+        problem = RestrictedProblem(exc.msg, exc.lineno, exc.offset, SYNTAX_ERROR)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        problem = RestrictedProblem(f"cannot compile the source: {exc}", None, None, SYNTAX_ERROR)
+    raise RestrictedCompileError([problem])
 
 
 # --- Run-time guards ------------------------------------------------------------------------
@@ -192,6 +211,11 @@ def _guarded_getattr(obj: Any, name: str, *default: Any) -> Any:
     guarded ``str.format`` and no modules outside the import allowlist."""
     if isinstance(obj, str) and name in _FORMAT_ATTRIBUTES:
         return _SafeFormatter(obj).bound(name)
+    if isinstance(obj, types.ModuleType):
+        reason = contract.denied_attribute(obj.__name__, name)
+        if reason is not None:
+            where = f"{obj.__name__}.{name}"
+            raise AttributeError(f"{where} is not available to restricted checks: {reason}")
     value = _safer_getattr(obj, name, default[0] if default else _MISSING)
     if value is _MISSING:
         return getattr(obj, name)  # the name passed the guard: raise the builtin's error
@@ -366,6 +390,11 @@ def _make_import(module_name: str) -> Callable[..., types.ModuleType]:
         for item in names:
             if not isinstance(item, str) or item.startswith("_") or item == "*":
                 raise ImportError(f"cannot import {item!r} from {name!r} in a restricted check")
+        reasons = [contract.denied_module(name)]
+        reasons += [contract.denied_attribute(name, item) for item in names]
+        reason = next((r for r in reasons if r is not None), None)
+        if reason is not None:
+            raise ImportError(f"cannot import that from {name!r} in a restricted check: {reason}")
         special = _check_modules()
         if name in special:
             return special[name] if names else _package_of(name, special[name])
@@ -431,12 +460,18 @@ def restricted_globals(module_name: str = CHECK_MODULE) -> dict[str, Any]:
 def exec_restricted(
     source: str, filename: str = "<check>", module_name: str = CHECK_MODULE
 ) -> dict[str, Any]:
-    """Compile ``source`` under the restricted policy and execute it; return its namespace.
+    """Compile ``source`` under the restricted policy and execute it as module ``module_name``
+    (registered in ``sys.modules``, as the harness does for standard checks, so that
+    ``dataclasses`` and ``typing`` can resolve it); return the module's namespace.
 
     Raises :class:`RestrictedCompileError` when it does not compile; whatever the
     module raises while executing propagates unchanged.
     """
     code = compile_restricted_check(source, filename)
-    namespace = restricted_globals(module_name)
+    module = types.ModuleType(module_name)
+    module.__file__ = filename
+    namespace = module.__dict__
+    namespace.update(restricted_globals(module_name))
+    sys.modules[module_name] = module
     exec(code, namespace)
     return namespace

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
+import gc
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -66,6 +68,7 @@ ISSUE_CODES: Mapping[str, CodeInfo] = {
     "forbidden-builtin": CodeInfo("error", "restricted: eval/exec/open/compile/globals..."),
     "private-name": CodeInfo("error", "restricted: a name starting with `_`"),
     "private-attribute": CodeInfo("error", "restricted: an attribute starting with `_`"),
+    "forbidden-attribute": CodeInfo("error", "restricted: yaml.load, numpy.load and the like"),
     "restricted-syntax": CodeInfo("error", "restricted: a construct RestrictedPython forbids"),
 }
 
@@ -131,7 +134,24 @@ def validate(
     """
     if not isinstance(declared, DeclaredCheck):
         declared = DeclaredCheck.model_validate(dict(declared or {}))
-    return _Validation(source, Policy(policy), declared).run()
+    with _gc_paused():
+        return _Validation(source, Policy(policy), declared).run()
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a large tree is built and walked.
+
+    A 256 KiB check is ~80,000 AST nodes; the collections their allocation triggers
+    cost about a third of the time and free nothing (the tree is acyclic and short-lived).
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- Implementation ---------------------------------------------------------------------------
@@ -139,6 +159,9 @@ def validate(
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _GUARDED_GETATTRS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+_DENIED_ATTRIBUTE_NAMES = frozenset(
+    name for names in contract.RESTRICTED_DENIED_ATTRIBUTES.values() for name in names
+)
 _CHECK_BASES_OK = contract.CHECK_BASE_CLASSES | {"object", "ABC"}
 _PARAMS = ", ".join(contract.PARAMETER_NAMES)
 _FIX_RETURN = "return a bool, int, float, CheckResponse or (score, explanation) tuple"
@@ -152,7 +175,6 @@ _RESTRICTED_HINTS: Mapping[str, str] = {
 _AUGMENTED_ITEM_HINT = "write `x[k] = x[k] + 1` instead of `x[k] += 1`"
 
 _Node = ast.AST
-_Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass
@@ -164,6 +186,7 @@ class _Facts:
     imports: list[ast.Import | ast.ImportFrom] = field(default_factory=list)
     forbidden_loads: list[ast.Name] = field(default_factory=list)
     private_getattrs: list[ast.Constant] = field(default_factory=list)
+    denied_attributes: list[ast.Attribute] = field(default_factory=list)  # candidates
     star_import: bool = False
 
 
@@ -213,7 +236,7 @@ class _Validation:
         self.declared = declared
         self.issues: list[Issue] = []
         self._lines: list[str] | None = None
-        self._module_body: list[ast.stmt] = []
+        self.lazy_annotations = False  # `from __future__ import annotations`
         self.report = ValidationReport(valid=False, policy=policy)
 
     # -- issue helpers
@@ -229,8 +252,11 @@ class _Validation:
     ) -> None:
         if node is not None:
             line, col = self.position(node)
-        self.issues.append(Issue(severity=ISSUE_CODES[code].severity, code=code, message=message,
-                                 line=line, col=col))  # fmt: skip
+        # SyntaxError offsets can be 0 (before the first character): keep positions 1-based.
+        line = None if line is None else max(line, 1)
+        col = None if col is None or line is None else max(col, 1)
+        severity = ISSUE_CODES[code].severity
+        self.issues.append(Issue(severity=severity, code=code, message=message, line=line, col=col))
 
     def position(self, node: _Node) -> tuple[int | None, int | None]:
         line: int | None = getattr(node, "lineno", None)
@@ -259,6 +285,8 @@ class _Validation:
             if tree is not None:
                 self.analyse(tree)
                 self.compile(tree)
+                if self.policy is Policy.RESTRICTED:
+                    self.restricted_policy(tree)  # last: RestrictedPython transforms the tree
         for warning in caught:
             if issubclass(warning.category, SyntaxWarning | DeprecationWarning):
                 message = f"{warning.message}; fix it (a raw string r'...' for regex escapes)"
@@ -288,7 +316,12 @@ class _Validation:
             self.add("syntax-error", f"the source cannot be compiled: {exc}")
 
     def analyse(self, tree: ast.Module) -> None:
-        self._module_body = tree.body
+        self.lazy_annotations = any(
+            isinstance(s, ast.ImportFrom)
+            and s.module == "__future__"
+            and any(a.name == "annotations" for a in s.names)
+            for s in tree.body
+        )
         try:
             facts = self.collect(tree)
             self.entrypoint(tree, facts)
@@ -299,42 +332,56 @@ class _Validation:
             self.add("syntax-error", "the source is nested too deeply to analyse: flatten it")
 
     def collect(self, tree: ast.Module) -> _Facts:
+        """One iterative pass over every node (no recursion: deep trees are fine)."""
         facts = _Facts()
+        bound = facts.bound
         forbidden = contract.RESTRICTED_FORBIDDEN_BUILTINS
-        for node in ast.walk(tree):
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
             if isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Load):
-                    if node.id in forbidden and node.id != "__import__":
-                        facts.forbidden_loads.append(node)
-                else:
-                    facts.bound.add(node.id)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                facts.bound.add(node.name)
-            elif isinstance(node, ast.ClassDef):
-                facts.bound.add(node.name)
-                facts.classes.add(node.name)
-            elif isinstance(node, ast.arg):
-                facts.bound.add(node.arg)
+                if not isinstance(node.ctx, ast.Load):
+                    bound.add(node.id)
+                elif node.id in forbidden and node.id != "__import__":
+                    facts.forbidden_loads.append(node)
+                continue  # only its ctx below
+            if isinstance(node, ast.Constant):
+                continue
+            if isinstance(node, ast.Attribute) and node.attr in _DENIED_ATTRIBUTE_NAMES:
+                facts.denied_attributes.append(node)
+            if isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Call):
+                self.collect_call(node, facts)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                bound.add(node.name)
+                if isinstance(node, ast.ClassDef):
+                    facts.classes.add(node.name)
             elif isinstance(node, ast.Import | ast.ImportFrom):
                 facts.imports.append(node)
                 for alias in node.names:
                     if alias.name == "*":
                         facts.star_import = True
                     else:
-                        facts.bound.add(alias.asname or alias.name.split(".")[0])
-            elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
-                if node.name:
-                    facts.bound.add(node.name)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in _GUARDED_GETATTRS
-                and len(node.args) >= 2
-            ):
-                name = node.args[1]
-                if isinstance(name, ast.Constant) and str(name.value).startswith("_"):
-                    facts.private_getattrs.append(name)
+                        bound.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+                bound.add(node.name)
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    stack.extend(item for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    stack.append(value)
         return facts
+
+    @staticmethod
+    def collect_call(node: ast.Call, facts: _Facts) -> None:
+        """``getattr(x, "__globals__")`` and friends: a private name the guards refuse."""
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in _GUARDED_GETATTRS and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and str(name.value).startswith("_"):
+                facts.private_getattrs.append(name)
 
     # -- entrypoint and signature
 
@@ -348,7 +395,7 @@ class _Validation:
         if cls is not None and not isinstance(cls, ast.ClassDef):
             self.add(
                 "unsupported-entrypoint",
-                "`Check` must be defined in this file with a `class Check:` statement",
+                "`Check` is not a class defined in this file: define it with `class Check:`",
                 cls,
             )
             return
@@ -377,8 +424,8 @@ class _Validation:
         if function is None:
             self.add(
                 "no-entrypoint",
-                "define a function `evaluate(model_output, ...)` or a class `Check` with a "
-                "@staticmethod `evaluate` at the top level of the file",
+                "the file has no entrypoint: define a function `evaluate(model_output, ...)` or "
+                "a class `Check` with a @staticmethod `evaluate` at the top level of the file",
             )
             return
         self.report.entrypoint = "function"
@@ -534,12 +581,7 @@ class _Validation:
 
     def annotation_names(self, fn: ast.FunctionDef, facts: _Facts) -> None:
         """Annotations run when ``def`` runs: an undefined name there stops the check loading."""
-        if any(
-            isinstance(s, ast.ImportFrom)
-            and s.module == "__future__"
-            and any(a.name == "annotations" for a in s.names)
-            for s in self._module_body
-        ):
+        if self.lazy_annotations:
             return
         args = fn.args
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
@@ -670,6 +712,11 @@ class _Validation:
                     f"{', '.join(sorted(contract.RESTRICTED_IMPORT_ALLOWLIST))}",
                     node,
                 )
+                return
+            for name in (module, *dotted):
+                reason = contract.denied_module(name)
+                if reason is not None:
+                    self.add("forbidden-attribute", f"`{name}` is not available: {reason}", node)
             return
         for candidate in (module, *dotted):
             reason = contract.unusable_reason(candidate)
@@ -698,13 +745,32 @@ class _Validation:
                     f"`{name.id}` is not available in a restricted check: {reason}",
                     name,
                 )
+        aliases: dict[str, str] = {}  # name bound by `import m [as n]` -> module it names
+        for node in facts.imports:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    aliases[alias.asname or top] = alias.name if alias.asname else top
+        for attribute in facts.denied_attributes:
+            value = attribute.value
+            module = aliases.get(value.id) if isinstance(value, ast.Name) else None
+            why = contract.denied_attribute(module, attribute.attr) if module else None
+            if why is not None:
+                self.add(
+                    "forbidden-attribute",
+                    f"`{module}.{attribute.attr}` is not available: {why}",
+                    attribute,
+                )
         for constant in facts.private_getattrs:
             self.add(
                 "private-attribute",
                 f"attribute {constant.value!r} starts with `_`: restricted checks cannot use it",
                 constant,
             )
-        for problem in restricted.restricted_problems(self.source):
+
+    def restricted_policy(self, tree: ast.Module) -> None:
+        """What RestrictedPython's own policy rejects, each with its position."""
+        for problem in restricted.restricted_problems(self.source, tree=tree):
             if problem.code == restricted.SYNTAX_ERROR:
                 continue  # reported by parse()/compile() already
             hint = _RESTRICTED_HINTS.get(problem.code, "")

@@ -731,8 +731,9 @@ class _Validation:
             available = ", ".join(p.import_name for p in contract.SANDBOX_PACKAGES)
             self.add(
                 "unavailable-import",
-                f"`{module}` is not installed in the sandbox, so the check will fail to load: "
-                f"use the standard library or {available}",
+                f"`{module}` is not installed in the sandbox, so the check fails to load unless "
+                f"the import is guarded by try/except ImportError: use the standard library or "
+                f"{available}",
                 node,
             )
 

@@ -551,3 +551,11 @@ def test_restricted_reports_rules_standard_does_not() -> None:
 def test_shadowed_forbidden_name_is_not_reported() -> None:
     source = "def evaluate(model_output):\n    input = model_output\n    return len(input)\n"
     assert validate(source, "restricted").valid
+
+
+def test_every_code_is_documented() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "validation.md").read_text()
+    for code, info in ISSUE_CODES.items():
+        assert f"| `{code}` | {info.severity} |" in docs

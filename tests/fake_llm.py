@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from engine.settings import Settings
 
@@ -105,6 +106,8 @@ class FakeLLM:
         }
         values.update(overrides)
         if base is not None:
+            if isinstance(values.get("llm_api_key"), str):
+                values["llm_api_key"] = SecretStr(values["llm_api_key"])
             return base.model_copy(update=values)
         return Settings(**values)
 

@@ -1,0 +1,1 @@
+"""Generation benchmark: acceptance rate of generated checks on held-back rows."""

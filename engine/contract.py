@@ -541,10 +541,15 @@ RESTRICTED_FORBIDDEN_BUILTINS: Mapping[str, str] = {
 _UNSAFE_YAML = "it can build arbitrary Python objects: use yaml.safe_load"
 _NUMPY_FILES = "a check has no files to read or write"
 _NUMPY_INTERNALS = "it reaches numpy's file, pickle and native-code helpers"
+_UNGUARDED_ATTRIBUTES = "it reads attributes without the guards: use getattr() or a lambda"
+_EVALUATES_STRINGS = "it evaluates strings (annotations) as unguarded code"
 
 #: Attributes (and submodules) of allowlisted modules a ``restricted`` check cannot use,
 #: and why: they build arbitrary objects, load native code or touch files.
 RESTRICTED_DENIED_ATTRIBUTES: Mapping[str, Mapping[str, str]] = {
+    "operator": dict.fromkeys(("attrgetter", "methodcaller"), _UNGUARDED_ATTRIBUTES),
+    "typing": dict.fromkeys(("get_type_hints", "ForwardRef"), _EVALUATES_STRINGS),
+    "functools": dict.fromkeys(("singledispatch", "singledispatchmethod"), _EVALUATES_STRINGS),
     "yaml": dict.fromkeys(
         (
             "load",

@@ -368,6 +368,37 @@ HOSTILE = [
         id="format-dunder-field",
     ),
     pytest.param(
+        "import operator\ndef evaluate(model_output):\n"
+        "    return operator.attrgetter('__class__.__base__')(model_output)\n",
+        AttributeError,
+        "operator.attrgetter is not available",
+        "forbidden-attribute",
+        id="attrgetter-dunder",
+    ),
+    pytest.param(
+        "from operator import methodcaller\ndef evaluate(model_output):\n    return 1\n",
+        ImportError,
+        "without the guards",
+        "forbidden-attribute",
+        id="methodcaller",
+    ),
+    pytest.param(
+        "import functools\n@functools.singledispatch\ndef f(x):\n    return 1\n"
+        "def evaluate(model_output):\n    return 1\n",
+        AttributeError,
+        "functools.singledispatch is not available",
+        "forbidden-attribute",
+        id="singledispatch-evaluates-annotations",
+    ),
+    pytest.param(
+        "import typing\ndef g(x: '().__class__'):\n    return x\n"
+        "def evaluate(model_output):\n    return typing.get_type_hints(g)\n",
+        AttributeError,
+        "typing.get_type_hints is not available",
+        "forbidden-attribute",
+        id="get-type-hints-evaluates-strings",
+    ),
+    pytest.param(
         "from . import sibling\ndef evaluate(model_output):\n    return 1\n",
         ImportError,
         "relative imports",

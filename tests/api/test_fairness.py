@@ -1,0 +1,54 @@
+"""Fairness: tenant B's one-row /v1/score is not stuck behind tenant A's 20,000-row run."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.settings import Settings
+from tests.api.conftest import TRIVIAL_CHECK, AppFactory
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROWS = 20_000
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_small_tenant_not_stuck_behind_big_run(
+    docker_settings: Settings, make_api: AppFactory
+) -> None:
+    api = make_api(pool_size=2, run_chunk_rows=1000, job_max_rows=1000)
+    a, b = api.tenant("big"), api.tenant("small")
+    api.push(a, "t", TRIVIAL_CHECK)
+    api.push(b, "t", TRIVIAL_CHECK)
+    rows = [{"model_output": "yes" if i % 2 else "no"} for i in range(ROWS)]
+    started = time.monotonic()
+    run_id = api.client.post("/v1/runs", headers=a, json={"checks": ["t"], "rows": rows}).json()[
+        "id"
+    ]
+    while api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]["done"] == 0:
+        time.sleep(0.05)
+    latencies = []
+    while len(latencies) < 3:
+        t0 = time.monotonic()
+        reply = api.client.post(
+            "/v1/score", headers=b, json={"checks": ["t"], "rows": [{"model_output": "yes"}]}
+        )
+        latencies.append(time.monotonic() - t0)
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["results"][0]["score"] is True
+        time.sleep(0.5)
+    progress_when_b_done = api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]
+    run = api.wait_run(a, run_id, timeout=600)
+    total = time.monotonic() - started
+    assert run["status"] == "succeeded"
+    assert run["summary"][0]["counts"] == {"ok": ROWS}
+    print(
+        f"\nfairness: A's {ROWS}-row run took {total:.1f}s; B's 1-row /v1/score took "
+        + ", ".join(f"{x:.2f}s" for x in latencies)
+        + f" (A at {progress_when_b_done['done']}/{ROWS} when B finished)"
+    )
+    assert progress_when_b_done["done"] < ROWS, "A finished before B was measured"
+    assert max(latencies) < 0.25 * total
+    assert max(latencies) < 15

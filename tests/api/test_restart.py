@@ -1,0 +1,142 @@
+"""Durability: kill the server mid-run with SIGKILL, start it again, the run finishes with
+every row scored exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from engine import auth
+from engine.settings import Settings
+from engine.storage import open_store
+from tests.conftest import TEST_LABEL
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROWS = 2000
+CHECK = (
+    "import time\n\ndef evaluate(model_output: str) -> int:\n"
+    "    time.sleep(0.004)\n    return len(model_output)\n"
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _serve(database_url: str, data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "SCOREBOX_DATA_DIR": str(data_dir),
+        "SCOREBOX_DATABASE_URL": database_url,
+        "SCOREBOX_POOL_SIZE": "1",
+        "SCOREBOX_MAX_PARALLEL_JOBS": "2",
+        "SCOREBOX_RUN_CHUNK_ROWS": "100",
+        "SCOREBOX_JOB_MAX_ROWS": "100",
+        "SCOREBOX_CONTAINER_LABELS": json.dumps({TEST_LABEL: "1"}),
+    }
+    command = [sys.executable, "-c", "from engine.cli import main; main()", "serve"]
+    return subprocess.Popen(
+        [*command, "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait_up(client: httpx.Client, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited during start-up"
+        try:
+            if client.get("/healthz").status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("the server did not start")
+
+
+def test_kill_and_restart_mid_run(
+    docker_settings: Settings, database_url: str, tmp_path: Path
+) -> None:
+    store = open_store(database_url)
+    key = auth.create_tenant(store, "durable").secret
+    port = _free_port()
+    log = tmp_path / "server.log"
+    headers = {"Authorization": f"Bearer {key}"}
+    proc = _serve(database_url, tmp_path, port, log)
+    procs = [proc]
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as c:
+            _wait_up(c, proc)
+            assert c.post("/v1/checks", json={"name": "len", "source": CHECK}).status_code == 201
+            rows = [{"id": i, "model_output": "x" * (i % 17)} for i in range(ROWS)]
+            run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": rows}).json()["id"]
+            deadline = time.monotonic() + 180
+            done = 0
+            while done < ROWS // 10:
+                assert time.monotonic() < deadline, "the run made no progress"
+                done = c.get(f"/v1/runs/{run_id}").json()["progress"]["done"]
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            at_kill = store.count_results(run_id)
+            assert at_kill < ROWS, "the run finished before the kill: make the check slower"
+
+            started = time.monotonic()
+            proc = _serve(database_url, tmp_path, port, log)
+            procs.append(proc)
+            _wait_up(c, proc)
+            final: dict[str, Any] = {}
+            while time.monotonic() - started < 240:
+                final = c.get(f"/v1/runs/{run_id}").json()
+                if final["status"] not in ("queued", "running"):
+                    break
+                time.sleep(0.3)
+            finish_seconds = time.monotonic() - started
+            assert final["status"] == "succeeded", (final, log.read_text()[-3000:])
+            assert final["progress"] == {"done": ROWS, "total": ROWS, "fraction": 1.0}
+            lines = c.get(
+                f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
+            ).text.splitlines()
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+    results = [json.loads(line) for line in lines]
+    assert sorted(r["row_index"] for r in results) == list(range(ROWS))
+    wrong = [r for r in results if r["status"] != "ok" or r["score"] != r["row_index"] % 17]
+    assert not wrong, [(r["row_index"], r["status"], r["score"], r["error"]) for r in wrong[:5]]
+    with store.engine.connect() as conn:
+        duplicates = conn.execute(
+            text(
+                "SELECT row_index, COUNT(*) FROM row_results WHERE run_id = :r "
+                "GROUP BY check_index, row_index HAVING COUNT(*) > 1"
+            ),
+            {"r": run_id},
+        ).all()
+    assert duplicates == []
+    print(
+        f"\nrestart: killed at {at_kill}/{ROWS} results stored; after restart the run "
+        f"finished in {finish_seconds:.1f}s with {len(results)} results, 0 duplicates"
+    )
+    store.engine.dispose()

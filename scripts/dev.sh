@@ -106,7 +106,12 @@ ensure_image() {
 }
 
 setup_postgres() {
-    : # no-op: the service part adds a PostgreSQL server for the `postgres` tests here.
+    # A throwaway PostgreSQL server for the `postgres` half of tests/api (stopped on exit).
+    [[ -n "${SCOREBOX_TEST_POSTGRES_URL:-}" ]] && return 0
+    SCOREBOX_TEST_POSTGRES_URL="$("$ROOT/scripts/postgres.sh" start)" \
+        || die "could not start PostgreSQL: see the output of scripts/postgres.sh above"
+    export SCOREBOX_TEST_POSTGRES_URL
+    trap '"$ROOT/scripts/postgres.sh" stop "$SCOREBOX_TEST_POSTGRES_URL"' EXIT
 }
 
 setup() {

@@ -571,6 +571,10 @@ RESTRICTED_DENIED_ATTRIBUTES: Mapping[str, Mapping[str, str]] = {
             "add_multi_constructor",
         ),
         _UNSAFE_YAML,
+    )
+    | dict.fromkeys(
+        ("dump", "dump_all", "Dumper", "CDumper", "add_representer", "add_multi_representer"),
+        "it serialises any object's internals: use yaml.safe_dump",
     ),
     "numpy": {
         **dict.fromkeys(

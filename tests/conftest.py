@@ -54,14 +54,33 @@ def docker_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 @pytest.fixture(scope="session", autouse=True)
 def _remove_test_containers() -> Iterator[None]:
-    """Containers made by tests carry the test label; remove any left at session end."""
+    """Remove test-labelled containers this pytest process made and left behind.
+
+    Scoped by the owner label (host:pid) so a concurrent test session on the same
+    engine keeps its containers.
+    """
     yield
+    from engine.sandbox.docker_backend import LABEL_OWNER, owner_label
+
     try:
         ids = subprocess.run(
-            ["docker", "ps", "-aq", "--filter", f"label={TEST_LABEL}"],
-            capture_output=True, text=True, timeout=30, check=False,
+            [
+                "docker",
+                "ps",
+                "-aq",
+                "--filter",
+                f"label={TEST_LABEL}",
+                "--filter",
+                f"label={LABEL_OWNER}={owner_label()}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         ).stdout.split()
         if ids:
-            subprocess.run(["docker", "rm", "-f", *ids], capture_output=True, timeout=60, check=False)
+            subprocess.run(
+                ["docker", "rm", "-f", *ids], capture_output=True, timeout=60, check=False
+            )
     except (OSError, subprocess.TimeoutExpired):
         pass

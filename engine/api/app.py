@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 
 from engine.api import problems
-from engine.api.routes import admin, checks, health, runs, score
+from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.services import Services
 from engine.errors import ScoreboxError
 from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
@@ -103,6 +103,8 @@ def create_app(
     )
     problems.install(app)
     app.include_router(checks.router)
+    app.include_router(generate.router)
+    app.include_router(judge.router)
     app.include_router(score.router)
     app.include_router(runs.router)
     app.include_router(admin.router)

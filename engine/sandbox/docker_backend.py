@@ -213,6 +213,10 @@ class DockerBackend:
                 container.remove(force=True)
             except docker.errors.NotFound:
                 pass
+            except docker.errors.APIError as exc:
+                # 409: the engine is already removing it (e.g. a kill raced the remove).
+                if exc.status_code != 409:
+                    log.warning("could not remove container %s: %s", container.id[:12], exc)
             except Exception:  # keep reaping: one stuck container must not leak the rest
                 log.exception("could not remove container %s", getattr(container, "id", "?"))
             finally:

@@ -118,7 +118,6 @@ setup() {
     ensure_venv
     ensure_docker
     ensure_image
-    setup_postgres
 }
 
 run_demo() {
@@ -146,7 +145,7 @@ main() {
     case "$command" in
         setup) setup ;;
         demo) setup; run_demo ;;
-        test) setup; run_tests "$@" ;;
+        test) setup; setup_postgres; run_tests "$@" ;;
         *) usage ;;
     esac
 }

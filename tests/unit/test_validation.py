@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from textwrap import dedent
 from typing import Any
 
@@ -554,8 +556,38 @@ def test_shadowed_forbidden_name_is_not_reported() -> None:
 
 
 def test_every_code_is_documented() -> None:
-    from pathlib import Path
-
     docs = (Path(__file__).parents[2] / "docs" / "validation.md").read_text()
     for code, info in ISSUE_CODES.items():
         assert f"| `{code}` | {info.severity} |" in docs
+
+
+def test_cli_validate(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    good = tmp_path / "good.py"
+    good.write_text(DESIGN_FUNCTION)
+    bad = tmp_path / "bad.py"
+    bad.write_text("class Check:\n    def evaluate(model_output, output) -> str:\n        pass\n")
+    runner = CliRunner()
+
+    result = runner.invoke(main, ["check", "validate", str(good)])
+    assert result.exit_code == 0, result.output
+    assert "valid (0 error(s), 0 warning(s))" in result.output
+    assert "signature:   evaluate(model_output)" in result.output
+    assert "output type: float" in result.output
+
+    result = runner.invoke(main, ["check", "validate", str(bad), "--policy", "restricted"])
+    assert result.exit_code == 1
+    assert f"{bad}:2:18: error missing-self: " in result.output
+    assert f"{bad}:2:32: error unknown-parameter: " in result.output
+
+    result = runner.invoke(
+        main,
+        ["check", "validate", str(good), "--json", "--output-type", "int",
+         "--requires-scenario-input"],
+    )  # fmt: skip
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    assert [i["code"] for i in report["issues"]] == ["requires-mismatch", "output-type-mismatch"]

@@ -312,6 +312,11 @@ def signature_of(func: Any) -> Signature:
         if param.kind is inspect.Parameter.VAR_KEYWORD:
             var_keyword = True
             continue
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY and param.name in PARAMETER_NAMES:
+            raise EntrypointError(
+                f"`{param.name}` is positional-only (declared before `/`): arguments are "
+                "bound by name, so remove the `/`"
+            )
         if param.name not in PARAMETER_NAMES:
             if param.default is not inspect.Parameter.empty:
                 continue  # a helper parameter with a default is left alone

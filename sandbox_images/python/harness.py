@@ -144,7 +144,10 @@ def load_check(job: dict[str, Any]) -> tuple[Any, contract.Signature]:
         module = types.ModuleType(CHECK_MODULE)
         module.__file__ = CHECK_FILENAME
         sys.modules[CHECK_MODULE] = module
-        code = compile(source, CHECK_FILENAME, "exec")
+        # Typing names (Union, Optional, ...) that Okareo's examples use without importing.
+        module.__dict__.update(contract.check_prelude())
+        # dont_inherit: the harness's own `from __future__` flags must not leak into checks.
+        code = compile(source, CHECK_FILENAME, "exec", dont_inherit=True)
         exec(code, module.__dict__)
         namespace = module.__dict__
     return contract.resolve_entrypoint(namespace)

@@ -429,3 +429,13 @@ def test_denied_attribute() -> None:
     assert contract.denied_attribute("yaml", "load") is not None
     assert contract.denied_attribute("yaml", "safe_load") is None
     assert contract.denied_attribute("numpy", "mean") is None
+
+
+def test_positional_only_contract_parameter_is_refused_at_run_time() -> None:
+    from engine.contract import EntrypointError, signature_of
+
+    def evaluate(model_output: str, /) -> bool:
+        return True
+
+    with pytest.raises(EntrypointError, match="positional-only"):
+        signature_of(evaluate)

@@ -24,14 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.auth import Principal
 from engine.contract import (
-    LEGACY_PLACEHOLDERS,
-    MAX_SOURCE_BYTES,
-    MODEL_CHECK_PLACEHOLDERS,
     ModelCheckType,
     OutputType,
     Policy,
 )
 from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
+from engine.judging.templates import validate_template
 from engine.models import Limits
 from engine.runs.quotas import Quotas, check_source
 from engine.runs.registry import Builtin
@@ -165,47 +163,6 @@ def validate_code(source: str, policy: Policy, declared: dict[str, Any]) -> Chec
     )
 
 
-def normalize_template(template: str) -> tuple[str, list[Issue]]:
-    """A prompt template with legacy placeholders renamed, and what was wrong with it."""
-    issues: list[Issue] = []
-    used: set[str] = set()
-
-    def replace(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name in LEGACY_PLACEHOLDERS:
-            new = LEGACY_PLACEHOLDERS[name]
-            issues.append(
-                Issue(
-                    severity="warning",
-                    code="legacy_placeholder",
-                    message=f"{{{name}}} is a legacy name: use {{{new}}}",
-                )
-            )
-            used.add(new)
-            return "{" + new + "}"
-        if name not in MODEL_CHECK_PLACEHOLDERS:
-            line = template.count("\n", 0, match.start()) + 1
-            col = match.start() - (template.rfind("\n", 0, match.start()) + 1)
-            issues.append(
-                Issue(
-                    code="unknown_placeholder",
-                    message=f"unknown placeholder {{{name}}}: use any of "
-                    + ", ".join("{" + p + "}" for p in MODEL_CHECK_PLACEHOLDERS),
-                    line=line,
-                    col=col,
-                )
-            )
-        used.add(name)
-        return match.group(0)
-
-    normalized = _PLACEHOLDER.sub(replace, template)
-    if "model_output" not in used:
-        issues.append(
-            Issue(code="missing_model_output", message="the template must use {model_output}")
-        )
-    return normalized, issues
-
-
 def validate_spec(spec: CheckSpec, quotas: Quotas | None = None) -> tuple[CheckReport, CheckSpec]:
     """Validate a spec; returns the report and the spec as it would be stored."""
     if spec.limits:
@@ -218,29 +175,27 @@ def validate_spec(spec: CheckSpec, quotas: Quotas | None = None) -> tuple[CheckR
             raise InvalidRequestError("a code check needs `source`")
         if quotas is not None:
             check_source(quotas, len(spec.source.encode()))
-        if len(spec.source.encode()) > MAX_SOURCE_BYTES:
-            report = CheckReport(
-                valid=False,
-                issues=[
-                    Issue(
-                        code="too_large",
-                        message=f"source is over {MAX_SOURCE_BYTES} bytes: make it smaller",
-                    )
-                ],
-            )
-            return report, spec
         return validate_code(spec.source, spec.policy, _declared(spec)), spec
     if not spec.prompt_template:
         raise InvalidRequestError("a model check needs `prompt_template`")
-    template, issues = normalize_template(spec.prompt_template)
+    checked = validate_template(
+        spec.prompt_template,
+        requires_scenario_input=spec.requires_scenario_input,
+        requires_scenario_result=spec.requires_scenario_result,
+    )
+    template = checked.template
     check_type = spec.check_type or ModelCheckType.SCORE
     output = OutputType.BOOL if check_type is ModelCheckType.PASS_FAIL else OutputType.INT
+    requires = checked.requires()
     report = CheckReport(
-        valid=not any(i.severity == "error" for i in issues),
+        valid=checked.valid,
         output_data_type=output,
-        requires_scenario_input="{scenario_input}" in template,
-        requires_scenario_result="{scenario_result}" in template,
-        issues=issues,
+        requires_scenario_input=requires["requires_scenario_input"],
+        requires_scenario_result=requires["requires_scenario_result"],
+        issues=[
+            Issue(severity=i.severity, code=i.code, message=i.message, line=i.line, col=i.col)
+            for i in checked.issues
+        ],
     )
     return report, spec.model_copy(update={"prompt_template": template, "check_type": check_type})
 
@@ -330,6 +285,16 @@ def delete_check(store: Store, tenant_id: str, ref: str, version: int | None = N
     return store.delete_check(tenant_id, name, version or ref_version)
 
 
+def judge_models(params: dict[str, Any]) -> list[str] | None:
+    """The ensemble of judge models a model-check reference names (``params.models``)."""
+    models = params.get("models")
+    if models is None:
+        return None
+    if not isinstance(models, list) or not all(isinstance(m, str) and m for m in models):
+        raise InvalidRequestError("params.models must be a list of judge model names")
+    return models
+
+
 def resolve(
     store: Store, tenant_id: str, ref: str | CheckRef | dict[str, Any], builtins: dict[str, Builtin]
 ) -> ResolvedCheck:
@@ -353,5 +318,8 @@ def resolve(
         builtin = builtins.get(key) if version is None else None
         if builtin is None:
             raise
+        builtin.check_params(params)
         return ResolvedCheck(builtin.kind, builtin.name, None, None, params, None, builtin)
+    if check.kind == "model":
+        judge_models(params)
     return ResolvedCheck(check.kind, check.name, check.version, check.id, params, check)

@@ -100,7 +100,7 @@ def validate_template(
         if inner is None:
             issue(
                 "error",
-                "unbalanced_brace",
+                "unbalanced-brace",
                 f"unmatched {token!r}; write a literal brace as {token * 2!r}",
                 match.start(),
             )
@@ -111,7 +111,7 @@ def validate_template(
             new = LEGACY_PLACEHOLDERS[name]
             issue(
                 "warning",
-                "legacy_placeholder",
+                "legacy-placeholder",
                 f"{{{name}}} is a legacy name, rewritten to {{{new}}}",
                 match.start(),
             )
@@ -128,7 +128,7 @@ def validate_template(
         )
         issue(
             "error",
-            "unknown_placeholder",
+            "unknown-placeholder",
             hint + ", or write literal braces as {{ }}",
             match.start(),
         )
@@ -136,11 +136,11 @@ def validate_template(
     out.append(template[last:])
 
     if not template.strip():
-        issue("error", "empty_template", "the template is empty", 0)
+        issue("error", "empty-template", "the template is empty", 0)
     elif "model_output" not in names:
         issue(
             "error",
-            "missing_model_output",
+            "missing-model-output",
             "the template never shows the judge {model_output}, the output being judged",
             0,
         )
@@ -155,7 +155,7 @@ def validate_template(
             message = f"requires_{param} is declared but the template never uses {{{param}}}"
         else:
             message = f"the template uses {{{param}}} but requires_{param} is declared false"
-        issue("error", "requires_mismatch", message, 0)
+        issue("error", "requires-mismatch", message, 0)
     return TemplateReport("".join(out), tuple(names), tuple(issues))
 
 

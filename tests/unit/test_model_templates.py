@@ -23,20 +23,20 @@ def test_legacy_placeholders_are_normalised_with_a_warning(legacy: str, new: str
     report = validate_template(f"Judge {{model_output}} and {{{legacy}}}.")
     assert report.valid
     assert report.template == f"Judge {{model_output}} and {{{new}}}."
-    assert [(i.severity, i.code) for i in report.issues] == [("warning", "legacy_placeholder")]
+    assert [(i.severity, i.code) for i in report.issues] == [("warning", "legacy-placeholder")]
 
 
 def test_unknown_placeholder_is_an_error_with_position() -> None:
     report = validate_template("Rate this:\n{model_output}\nScore: {rating}")
     assert not report.valid
     (issue,) = report.issues
-    assert (issue.code, issue.line, issue.col) == ("unknown_placeholder", 3, 8)
+    assert (issue.code, issue.line, issue.col) == ("unknown-placeholder", 3, 8)
     assert "{rating}" in issue.message and "{{ }}" in issue.message
 
 
 def test_json_in_single_braces_is_an_error_but_doubled_is_literal() -> None:
     bad = validate_template('{model_output}\nAnswer as {"score": 1}')
-    assert [i.code for i in bad.issues] == ["unknown_placeholder"]
+    assert [i.code for i in bad.issues] == ["unknown-placeholder"]
     good = validate_template('{model_output}\nAnswer as {{"score": 1}}')
     assert good.valid
     assert render_template(good.template, {"model_output": "hi"}) == 'hi\nAnswer as {"score": 1}'
@@ -50,8 +50,8 @@ def test_unbalanced_braces(template: str) -> None:
 
 def test_template_must_show_the_model_output() -> None:
     report = validate_template("Is {scenario_input} a question?")
-    assert [i.code for i in report.issues] == ["missing_model_output"]
-    assert [i.code for i in validate_template("").issues] == ["empty_template"]
+    assert [i.code for i in report.issues] == ["missing-model-output"]
+    assert [i.code for i in validate_template("").issues] == ["empty-template"]
 
 
 def test_declared_flags_must_agree() -> None:
@@ -59,7 +59,7 @@ def test_declared_flags_must_agree() -> None:
     assert validate_template(t, requires_scenario_input=True).valid
     assert validate_template(t, requires_scenario_input=None).valid
     wrong = validate_template(t, requires_scenario_input=False, requires_scenario_result=True)
-    assert [i.code for i in wrong.issues] == ["requires_mismatch", "requires_mismatch"]
+    assert [i.code for i in wrong.issues] == ["requires-mismatch", "requires-mismatch"]
     assert validate_template(t).requires() == {
         "requires_scenario_input": True,
         "requires_scenario_result": False,

@@ -63,7 +63,7 @@ def validate_simply(source: str, spec: CheckSpec) -> CheckReport:
     params = [a.arg for a in func.args.args]
     implied = requires_from_parameters(params)
     if implied["requires_scenario_result"] != spec.requires_scenario_result:
-        issues.append(Issue(severity="error", code="requires_mismatch", message="scenario_result"))
+        issues.append(Issue(severity="error", code="requires-mismatch", message="scenario_result"))
     return CheckReport(valid=not issues, issues=issues, signature=params)
 
 

@@ -35,7 +35,7 @@ def test_validate_normalises_legacy_and_rejects_unknown() -> None:
     report = validate_template("Judge {generation} for {input}")
     assert report.valid
     assert report.template == "Judge {model_output} for {scenario_input}"
-    assert [i.code for i in report.issues] == ["legacy_placeholder", "legacy_placeholder"]
+    assert [i.code for i in report.issues] == ["legacy-placeholder", "legacy-placeholder"]
     assert not validate_template("Judge {model_output} by {criteria}").valid
 
 

@@ -37,15 +37,19 @@ and keys with `scorebox tenant create NAME`). Errors are
 """
 
 
-def _llm_client(settings: Settings) -> Any:
-    """The LLM client for judges, or None when no endpoint is configured (judges then answer
-    ``judge_error`` saying so)."""
+def _llm_client(settings: Settings, db: Any) -> Any:
+    """The one LLM client (judges, pairwise, generator): cached in the database and metered.
+
+    None when no endpoint is configured; judges then answer ``judge_error`` saying so.
+    """
     if settings.llm_base_url is None and settings.llm_api_key is None:
         return None
     try:
+        from engine.judging.usage import MeteredClient
         from engine.llm import create_llm_client
+        from engine.storage.llm_cache import SqlResponseCache
 
-        return create_llm_client(settings)
+        return MeteredClient(create_llm_client(settings, cache=SqlResponseCache(db)))
     except ScoreboxError as exc:
         log.warning("LLM judges unavailable: %s", exc)
         return None
@@ -70,7 +74,8 @@ def create_app(
         except ScoreboxError as exc:
             log.warning("sandbox not available yet: %s", exc)
         metrics = Metrics()
-        llm = _llm_client(settings)
+        llm = _llm_client(settings, db)
+        app.state.llm = llm
         builtins: Callable[[], Mapping[str, Builtin]] = functools.cache(
             functools.partial(load_builtins, llm=llm)
         )

@@ -10,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engine.api.services import Services
 from engine.auth import Principal, authenticate, is_admin
 from engine.errors import AuthError, ForbiddenError
+from engine.llm import LLMClient, create_llm_client
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import SqlStore
@@ -65,3 +66,19 @@ def require_admin(settings: SettingsDep, credentials: Credentials) -> None:
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
 AdminDep = Annotated[None, Depends(require_admin)]
+
+
+def get_llm(request: Request, services: ServicesDep) -> LLMClient:
+    """The app's LLM client (``app.state.llm``, set by the app factory).
+
+    Without a configured endpoint this raises ConfigurationError naming
+    SCOREBOX_LLM_BASE_URL / SCOREBOX_LLM_API_KEY.
+    """
+    llm: LLMClient | None = getattr(request.app.state, "llm", None)
+    if llm is None:
+        llm = create_llm_client(services.settings)
+        request.app.state.llm = llm
+    return llm
+
+
+LLMDep = Annotated[LLMClient, Depends(get_llm)]

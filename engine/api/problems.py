@@ -41,7 +41,7 @@ STATUS_BY_ERROR: tuple[tuple[type[ScoreboxError], int, str], ...] = (
     (SandboxError, 503, "Sandbox unavailable"),
     (StorageError, 503, "Database unavailable"),
     (LLMError, 502, "LLM endpoint failed"),
-    (ConfigurationError, 500, "Misconfigured"),
+    (ConfigurationError, 503, "Not configured"),
     (ScoreboxError, 500, "Internal error"),
 )
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engine.catalog import ResolvedCheck
+from engine.catalog import ResolvedCheck, judge_models
 from engine.contract import OutputType, Policy, Status
 from engine.errors import InvalidRequestError
 from engine.models import Limits, Row, RowResult
@@ -119,6 +119,8 @@ class BuiltinExecutor:
             raise InvalidRequestError(f"{check.name!r} is not a built-in check")
         try:
             results = check.builtin.score(rows, check.params)
+        except InvalidRequestError:
+            raise
         except (ValueError, TypeError) as exc:
             raise InvalidRequestError(f"built-in {check.name!r}: {exc}") from exc
         if len(results) != len(rows):
@@ -182,6 +184,7 @@ class ModelExecutor:
             rows,
             self.llm,
             concurrency=self.concurrency,
+            models=judge_models(check.params),
         )
         for index, result in enumerate(results):
             on_result(

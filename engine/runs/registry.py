@@ -30,6 +30,12 @@ class Builtin:
     output_data_type: str | None = None
     kind: str = "builtin"
     params_schema: dict[str, Any] = field(default_factory=dict)
+    validate: Callable[[Mapping[str, Any]], Any] | None = None
+
+    def check_params(self, params: Mapping[str, Any]) -> None:
+        """Raise ``InvalidRequestError`` naming the bad parameter (at submission, not mid-run)."""
+        if self.validate is not None:
+            self.validate(params)
 
 
 def _adapt(name: str, value: Any) -> Builtin | None:
@@ -48,6 +54,7 @@ def _adapt(name: str, value: Any) -> Builtin | None:
         output_data_type=None if output is None else str(getattr(output, "value", output)),
         kind=str(getattr(value, "kind", "builtin") or "builtin"),
         params_schema=dict(getattr(value, "params_schema", None) or {}),
+        validate=getattr(value, "validate_params", None),
     )
 
 

@@ -7,35 +7,18 @@ there; the sandbox engine comes from ``services.engines``.
 
 from __future__ import annotations
 
-import threading
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.api.deps import PrincipalDep, ServicesDep
+from engine.api.deps import LLMDep, PrincipalDep, ServicesDep
 from engine.api.problems import responses
 from engine.contract import MAX_SOURCE_BYTES, OutputType
-from engine.llm import LLMClient, create_llm_client
 from generator.models import Example, GenerationResult
 from generator.pipeline import GeneratorOptions, engine_runner, generate_check, llm_judge
 
 router = APIRouter(prefix="/v1/checks", tags=["checks"])
-
-_llm_lock = threading.Lock()
-
-
-def get_llm(request: Request, services: ServicesDep) -> LLMClient:
-    """``app.state.llm``, created from the settings on first use (ConfigurationError if unset)."""
-    with _llm_lock:
-        llm: LLMClient | None = getattr(request.app.state, "llm", None)
-        if llm is None:
-            llm = create_llm_client(services.settings)
-            request.app.state.llm = llm
-        return llm
-
-
-LLMDep = Annotated[LLMClient, Depends(get_llm)]
 
 
 class GenerateRequest(BaseModel):

@@ -7,34 +7,17 @@ slot ``/v1/checks/generate`` uses). Nothing here is stored.
 
 from __future__ import annotations
 
-import threading
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.api.deps import PrincipalDep, get_services
+from engine.api.deps import LLMDep, PrincipalDep
 from engine.api.problems import responses
 from engine.builtins import builtins, describe
 from engine.judging.pairwise import compare
-from engine.llm import LLMClient, create_llm_client
 
 router = APIRouter(tags=["judging"])
-
-_llm_lock = threading.Lock()
-
-
-def get_llm(request: Request) -> LLMClient:
-    """``app.state.llm``, created from the settings on first use (ConfigurationError if unset)."""
-    with _llm_lock:
-        llm: LLMClient | None = getattr(request.app.state, "llm", None)
-        if llm is None:
-            llm = create_llm_client(get_services(request).settings)
-            request.app.state.llm = llm
-        return llm
-
-
-LLMDep = Annotated[LLMClient, Depends(get_llm)]
 
 
 class PairwiseRequest(BaseModel):

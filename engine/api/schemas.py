@@ -182,6 +182,19 @@ class RunOut(BaseModel):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    llm_usage: dict[str, int] | None = Field(
+        default=None,
+        description="LLM calls and tokens this run spent (cache hits counted apart).",
+        examples=[
+            {
+                "calls": 40,
+                "cached_calls": 0,
+                "prompt_tokens": 9120,
+                "completion_tokens": 1800,
+                "total_tokens": 10920,
+            }
+        ],
+    )
 
     @classmethod
     def of(cls, run: Run, done: int, summary: list[CheckSummary] | None = None) -> RunOut:
@@ -200,6 +213,7 @@ class RunOut(BaseModel):
             created_at=run.created_at,
             started_at=run.started_at,
             finished_at=run.finished_at,
+            llm_usage=run.llm_usage,
         )
 
 

@@ -23,6 +23,7 @@ from engine.auth import Principal
 from engine.catalog import CheckRef, ResolvedCheck, resolve
 from engine.contract import Status
 from engine.errors import InvalidRequestError, NotFoundError, QuotaExceededError, ScoreboxError
+from engine.judging.usage import UsageMeter, metering
 from engine.models import Limits, Row, RowResult
 from engine.runner import as_rows
 from engine.runs.executors import Executors
@@ -308,15 +309,21 @@ class RunService:
             labels = {"scorebox.tenant": run.tenant_id, "scorebox.run": run.id}
             started = time.monotonic()
             outcome = "ok"
+            meter = UsageMeter()
             try:
-                self.executors.for_check(check).score(
-                    check, rows, state.limits[check_index], labels, writer.add
-                )
+                with metering(meter):
+                    self.executors.for_check(check).score(
+                        check, rows, state.limits[check_index], labels, writer.add
+                    )
             except Exception:
                 outcome = "error"
                 raise
             finally:
                 writer.flush()
+                usage = meter.snapshot()
+                if usage.calls or usage.cached_calls:
+                    with state.lock:
+                        self.store.add_run_usage(run.id, usage.as_dict())
                 self.metrics.jobs.labels(check.kind, outcome).inc()
                 self.metrics.job_seconds.labels(check.kind).observe(time.monotonic() - started)
         except ScoreboxError as exc:

@@ -116,6 +116,7 @@ class Run:
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    llm_usage: dict[str, int] | None = None
 
     @property
     def total_results(self) -> int:

@@ -109,6 +109,7 @@ def _run(row: RunRow) -> Run:
         created_at=_aware(row.created_at) or utcnow(),
         started_at=_aware(row.started_at),
         finished_at=_aware(row.finished_at),
+        llm_usage=dict(row.llm_usage) if row.llm_usage else None,
     )
 
 
@@ -145,6 +146,7 @@ class Store(Protocol):
     def count_active_runs(self, tenant_id: str) -> int: ...
     def active_runs(self) -> list[Run]: ...
     def set_run_status(self, run_id: str, status: RunStatus, error: str | None = None) -> Run: ...
+    def add_run_usage(self, run_id: str, usage: Mapping[str, int]) -> None: ...
     def load_rows(self, run_id: str, indices: Sequence[int]) -> dict[int, dict[str, Any]]: ...
     def missing_rows(self, run_id: str, check_index: int) -> list[int]: ...
     def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int: ...
@@ -463,6 +465,17 @@ class SqlStore:
             if error is not None:
                 row.error = error
             return _run(row)
+
+    def add_run_usage(self, run_id: str, usage: Mapping[str, int]) -> None:
+        """Add LLM usage counts to a run's totals (callers serialise per run)."""
+        with self._session() as s:
+            row = s.get(RunRow, run_id, with_for_update=True)
+            if row is None:
+                raise NotFoundError(f"no run {run_id!r}")
+            totals = dict(row.llm_usage or {})
+            for key, value in usage.items():
+                totals[key] = int(totals.get(key, 0)) + int(value)
+            row.llm_usage = totals
 
     def load_rows(self, run_id: str, indices: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not indices:

@@ -110,6 +110,7 @@ class RunRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    llm_usage: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class RunInputRow(Base):

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.catalog import ResolvedCheck, judge_models
-from engine.contract import OutputType, Policy, Status
+from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.backend import BackendHealth
@@ -134,30 +134,6 @@ class BuiltinExecutor:
             )
 
 
-class UnavailableJudge:
-    """Model checks until a judge is wired in: every row is ``judge_error``, saying why."""
-
-    def score(
-        self,
-        check: ResolvedCheck,
-        rows: Sequence[Row],
-        limits: Limits,
-        labels: Mapping[str, str],
-        on_result: ResultCallback,
-    ) -> None:
-        for index, row in enumerate(rows):
-            on_result(
-                index,
-                RowResult(
-                    row_id=row.id,
-                    check=check.name,
-                    version=check.version,
-                    status=Status.JUDGE_ERROR,
-                    error="LLM judging is not available in this build of scorebox",
-                ),
-            )
-
-
 class ModelExecutor:
     """Model checks: the prompt template judged by the LLM (``engine.judging``)."""
 
@@ -207,7 +183,7 @@ class Executors:
         self._by_kind: dict[str, CheckExecutor] = {
             "code": code,
             "builtin": builtin or BuiltinExecutor(),
-            "model": model or UnavailableJudge(),
+            "model": model or ModelExecutor(None),
         }
 
     def for_check(self, check: ResolvedCheck) -> CheckExecutor:

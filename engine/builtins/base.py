@@ -35,6 +35,10 @@ class SkipRow(Exception):
     """Raised inside a row function: the row lacks an input the check needs (→ ``skipped``)."""
 
 
+class RowTimedOut(Exception):
+    """A built-in gave up on a row after its time budget (e.g. a runaway regex)."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """A row's score and an optional explanation."""
@@ -81,6 +85,16 @@ def score_each(rows: Sequence[Row], params: P, function: RowFunction[P]) -> list
             outcome = function(row, params)
         except SkipRow as skip:
             results.append(RowResult(row_id=row.id, status=Status.SKIPPED, error=str(skip)))
+            continue
+        except RowTimedOut as slow:
+            results.append(
+                RowResult(
+                    row_id=row.id,
+                    status=Status.TIMEOUT,
+                    error=str(slow),
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                )
+            )
             continue
         except Exception as exc:
             results.append(_error_result(row, exc, started))

@@ -18,6 +18,7 @@ import re
 from typing import Any, Literal
 
 import jsonschema
+import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rapidfuzz.distance import Levenshtein
 
@@ -25,6 +26,7 @@ from engine.builtins.base import (
     BuiltinCheck,
     NoParams,
     Outcome,
+    RowTimedOut,
     SkipRow,
     as_text,
     per_row,
@@ -302,13 +304,15 @@ def _exact_match(row: Row, params: ExactMatchParams) -> Outcome:
 
 #: Longest accepted regex; patterns run on the host, keep them small.
 MAX_PATTERN_CHARS = 1000
+#: Time one pattern may spend on one row (catastrophic backtracking stops here).
+REGEX_TIMEOUT_SECONDS = 1.0
 
 
 class RegexParams(_Params):
     pattern: str = Field(
         min_length=1,
         max_length=MAX_PATTERN_CHARS,
-        description="A Python regular expression (re module syntax).",
+        description="A Python regular expression (re syntax; run with a 1 s limit per row).",
     )
     full_match: bool = Field(
         default=False, description="Match the whole output instead of searching anywhere in it."
@@ -321,23 +325,30 @@ class RegexParams(_Params):
     @classmethod
     def _compiles(cls, value: str) -> str:
         try:
-            re.compile(value)
-        except re.error as exc:
+            regex.compile(value)
+        except regex.error as exc:
             raise ValueError(f"not a valid regular expression: {exc}") from exc
         return value
 
-    def compiled(self) -> re.Pattern[str]:
+    def compiled(self) -> Any:
         flags = (
-            (re.IGNORECASE if self.ignore_case else 0)
-            | (re.MULTILINE if self.multiline else 0)
-            | (re.DOTALL if self.dotall else 0)
+            (regex.IGNORECASE if self.ignore_case else 0)
+            | (regex.MULTILINE if self.multiline else 0)
+            | (regex.DOTALL if self.dotall else 0)
         )
-        return re.compile(self.pattern, flags)
+        return regex.compile(self.pattern, flags)
 
 
 def _regex_match(row: Row, params: RegexParams) -> Outcome:
     pattern = params.compiled()
-    match = (pattern.fullmatch if params.full_match else pattern.search)(row.model_output)
+    find = pattern.fullmatch if params.full_match else pattern.search
+    try:
+        match = find(row.model_output, timeout=REGEX_TIMEOUT_SECONDS)
+    except TimeoutError as exc:
+        raise RowTimedOut(
+            f"the pattern ran longer than {REGEX_TIMEOUT_SECONDS} s on this row "
+            "(catastrophic backtracking?): simplify it"
+        ) from exc
     if match is None:
         return Outcome(False)
     return Outcome(True, f"matched {match.group(0)[:200]!r} at {match.start()}")

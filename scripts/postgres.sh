@@ -34,7 +34,7 @@ free_port() {
 # Run a command as the cluster's owner: postgres when we are root (initdb refuses root).
 as_owner() {
   if [[ "$(id -u)" == 0 ]]; then
-    runuser -u postgres -- "$@"
+    (cd / && runuser -u postgres -- "$@")  # from /: the caller's cwd may be unreadable to postgres
   else
     "$@"
   fi

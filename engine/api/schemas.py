@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.catalog import CheckRef, CheckSpec, Issue
 from engine.models import Row
+from engine.runs.registry import Builtin
 from engine.runs.summary import CheckSummary
 from engine.storage import CheckVersion, Run, RunCheck, StoredResult
 
@@ -44,6 +45,25 @@ class CheckOut(BaseModel):
     sha256: str | None = None
     created_at: datetime | None = None
     warnings: list[Issue] = Field(default_factory=list)
+    params: dict[str, Any] | None = Field(
+        default=None,
+        description="Built-ins: JSON schema of the `params` a check reference may pass.",
+    )
+
+    @classmethod
+    def of_builtin(cls, builtin: Builtin) -> CheckOut:
+        """A built-in, with its description, parameters and output type."""
+        return cls(
+            id=None,
+            name=builtin.name,
+            version=None,
+            kind=builtin.kind,
+            builtin=True,
+            description=builtin.description,
+            output_data_type=builtin.output_data_type,
+            policy=None,
+            params=builtin.params_schema,
+        )
 
     @classmethod
     def of(cls, check: CheckVersion, warnings: list[Issue] | None = None) -> CheckOut:

@@ -102,6 +102,13 @@ def test_list_get_and_delete(api: Api) -> None:
     assert [(c["name"], c["version"]) for c in own] == [("len", 2), ("other", 1)]
     builtins = [c for c in latest if c["builtin"]]
     assert all(c["id"] is None for c in builtins)
+    by_name = {c["name"]: c for c in builtins}
+    string_check = by_name["string_check"]
+    assert string_check["output_data_type"] == "bool"
+    assert string_check["description"]
+    assert set(string_check["params"]["properties"]) >= {"operation", "reference"}
+    one = api.client.get("/v1/checks/string_check", headers=h).json()
+    assert one["builtin"] is True and one["params"] == string_check["params"]
     every = api.client.get("/v1/checks?all_versions=true", headers=h).json()["checks"]
     assert [(c["name"], c["version"]) for c in every if not c["builtin"]] == [
         ("len", 1),

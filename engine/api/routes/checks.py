@@ -118,17 +118,7 @@ def list_checks(
     builtins = []
     if include_builtins:
         builtins = [
-            CheckOut(
-                id=None,
-                name=b.name,
-                version=None,
-                kind=b.kind,
-                builtin=True,
-                description=b.description,
-                output_data_type=b.output_data_type,
-                policy=None,
-            )
-            for b in sorted(runs.builtins().values(), key=lambda b: b.name)
+            CheckOut.of_builtin(b) for b in sorted(runs.builtins().values(), key=lambda b: b.name)
         ]
     return CheckList(checks=own + builtins)
 
@@ -154,16 +144,7 @@ def get_check(
         builtin = runs.builtins().get(ref) if version is None else None
         if builtin is None:
             raise
-        return CheckOut(
-            id=None,
-            name=builtin.name,
-            version=None,
-            kind=builtin.kind,
-            builtin=True,
-            description=builtin.description,
-            output_data_type=builtin.output_data_type,
-            policy=None,
-        )
+        return CheckOut.of_builtin(builtin)
 
 
 @router.delete(

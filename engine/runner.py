@@ -9,12 +9,12 @@ from __future__ import annotations
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from engine.contract import OutputType, Policy, Status
-from engine.errors import InvalidRequestError
+from engine.errors import InvalidRequestError, SandboxError
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.protocol import Job, JobRow, LoadedRecord, RowRecord
@@ -55,6 +55,28 @@ def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
         except ValueError as exc:
             raise InvalidRequestError(f"row {index}: {exc}") from exc
     return out
+
+
+@dataclass
+class _Pending:
+    """One check's results as its jobs deliver them."""
+
+    results: list[RowResult | None]
+    on_result: ResultCallback | None
+    futures: list[Future[None]] = field(default_factory=list)
+
+    def deliver(self, index: int, result: RowResult) -> None:
+        self.results[index] = result
+        if self.on_result is not None:
+            self.on_result(index, result)
+
+    def wait(self) -> list[RowResult]:
+        for future in self.futures:
+            future.result()
+        missing = [i for i, r in enumerate(self.results) if r is None]
+        if missing:
+            raise SandboxError(f"no result for rows {missing[:10]}: this is a scorebox bug")
+        return [r for r in self.results if r is not None]
 
 
 class Engine:
@@ -102,30 +124,8 @@ class Engine:
         parallel; ``limits`` may only lower the configured limits.
         ``on_result(index, result)`` is called as each row's result arrives.
         """
-        if isinstance(check, str):
-            check = CodeCheck(source=check)
-        row_list = as_rows(rows)
-        effective = self.settings.limits.lowered_by(limits)
-        size = self.settings.job_max_rows
-        chunks = [
-            (start, row_list[start : start + size]) for start in range(0, len(row_list), size)
-        ]
-        results: list[RowResult | None] = [None] * len(row_list)
-
-        def deliver(index: int, result: RowResult) -> None:
-            results[index] = result
-            if on_result is not None:
-                on_result(index, result)
-
-        futures = [
-            self._executor.submit(
-                self.run_job, check, chunk, effective, labels or {}, start, deliver
-            )
-            for start, chunk in chunks
-        ]
-        for future in futures:
-            future.result()
-        return [r for r in results if r is not None]
+        pending = self._submit(check, as_rows(rows), limits, labels, on_result)
+        return pending.wait()
 
     def run_checks(
         self,
@@ -135,13 +135,35 @@ class Engine:
         *,
         labels: Mapping[str, str] | None = None,
     ) -> list[list[RowResult]]:
-        """Score the rows with each check; ``out[k][i]`` is check k on row i."""
+        """Score the rows with each check; ``out[k][i]`` is check k on row i.
+
+        Every check's jobs share the same worker pool; only the caller waits.
+        """
         row_list = as_rows(rows)
-        futures = [
-            self._executor.submit(self.run_check, check, row_list, limits, labels=labels)
-            for check in checks
+        pending = [self._submit(check, row_list, limits, labels, None) for check in checks]
+        return [p.wait() for p in pending]
+
+    def _submit(
+        self,
+        check: CodeCheck | str,
+        rows: Sequence[Row],
+        limits: Limits | None,
+        labels: Mapping[str, str] | None,
+        on_result: ResultCallback | None,
+    ) -> _Pending:
+        """Queue one check's jobs (never waiting on the pool from inside it)."""
+        if isinstance(check, str):
+            check = CodeCheck(source=check)
+        effective = self.settings.limits.lowered_by(limits)
+        size = self.settings.job_max_rows
+        pending = _Pending([None] * len(rows), on_result)
+        pending.futures = [
+            self._executor.submit(
+                self.run_job, check, rows[i : i + size], effective, labels or {}, i, pending.deliver
+            )
+            for i in range(0, len(rows), size)
         ]
-        return [f.result() for f in futures]
+        return pending
 
     def run_job(
         self,

@@ -117,3 +117,23 @@ def test_persistent_sandbox_error_marks_every_row() -> None:
     got = score(backend, ["a", "bb"], job_retries=1)
     assert [s for s, _ in got] == [Status.SANDBOX_ERROR] * 2
     assert len(backend.jobs) == 2
+
+
+def test_run_checks_with_more_checks_than_workers_does_not_deadlock() -> None:
+    import threading
+
+    out: list[list[list[tuple[Status, object]]]] = []
+
+    def go() -> None:
+        settings = Settings(max_parallel_jobs=1, job_max_rows=2)
+        with Engine(settings, backend=ScriptedBackend({})) as engine:
+            per_check = engine.run_checks(
+                [CodeCheck("src")] * 6, [{"model_output": o} for o in ["a", "bb", "ccc"]]
+            )
+        out.append([[(r.status, r.score) for r in results] for results in per_check])
+
+    worker = threading.Thread(target=go, daemon=True)
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "run_checks deadlocked"
+    assert out == [[[(Status.OK, 1), (Status.OK, 2), (Status.OK, 3)]] * 6]

@@ -114,5 +114,9 @@ class Settings(BaseSettings):
         out = self.model_dump(mode="json")
         for key in ("llm_api_key", "admin_key"):
             out[key] = "****" if getattr(self, key) is not None else None
-        out["database_url"] = self.effective_database_url
+        from sqlalchemy.engine import make_url
+
+        out["database_url"] = make_url(self.effective_database_url).render_as_string(
+            hide_password=True
+        )
         return out

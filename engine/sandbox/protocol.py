@@ -44,7 +44,7 @@ class Job(BaseModel):
     row_timeout_seconds: float
     load_timeout_seconds: float = 20.0
     max_output_bytes: int
-    max_row_output_chars: int = 8192
+    max_row_output_chars: int = 4096
     rows: list[JobRow]
 
     def encode(self) -> bytes:

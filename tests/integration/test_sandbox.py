@@ -234,7 +234,7 @@ def test_print_flood_is_output_limit(engine: Engine) -> None:
     """
     results = run(engine, source)
     assert statuses(results)[:2] == [Status.OK, Status.OUTPUT_LIMIT]
-    assert len(results[1].output or "") <= 8192
+    assert 0 < len(results[1].output or "") <= 4096
 
 
 def test_raw_fd_flood_is_output_limit(engine: Engine) -> None:

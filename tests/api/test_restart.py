@@ -126,10 +126,9 @@ def test_kill_and_restart_mid_run(
     assert sorted(r["row_index"] for r in results) == list(range(ROWS))
     wrong = [r for r in results if r["status"] == "ok" and r["score"] != r["row_index"] % 17]
     assert not wrong, wrong[:3]
-    # A container removed under us (another test session's clean-up) is a typed `crashed` row,
-    # not a lost one; allow a few so the test asserts durability, not a quiet machine.
+    # The killed server's containers are orphans the new one reaps; their rows are rescored.
     other = [(r["row_index"], r["status"], r["error"]) for r in results if r["status"] != "ok"]
-    assert len(other) <= ROWS // 100, other[:5]
+    assert not other, other[:5]
     with store.engine.connect() as conn:
         duplicates = conn.execute(
             text(

@@ -6,6 +6,7 @@ This is the Python API behind ``engine.run_check``; it talks to a
 
 from __future__ import annotations
 
+import atexit
 import secrets
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -13,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.contract import OutputType, Policy, Status
+from engine.contract import OutputType, Policy, Status, missing_inputs
 from engine.errors import InvalidRequestError, SandboxError
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
@@ -27,7 +28,9 @@ _TERMINATION_STATUS: Mapping[Termination, Status] = {
     Termination.OOM: Status.OOM,
     Termination.OUTPUT_LIMIT: Status.OUTPUT_LIMIT,
     Termination.CRASHED: Status.CRASHED,
-    Termination.PROTOCOL_ERROR: Status.SANDBOX_ERROR,
+    # Only code inside the container can break the protocol (a forged or partial record,
+    # a sabotaged json.dumps): the check's fault, never the infrastructure's.
+    Termination.PROTOCOL_ERROR: Status.CRASHED,
     Termination.SANDBOX_ERROR: Status.SANDBOX_ERROR,
 }
 
@@ -79,13 +82,13 @@ class _Pending:
         return [r for r in self.results if r is not None]
 
 
-class Engine:
+class SandboxRunner:
     """Runs code checks over rows in sandbox containers. Thread-safe; close it when done."""
 
     def __init__(self, settings: Settings | None = None, backend: SandboxBackend | None = None):
         self.settings = settings or Settings()
         if backend is None:
-            from engine.sandbox.docker_backend import DockerBackend
+            from engine.sandbox.docker_backend import DockerBackend  # noqa: PLC0415 (lazy: no docker SDK in processes that never start a container)
 
             backend = DockerBackend(self.settings)
         self.backend = backend
@@ -95,7 +98,7 @@ class Engine:
         )
         self._closed = False
 
-    def __enter__(self) -> Engine:
+    def __enter__(self) -> SandboxRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -244,14 +247,25 @@ class Engine:
         )
         done = 0
         loaded = False
+        parameters: list[str] = []
         with self._slots:
             events = self.backend.execute(job, limits, labels)
             try:
                 for event in events:
                     if isinstance(event, LoadedRecord):
                         loaded = True
+                        parameters = event.parameters
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
+                        lacks = missing_inputs(parameters, row.model_dump())
+                        if (event.status is Status.SKIPPED) != bool(lacks):
+                            # Closing ``events`` below destroys the container.
+                            detail = "the check broke the result protocol: " + (
+                                "a row it could score was reported skipped"
+                                if not lacks
+                                else f"a row without {', '.join(lacks)} was reported scored"
+                            )
+                            return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
                         deliver(offset + index, self._row_result(check, row, event))
                         done += 1
                     else:
@@ -298,6 +312,39 @@ class Engine:
         )
 
 
+#: Deprecated name of :class:`SandboxRunner` (renamed in issue 10); kept one release for callers.
+Engine = SandboxRunner
+
+_default_lock = threading.Lock()
+_defaults: dict[str, SandboxRunner] = {}
+
+
+def default_engine(settings: Settings | None = None) -> SandboxRunner:
+    """A shared, warm :class:`SandboxRunner` per distinct settings, opened on first use.
+
+    ``engine.run_check`` and ``engine.run_checks`` use it, so a notebook's second
+    call is served by a warm check worker. Every one is closed at interpreter exit.
+    """
+    settings = settings or Settings()
+    key = settings.model_dump_json()
+    with _default_lock:
+        engine = _defaults.get(key)
+        if engine is None:
+            if not _defaults:
+                atexit.register(close_default_engines)
+            engine = _defaults[key] = SandboxRunner(settings)
+        return engine
+
+
+def close_default_engines() -> None:
+    """Close the shared engines (at exit, or to free their containers sooner)."""
+    with _default_lock:
+        engines = list(_defaults.values())
+        _defaults.clear()
+    for engine in engines:
+        engine.close()
+
+
 def run_check(
     source: str,
     rows: Iterable[Row | Mapping[str, Any]],
@@ -308,13 +355,11 @@ def run_check(
 ) -> list[RowResult]:
     """Score ``rows`` with the check in ``source``; one result per row, in order.
 
-    Opens an :class:`Engine` for the call (no warm pool); keep an Engine open
-    to score many batches quickly.
+    Uses the shared :func:`default_engine`: the first call starts a container,
+    later calls of the same check reuse its warm worker.
     """
-    settings = settings or Settings()
-    settings = settings.model_copy(update={"pool_size": 0})
-    with Engine(settings) as engine:
-        return engine.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+    engine = default_engine(settings)
+    return engine.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
 
 
 def run_checks(
@@ -326,7 +371,5 @@ def run_checks(
     settings: Settings | None = None,
 ) -> list[list[RowResult]]:
     """Score ``rows`` with each check in ``sources``; ``out[k][i]`` is check k on row i."""
-    settings = settings or Settings()
-    with Engine(settings) as engine:
-        checks = [CodeCheck(source=s, policy=Policy(policy)) for s in sources]
-        return engine.run_checks(checks, rows, limits)
+    checks = [CodeCheck(source=s, policy=Policy(policy)) for s in sources]
+    return default_engine(settings).run_checks(checks, rows, limits)

@@ -48,6 +48,9 @@ class BackendHealth:
     image_ok: bool
     detail: str
     pool_sizes: Mapping[str, int] = field(default_factory=dict)
+    #: OCI runtimes the engine offers, and the one sandbox containers use.
+    runtimes: tuple[str, ...] = ()
+    runtime: str = ""
 
 
 class SandboxBackend(Protocol):

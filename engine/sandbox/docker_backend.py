@@ -1,13 +1,18 @@
 """The Docker sandbox backend: the only module that imports ``docker``.
 
-Every container is hardened the same way (see :func:`container_options`),
-serves exactly one job and is then destroyed. A :class:`WarmPool` keeps
-started, never-used containers ready so a job starts in milliseconds.
+Every container is hardened the same way (see :func:`container_options`). A
+:class:`WarmPool` keeps started, never-used containers ready so a job starts in
+milliseconds. With ``reuse="check"`` (the default) a container whose job ended
+cleanly is kept as a warm check worker for later jobs of the same tenant, check
+version, policy and limits profile (:class:`CheckWorkers`); the harness resets
+itself between jobs. Any job that ends in a timeout, oom, output limit, crash or
+protocol fault destroys its container, and ``reuse="never"`` destroys every one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import queue
@@ -17,6 +22,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import docker
@@ -24,10 +30,15 @@ import docker.errors
 import requests.exceptions
 from docker.types import LogConfig, Ulimit
 
-from engine.errors import DockerUnavailableError, ImageNotFoundError, SandboxError
+from engine.errors import (
+    DockerUnavailableError,
+    ImageNotFoundError,
+    RuntimeUnavailableError,
+    SandboxError,
+)
 from engine.models import Limits
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
-from engine.sandbox.pool import WarmPool
+from engine.sandbox.pool import CheckWorkers, WarmPool
 from engine.sandbox.protocol import (
     DoneRecord,
     Job,
@@ -41,6 +52,10 @@ from engine.settings import Settings
 log = logging.getLogger(__name__)
 
 HARNESS_COMMAND = ["python3", "-I", "/opt/scorebox/harness.py"]
+#: The harness exits this long after the host's own idle limits if no job comes (orphans).
+IDLE_EXIT_SLACK_SECONDS = 10.0
+#: Row statuses after which a worker is not trusted with another job.
+DIRTY_STATUSES = frozenset({"timeout", "oom", "output_limit", "crashed"})
 SANDBOX_USER = "10001:10001"
 LABEL_MANAGED = "scorebox.managed"
 LABEL_POOL = "scorebox.pool"
@@ -52,6 +67,15 @@ ROW_GRACE_SECONDS = 2.0
 #: Output the container may write beyond the check's cap (harness messages, tracebacks).
 STDERR_SLACK_BYTES = 64 * 1024
 STDERR_TAIL_BYTES = 4096
+#: Under gVisor, host tasks allowed per process the check may have (measured: 64 sleeping
+#: processes in the sandbox make 375 host tasks with the ptrace platform), and beside them.
+GVISOR_HOST_TASKS_PER_PROCESS = 16
+GVISOR_HOST_TASKS_BASE = 192
+#: Under gVisor, a warm worker is retired once its checks created this many tasks per
+#: ``max_pids`` (host threads left behind grow with them, about 3.6 per task: 22 forks a
+#: job took a sandbox from 215 host tasks to 414 in 4 jobs; the harness's own per-job
+#: child does not count, and trivial checks stay near 70 host tasks over 300 jobs).
+GVISOR_TASK_BUDGET = 2
 STDOUT, STDERR = 1, 2
 
 
@@ -76,31 +100,130 @@ def docker_errors(docker_host: str | None) -> Iterator[None]:
         raise SandboxError(f"Docker engine request failed: {exc}") from exc
 
 
+def engine_runtimes(
+    client: Any, docker_host: str | None
+) -> tuple[tuple[str, ...], str, dict[str, Any]]:
+    """The OCI runtimes the Docker engine offers, its default one, and their settings."""
+    with docker_errors(docker_host):
+        info = client.info()
+    offered: dict[str, Any] = dict(info.get("Runtimes") or {})
+    return tuple(sorted(offered)), str(info.get("DefaultRuntime") or "runc"), offered
+
+
+def require_runtime(runtime: str | None, offered: tuple[str, ...], docker_host: str | None) -> None:
+    """Refuse a SCOREBOX_RUNTIME the engine does not offer, naming the fix."""
+    if not runtime or runtime in offered:
+        return
+    where = docker_host or "the default Docker socket"
+    fix = (
+        "install and register gVisor on the Docker host (`sudo scripts/gvisor.sh`, or "
+        '`apt-get install runsc` and add it to /etc/docker/daemon.json\'s "runtimes")'
+        if runtime == "runsc"
+        else f"register {runtime} in the Docker host's /etc/docker/daemon.json"
+    )
+    raise RuntimeUnavailableError(
+        f"SCOREBOX_RUNTIME={runtime}, but the Docker engine at {where} offers only "
+        f"{', '.join(offered) or 'no runtimes'}: {fix}, or unset SCOREBOX_RUNTIME"
+    )
+
+
+def check_runtime(settings: Settings) -> None:
+    """Start-up check of SCOREBOX_RUNTIME; silent when the engine cannot be asked yet."""
+    if not settings.runtime:
+        return
+    try:
+        with docker_errors(settings.docker_host):
+            client = (
+                docker.DockerClient(base_url=settings.docker_host)
+                if settings.docker_host
+                else docker.from_env()
+            )
+        try:
+            offered, _, _ = engine_runtimes(client, settings.docker_host)
+        finally:
+            client.close()
+    except SandboxError:
+        return  # Docker is down: the service starts and the sandbox retries later
+    require_runtime(settings.runtime, offered, settings.docker_host)
+
+
+def harness_idle_exit(settings: Settings) -> float:
+    """Seconds a harness waits for a job before exiting: past every host-side idle limit."""
+    return max(settings.pool_idle_seconds, settings.worker_idle_seconds) + IDLE_EXIT_SLACK_SECONDS
+
+
+def reuse_key(job: Job, limits: Limits, labels: Mapping[str, str]) -> str:
+    """The trust domain and way of running a warm worker is bound to."""
+    digest = hashlib.sha256()
+    for part in (
+        labels.get(LABEL_TENANT, ""),
+        job.source,
+        job.policy.value,
+        job.output_type.value if job.output_type else "",
+        limits.profile,
+    ):
+        digest.update(part.encode(errors="surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
 def owner_label() -> str:
     """Who made a container: host and pid, so a later process can reap orphans."""
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def is_gvisor(runtime: str | None, runtimes: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``runtime`` (a name Docker knows) is gVisor's runsc."""
+    if not runtime:
+        return False
+    path = str(((runtimes or {}).get(runtime) or {}).get("path") or runtime)
+    return os.path.basename(path) == "runsc" or runtime == "runsc"
+
+
+def pids_options(limits: Limits, *, gvisor: bool) -> dict[str, Any]:
+    """How ``max_pids`` is enforced.
+
+    Under runc the container's pids cgroup holds the check's own processes, so it is the
+    limit. Under gVisor the same cgroup also holds the sandbox kernel's host threads and
+    the ptrace platform's stub processes (about 45 for an idle harness, about 5 more per
+    process inside; google/gvisor#2490): a cgroup limit of ``max_pids`` kills gVisor
+    itself (``fatal error: newosproc``, exit code 2). There the check's processes are
+    counted by gVisor's own kernel through RLIMIT_NPROC (per user inside the sandbox, so
+    it cannot be used under runc, where the host kernel counts that uid across
+    containers), and the cgroup limit keeps a bound on the host side that is sized for
+    gVisor's overhead.
+    """
+    if not gvisor:
+        return {"pids_limit": limits.max_pids, "ulimits": []}
+    return {
+        "pids_limit": limits.max_pids * GVISOR_HOST_TASKS_PER_PROCESS + GVISOR_HOST_TASKS_BASE,
+        "ulimits": [Ulimit(name="nproc", soft=limits.max_pids, hard=limits.max_pids)],
+    }
+
+
 def container_options(
-    settings: Settings, limits: Limits, labels: Mapping[str, str]
+    settings: Settings, limits: Limits, labels: Mapping[str, str], *, gvisor: bool = False
 ) -> dict[str, Any]:
     """The hardened ``containers.create`` arguments: every guarantee of DESIGN.md §4."""
     memory = f"{limits.memory_mb}m"
+    pids = pids_options(limits, gvisor=gvisor)
     options: dict[str, Any] = {
         "image": settings.image,
-        "command": HARNESS_COMMAND,
+        "command": [*HARNESS_COMMAND, f"{harness_idle_exit(settings):.0f}"],
         "stdin_open": True,
         "tty": False,
         "detach": True,
         "network_mode": "none",
         "network_disabled": True,
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},
+        # bandit B108: the container's own size-limited tmpfs, not the host's /tmp
+        "tmpfs": {"/tmp": f"rw,noexec,nosuid,nodev,size={limits.tmpfs_mb}m,mode=1777"},  # nosec B108
         "user": SANDBOX_USER,
-        "working_dir": "/tmp",
+        # bandit B108: the container's working directory, inside its tmpfs
+        "working_dir": "/tmp",  # nosec B108
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
-        "pids_limit": limits.max_pids,
+        "pids_limit": pids["pids_limit"],
         "mem_limit": memory,
         "memswap_limit": memory,
         "nano_cpus": int(limits.cpus * 1_000_000_000),
@@ -108,6 +231,7 @@ def container_options(
             Ulimit(name="nofile", soft=limits.max_open_files, hard=limits.max_open_files),
             Ulimit(name="fsize", soft=limits.max_file_bytes, hard=limits.max_file_bytes),
             Ulimit(name="core", soft=0, hard=0),
+            *pids["ulimits"],
         ],
         "environment": {},
         "ipc_mode": "private",
@@ -144,20 +268,45 @@ def describe_exit(exit_code: int | None, stderr_tail: str) -> str:
 
 
 class _Frames:
-    """Demultiplexes Docker's attach stream (8-byte headers) into (stream, payload)."""
+    """Demultiplexes Docker's attach stream (8-byte headers) into (stream, payload) pieces.
+
+    Payloads are handed on as they arrive, not when a frame is complete: one
+    50 MB write is one frame, and the output cap must act on its first bytes.
+    """
 
     def __init__(self) -> None:
         self.buffer = bytearray()
+        self.stream = 0
+        self.remaining = 0  # bytes of the current frame not yet handed on
 
     def feed(self, data: bytes) -> Iterator[tuple[int, bytes]]:
         self.buffer += data
-        while len(self.buffer) >= 8:
-            stream, size = self.buffer[0], struct.unpack(">I", self.buffer[4:8])[0]
-            if len(self.buffer) < 8 + size:
-                return
-            payload = bytes(self.buffer[8 : 8 + size])
-            del self.buffer[: 8 + size]
-            yield stream, payload
+        while self.buffer:
+            if self.remaining == 0:
+                if len(self.buffer) < 8:
+                    return
+                self.stream = self.buffer[0]
+                self.remaining = struct.unpack(">I", self.buffer[4:8])[0]
+                del self.buffer[:8]
+                continue
+            take = min(self.remaining, len(self.buffer))
+            payload = bytes(self.buffer[:take])
+            del self.buffer[:take]
+            self.remaining -= take
+            yield self.stream, payload
+
+
+@dataclass(eq=False)
+class _Worker:
+    """A started container with its open attach socket and stream state."""
+
+    container: Any
+    sock: socket.socket | None = None
+    frames: _Frames = field(default_factory=_Frames)
+    line: bytearray = field(default_factory=bytearray)
+    jobs: int = 0
+    born: float = field(default_factory=time.monotonic)
+    clean: bool = False
 
 
 class DockerBackend:
@@ -172,6 +321,16 @@ class DockerBackend:
                 )
             else:
                 self.client = docker.from_env(max_pool_size=settings.max_parallel_jobs * 2 + 8)
+        try:
+            self.runtimes, self.default_runtime, offered = engine_runtimes(
+                self.client, settings.docker_host
+            )
+            require_runtime(settings.runtime, self.runtimes, settings.docker_host)
+            #: Whether containers run under gVisor (the named runtime, else the default).
+            self.gvisor = is_gvisor(settings.runtime or self.default_runtime, offered)
+        except BaseException:
+            self.client.close()
+            raise
         self._trash: queue.Queue[Any] = queue.Queue()
         self._reaper = threading.Thread(target=self._reap_loop, name="scorebox-reaper", daemon=True)
         self._reaper.start()
@@ -184,13 +343,19 @@ class DockerBackend:
             size=settings.pool_size,
             idle_seconds=settings.pool_idle_seconds,
         )
+        self.workers = CheckWorkers(
+            destroy=self._discard_worker,
+            max_jobs=settings.worker_max_jobs,
+            max_age=settings.worker_max_age_seconds,
+            idle_seconds=settings.worker_idle_seconds,
+        )
 
     # -- containers ---------------------------------------------------------
 
     def _create_started(self, limits: Limits, labels: Mapping[str, str]) -> Any:
         with docker_errors(self.settings.docker_host):
             container = self.client.containers.create(
-                **container_options(self.settings, limits, labels)
+                **container_options(self.settings, limits, labels, gvisor=self.gvisor)
             )
             try:
                 container.start()
@@ -242,33 +407,53 @@ class DockerBackend:
     # -- jobs -----------------------------------------------------------------
 
     def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
-        """Run ``job`` in a fresh container; stream its records, end with a JobEnd."""
-        container = self.pool.take(limits)
-        if container is None:
-            try:
-                container = self._create_started(limits, labels)
-            except SandboxError as exc:
-                yield JobEnd(Termination.SANDBOX_ERROR, str(exc))
-                return
-        else:
-            log.debug(
-                "warm container %s serves tenant=%s run=%s",
-                container.id[:12],
-                labels.get(LABEL_TENANT),
-                labels.get(LABEL_RUN),
-            )
-        try:
-            yield from self._stream(container, job, limits)
-        finally:
-            self._discard(container)
-
-    def _stream(self, container: Any, job: Job, limits: Limits) -> Iterator[JobEvent]:
-        try:
-            with docker_errors(self.settings.docker_host):
-                attached = container.attach_socket(
-                    params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        """Run ``job`` in a warm check worker or a fresh container; end with a JobEnd."""
+        key = reuse_key(job, limits, labels) if self.settings.reuse == "check" else None
+        if self.gvisor and key and job.task_budget is None:
+            job = job.model_copy(update={"task_budget": limits.max_pids * GVISOR_TASK_BUDGET})
+        worker = self.workers.take(key) if key else None
+        if worker is None:
+            container = self.pool.take(limits)
+            if container is None:
+                try:
+                    container = self._create_started(limits, labels)
+                except SandboxError as exc:
+                    yield JobEnd(Termination.SANDBOX_ERROR, str(exc))
+                    return
+            else:
+                log.debug(
+                    "warm container %s serves tenant=%s run=%s",
+                    container.id[:12],
+                    labels.get(LABEL_TENANT),
+                    labels.get(LABEL_RUN),
                 )
-            sock: socket.socket = getattr(attached, "_sock", attached)
+            worker = _Worker(container)
+        worker.clean = False
+        try:
+            yield from self._stream(worker, job, limits)
+        finally:
+            worker.jobs += 1
+            if key and worker.clean:
+                self.workers.give(key, worker, worker.jobs, worker.born)
+            else:
+                self._discard_worker(worker)
+
+    def _discard_worker(self, worker: _Worker) -> None:
+        if worker.sock is not None:
+            with contextlib.suppress(OSError):
+                worker.sock.close()
+        self._discard(worker.container)
+
+    def _stream(self, worker: _Worker, job: Job, limits: Limits) -> Iterator[JobEvent]:
+        container = worker.container
+        try:
+            if worker.sock is None:
+                with docker_errors(self.settings.docker_host):
+                    attached = container.attach_socket(
+                        params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+                    )
+                worker.sock = getattr(attached, "_sock", attached)
+            sock: socket.socket = worker.sock
             sock.sendall(job.encode())
         except (SandboxError, OSError) as exc:
             yield JobEnd(
@@ -278,8 +463,9 @@ class DockerBackend:
             )
             return
 
-        frames = _Frames()
-        line = bytearray()
+        frames = worker.frames
+        line = worker.line
+        dirty = False
         stderr_tail = bytearray()
         stderr_total = 0
         expected_row = 0
@@ -339,15 +525,22 @@ class DockerBackend:
                             record = parse_record(raw, job.nonce, limits.max_record_bytes)
                         except ProtocolError as exc:
                             self._kill(container)
-                            yield end(Termination.PROTOCOL_ERROR, str(exc))
+                            yield end(
+                                Termination.PROTOCOL_ERROR,
+                                f"the check broke the result protocol: {exc}",
+                            )
                             return
                         if record is None:
                             continue
                         if isinstance(record, DoneRecord):
                             if expected_row != len(job.rows):
                                 self._kill(container)
-                                yield end(Termination.PROTOCOL_ERROR, "done before every row")
+                                yield end(
+                                    Termination.PROTOCOL_ERROR,
+                                    "the check broke the result protocol: done before every row",
+                                )
                                 return
+                            worker.clean = record.reusable and not dirty
                             yield end(Termination.DONE, "")
                             return
                         if isinstance(record, RowRecord):
@@ -355,20 +548,27 @@ class DockerBackend:
                                 self._kill(container)
                                 yield end(
                                     Termination.PROTOCOL_ERROR,
-                                    f"row {record.i} reported where {expected_row} was due",
+                                    f"the check broke the result protocol: row {record.i} "
+                                    f"reported where {expected_row} was due",
                                 )
                                 return
                             expected_row += 1
+                            dirty = dirty or record.status in DIRTY_STATUSES
                         step_deadline = time.monotonic() + row_allowance
                         assert isinstance(record, LoadedRecord | RowRecord)
                         yield record
                     if len(line) > limits.max_record_bytes:
                         self._kill(container)
-                        yield end(Termination.PROTOCOL_ERROR, "result record too large")
+                        yield end(
+                            Termination.PROTOCOL_ERROR,
+                            "the check broke the result protocol: result record too large",
+                        )
                         return
         finally:
-            with contextlib.suppress(OSError):
-                sock.close()
+            if not worker.clean:
+                with contextlib.suppress(OSError):
+                    sock.close()
+                worker.sock = None
 
         # The stream ended without the final record: the process died.
         state = self._final_state(container)
@@ -418,13 +618,21 @@ class DockerBackend:
                 self.client.images.get(self.settings.image)
         except SandboxError as exc:
             return BackendHealth(True, False, str(exc))
-        return BackendHealth(True, True, "ok", self.pool.sizes())
+        return BackendHealth(
+            True,
+            True,
+            "ok",
+            {**self.pool.sizes(), "check-workers": sum(self.workers.sizes().values())},
+            runtimes=self.runtimes,
+            runtime=self.settings.runtime or self.default_runtime,
+        )
 
     def close(self) -> None:
         """Drain the warm pool and wait until every container made here is removed."""
         if self._closed:
             return
         self._closed = True
+        self.workers.close()
         self.pool.close()
         self._trash.put(None)
         self._reaper.join(timeout=120)

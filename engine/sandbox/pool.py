@@ -1,7 +1,9 @@
-"""A warm pool of started, never-used sandbox containers, per limits profile.
+"""Warm containers: started, never-used ones per limits profile, and warm check workers.
 
 Containers are opaque here: the pool only calls ``create(limits, labels)`` and
-``destroy(container)``. A container taken from the pool is never returned to it.
+``destroy(container)``. A container taken from the :class:`WarmPool` is never
+returned to it; one that served a job cleanly may be kept by :class:`CheckWorkers`
+for later jobs of the same check, tenant, policy and limits, and nothing else.
 """
 
 from __future__ import annotations
@@ -137,3 +139,83 @@ class WarmPool:
             for ready in self._ready.values():
                 while ready:
                     self._destroy(ready.popleft()[0])
+
+
+class CheckWorkers:
+    """Warm check workers: containers that served a job, kept for more jobs of the same key.
+
+    A key names one trust domain and one way of running (tenant, check version,
+    policy, limits profile); a worker is never handed to another key. Workers are
+    retired after ``max_jobs`` jobs, ``max_age`` seconds of life or ``idle_seconds``
+    without a job.
+    """
+
+    def __init__(
+        self, destroy: Destroy, max_jobs: int, max_age: float, idle_seconds: float
+    ) -> None:
+        self._destroy = destroy
+        self.max_jobs = max_jobs
+        self.max_age = max_age
+        self.idle_seconds = idle_seconds
+        self._lock = threading.Condition()
+        self._idle: dict[str, list[tuple[Any, float]]] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def take(self, key: str) -> Any | None:
+        """An idle worker of ``key`` (the most recently used), or None."""
+        with self._lock:
+            idle = self._idle.get(key)
+            if not idle:
+                return None
+            worker, _ = idle.pop()
+            if not idle:
+                del self._idle[key]
+            return worker
+
+    def give(self, key: str, worker: Any, jobs: int, born: float) -> None:
+        """Keep ``worker`` for the next job of ``key``, or retire it."""
+        now = time.monotonic()
+        with self._lock:
+            keep = not self._closed and jobs < self.max_jobs and now - born < self.max_age
+            if keep:
+                self._idle.setdefault(key, []).append((worker, now))
+                if self._thread is None:
+                    self._thread = threading.Thread(
+                        target=self._expire_loop, name="scorebox-workers", daemon=True
+                    )
+                    self._thread.start()
+        if not keep:
+            self._destroy(worker)
+
+    def sizes(self) -> dict[str, int]:
+        """Idle workers per key."""
+        with self._lock:
+            return {key: len(idle) for key, idle in self._idle.items()}
+
+    def _expire_loop(self) -> None:
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                self._lock.wait(timeout=max(0.5, min(5.0, self.idle_seconds / 4)))
+                cutoff = time.monotonic() - self.idle_seconds
+                stale: list[Any] = []
+                for key in list(self._idle):
+                    idle = self._idle[key]
+                    stale += [worker for worker, since in idle if since < cutoff]
+                    idle[:] = [(worker, since) for worker, since in idle if since >= cutoff]
+                    if not idle:
+                        del self._idle[key]
+            for worker in stale:
+                self._destroy(worker)
+
+    def close(self) -> None:
+        """Retire every idle worker; later ``give`` calls retire theirs at once."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+            idle = [worker for workers in self._idle.values() for worker, _ in workers]
+            self._idle.clear()
+        for worker in idle:
+            self._destroy(worker)

@@ -11,9 +11,10 @@ and parsed strictly, and row indices must come in order.
 from __future__ import annotations
 
 import json
+import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from engine.contract import PROTOCOL_VERSION, OutputType, Policy, Status
 
@@ -45,6 +46,9 @@ class Job(BaseModel):
     load_timeout_seconds: float = 20.0
     max_output_bytes: int
     max_row_output_chars: int = 4096
+    #: Under gVisor: how many tasks the checks may create in one container before it is
+    #: retired (each leaves host threads behind for a while; see ``pids_options``).
+    task_budget: int | None = None
     rows: list[JobRow]
 
     def encode(self) -> bytes:
@@ -73,11 +77,44 @@ class RowRecord(BaseModel):
     output: str | None = Field(default=None, max_length=16384)
     ms: float = Field(ge=0)
 
+    @model_validator(mode="after")
+    def _consistent(self) -> RowRecord:
+        """Refuse statuses only the host or the judge can know, and self-contradicting records."""
+        if self.status in HOST_ONLY_STATUSES:
+            raise ValueError(
+                f"status {self.status.value!r} is the host's to give, not the sandbox's"
+            )
+        if self.status is Status.OK:
+            if self.score is None or self.error is not None:
+                raise ValueError("an ok row needs a score and no error")
+            if isinstance(self.score, float) and not math.isfinite(self.score):
+                raise ValueError("an ok row's score must be finite")
+            if self.output_type is not None and _SCORE_TYPES[self.output_type] is not type(
+                self.score
+            ):
+                raise ValueError(f"score {self.score!r} is not of type {self.output_type.value}")
+        elif self.score is not None:
+            raise ValueError(f"a {self.status.value} row carries no score")
+        return self
+
+
+#: Statuses a container may never report: the host (sandbox_error) or the judge (judge_error)
+#: decides them. ``skipped`` is accepted only where the host agrees (see the runner).
+HOST_ONLY_STATUSES = frozenset({Status.SANDBOX_ERROR, Status.JUDGE_ERROR})
+_SCORE_TYPES: dict[OutputType, type] = {
+    OutputType.BOOL: bool,
+    OutputType.INT: int,
+    OutputType.FLOAT: float,
+}
+
 
 class DoneRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
     t: Literal["done"]
     rows: int
+    #: The harness put the container back as the job found it (no stray process left) and
+    #: the checks stayed within the job's ``task_budget``: it may serve another job.
+    reusable: bool = True
 
 
 Record = Annotated[LoadedRecord | RowRecord | DoneRecord, Field(discriminator="t")]

@@ -1,20 +1,39 @@
-"""scorebox sandbox harness: runs one job inside a fresh container, then exits.
+"""scorebox sandbox harness: a warm worker that serves jobs of one check, one at a time.
 
-Stdlib only; started as ``python3 -I /opt/scorebox/harness.py``. It reads one
-job from stdin (a line with the byte length, then the JSON document), loads the
-check from the job's source (never from a file on ``sys.path``), runs
-``evaluate`` on each row with a per-row timer and captured output, and writes
-one record per line to a private copy of stdout, each prefixed with the job's
-nonce. File descriptor 1 itself is pointed at stderr, so nothing the check
-writes can reach the result channel.
+Stdlib only; started as ``python3 -I /opt/scorebox/harness.py [IDLE_EXIT_SECONDS]``.
+
+The process is split in two so that nothing a check does can reach the result
+channel or survive its job:
+
+* the **parent** (this process, never running user code) reads jobs from stdin
+  (a line with the byte length, then the JSON document), owns the private
+  result channel (a copy of the original stdout; fd 1 itself points at stderr),
+  frames every record with the job's nonce, and is non-dumpable, so a check
+  can neither ptrace it nor open its descriptors through /proc;
+* for each job it **forks a child** that closes stdin and the result channel,
+  loads the check from the job's source into a fresh module (never from a file
+  on ``sys.path``) and writes one plain JSON record per row to a pipe. The
+  parent checks every record (row order, size, statuses only a check may
+  report, internal consistency) before relaying it, and is the per-row
+  watchdog: a child silent for longer than the row's time limit is killed and
+  its row is ``timeout``; a child that dies or corrupts its records costs its
+  row ``crashed`` (or ``oom``), and the rest of the job goes on in a fresh child.
+
+Between jobs the parent kills every process but itself and PID 1 and empties
+/tmp and /dev/shm, so the next job starts from a clean slate. With no job for
+IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import faulthandler
 import io
 import json
 import os
+import select
+import shutil
 import signal
 import sys
 import time
@@ -26,33 +45,70 @@ sys.path[:0] = ["/opt/scorebox", "/opt/scorebox/site-packages"]
 
 from engine import contract  # noqa: E402  (needs the path above)
 
+#: Statuses a check's own process may report; the others only the parent or the host know.
+CHILD_STATUSES = frozenset(
+    {
+        contract.Status.OK.value,
+        contract.Status.ERROR.value,
+        contract.Status.OOM.value,
+        contract.Status.INVALID_SCORE.value,
+        contract.Status.OUTPUT_LIMIT.value,
+        contract.Status.SKIPPED.value,
+    }
+)
+#: Extra seconds past a row's time limit before the parent kills a silent child.
+WATCHDOG_GRACE_SECONDS = 0.5
+#: Records larger than this are a protocol fault (the host enforces its own cap too).
+MAX_RECORD_BYTES = 64 * 1024
+#: The end of what a check wrote to its raw descriptors, kept for crash messages.
+OUTPUT_TAIL_BYTES = 4096
+DEFAULT_IDLE_EXIT_SECONDS = 900.0
+SCRATCH_DIRS = ("/tmp", "/dev/shm")
+#: How long reset() may take to see every stray process gone.
+RESET_SECONDS = 2.0
+# Bound before any check runs: a check replacing json.dumps cannot corrupt its records.
+_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 CHECK_FILENAME = "<check>"
 CHECK_MODULE = "scorebox_check"
 MAX_ERROR_CHARS = 4000
 TRACEBACK_FRAMES = 8
 
 
-class RowTimeout(BaseException):  # BaseException: `except Exception` cannot swallow it
-    """The per-row timer fired."""
-
-
 class OutputLimit(BaseException):
     """The check printed more than the job allows."""
 
 
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 class Channel:
-    """The private result channel: one nonce-prefixed JSON record per line."""
+    """The parent's private result channel: nonce-prefixed JSON lines, written in batches."""
 
     def __init__(self, fd: int, nonce: str) -> None:
         self.fd = fd
         self.prefix = nonce.encode() + b" "
+        self.pending: list[bytes] = []
+        self.size = 0
+
+    def relay(self, line: bytes) -> None:
+        """Queue a record line (already checked) for the host."""
+        self.pending.append(self.prefix + line + b"\n")
+        self.size += len(line)
+        if self.size >= 60_000:
+            self.flush()
 
     def send(self, record: dict[str, Any]) -> None:
-        data = self.prefix + json.dumps(record, ensure_ascii=False, default=repr).encode() + b"\n"
-        view = memoryview(data)
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
+        self.relay(_encode(record).encode())
+
+    def flush(self) -> None:
+        if self.pending:
+            write_all(self.fd, b"".join(self.pending))
+            self.pending.clear()
+            self.size = 0
 
 
 class Capture(io.TextIOBase):
@@ -90,19 +146,6 @@ class Capture(io.TextIOBase):
         return "".join(self.parts) if self.parts else None
 
 
-def read_job() -> dict[str, Any]:
-    stdin = sys.stdin.buffer
-    header = stdin.readline(32)
-    size = int(header.strip())
-    body = stdin.read(size)
-    if len(body) != size:
-        raise ValueError(f"job truncated: {len(body)} of {size} bytes")
-    job: dict[str, Any] = json.loads(body)
-    if job.get("protocol") != contract.PROTOCOL_VERSION:
-        raise ValueError(f"protocol {job.get('protocol')} != {contract.PROTOCOL_VERSION}")
-    return job
-
-
 def short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -119,18 +162,6 @@ def describe_exception(exc: BaseException) -> str:
         return short(head)
     lines = [f"  line {f.lineno}, in {f.name}" for f in frames]
     return short(head + "\nTraceback (check frames):\n" + "\n".join(lines))
-
-
-def on_alarm(signum: int, frame: Any) -> None:
-    raise RowTimeout()
-
-
-def arm(seconds: float) -> None:
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-
-
-def disarm() -> None:
-    signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def load_check(job: dict[str, Any]) -> tuple[Any, contract.Signature]:
@@ -176,16 +207,7 @@ def run_row(
     started = time.perf_counter()
     value: Any = None
     try:
-        arm(float(job["row_timeout_seconds"]))
-        try:
-            value = func(**kwargs)
-        finally:
-            disarm()
-    except RowTimeout:
-        record.update(
-            status=contract.Status.TIMEOUT.value,
-            error=f"evaluate ran longer than {job['row_timeout_seconds']} s",
-        )
+        value = func(**kwargs)
     except OutputLimit:
         record.update(
             status=contract.Status.OUTPUT_LIMIT.value,
@@ -221,30 +243,28 @@ def run_row(
     return record
 
 
-def main() -> int:
-    # Keep a private copy of stdout for results; fd 1 now leads to stderr.
-    result_fd = os.dup(1)
-    os.dup2(2, 1)
-    faulthandler.enable(file=sys.__stderr__)
-    signal.signal(signal.SIGALRM, on_alarm)
-    job = read_job()
-    channel = Channel(result_fd, job["nonce"])
+# -- the child: runs the check --------------------------------------------------
+
+
+def run_child(job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int) -> None:
+    """Load the check and score ``rows``, one JSON line per record on ``out_fd``."""
+    # The kernel's OOM killer takes the check before the parent.
+    with contextlib.suppress(Exception), open("/proc/self/oom_score_adj", "w") as adj:
+        adj.write("1000")
     budget = [int(job["max_output_bytes"])]
+    keep = int(job.get("max_row_output_chars", 4096))
     expected: list[contract.OutputType | None] = [
         contract.OutputType(job["output_type"]) if job.get("output_type") else None
     ]
 
-    load_capture = Capture(budget, int(job.get("max_row_output_chars", 4096)))
+    def emit(record: dict[str, Any]) -> None:
+        write_all(out_fd, _encode(record).encode() + b"\n")
+
+    load_capture = Capture(budget, keep)
     sys.stdout = sys.stderr = load_capture
     load_error: str | None = None
     try:
-        arm(float(job.get("load_timeout_seconds", 20.0)))
-        try:
-            func, signature = load_check(job)
-        finally:
-            disarm()
-    except RowTimeout:
-        load_error = f"loading the check took longer than {job.get('load_timeout_seconds')} s"
+        func, signature = load_check(job)
     except OutputLimit:
         load_error = "the check printed more than allowed while loading"
     except contract.EntrypointError as exc:
@@ -253,29 +273,407 @@ def main() -> int:
         load_error = "the check failed to load: " + describe_exception(exc)
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-
     if load_error is not None:
-        channel.send({"t": "loaded", "ok": False, "error": short(load_error)})
-        for row in job["rows"]:
-            channel.send(
-                {
-                    "t": "row",
-                    "i": row["i"],
-                    "status": contract.Status.ERROR.value,
-                    "error": short(load_error),
-                    "ms": 0.0,
-                }
+        emit({"t": "loaded", "ok": False, "error": short(load_error)})
+        return
+    emit({"t": "loaded", "ok": True, "parameters": list(signature.bound)})
+    for row in rows:
+        emit(run_row(func, signature, row, job, budget, expected))
+
+
+# -- the parent: owns the channel, watches the child ----------------------------
+
+
+class Reader:
+    """Buffered line reads from a descriptor, with a deadline."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.eof = False
+
+    def fill(self, timeout: float | None) -> bool:
+        """Read what is available (waiting up to ``timeout``); False on timeout."""
+        if self.eof:
+            return True
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        data = os.read(self.fd, 1 << 20)
+        if not data:
+            self.eof = True
+        self.buffer += data
+        return True
+
+    def line(self) -> bytes | None:
+        newline = self.buffer.find(b"\n")
+        if newline < 0:
+            return None
+        raw = bytes(self.buffer[:newline])
+        del self.buffer[: newline + 1]
+        return raw
+
+
+def read_job(stdin: Reader, idle_exit: float) -> dict[str, Any] | None:
+    """The next job, or None when stdin closed or no job came for ``idle_exit`` seconds."""
+    deadline = time.monotonic() + idle_exit
+    header = stdin.line()
+    while header is None:
+        if stdin.eof:
+            return None
+        if len(stdin.buffer) > 32:
+            raise ValueError("bad job header")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or not stdin.fill(remaining):
+            return None
+        header = stdin.line()
+    size = int(header.strip())
+    while len(stdin.buffer) < size:
+        if stdin.eof:
+            raise ValueError(f"job truncated: {len(stdin.buffer)} of {size} bytes")
+        stdin.fill(None)
+    body = bytes(stdin.buffer[:size])
+    del stdin.buffer[:size]
+    job: dict[str, Any] = json.loads(body)
+    if job.get("protocol") != contract.PROTOCOL_VERSION:
+        raise ValueError(f"protocol {job.get('protocol')} != {contract.PROTOCOL_VERSION}")
+    return job
+
+
+def check_record(raw: bytes, expected_i: int) -> dict[str, Any]:
+    """A child's row record, parsed and checked; ValueError if it is not one the check may send."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ValueError(f"a result record of {len(raw)} bytes")
+    record = json.loads(raw)
+    if not isinstance(record, dict) or record.get("t") != "row":
+        raise ValueError("not a row record")
+    if record.get("i") != expected_i or type(record.get("i")) is not int:
+        raise ValueError(f"row {record.get('i')!r} reported where {expected_i} was due")
+    status = record.get("status")
+    if status not in CHILD_STATUSES:
+        raise ValueError(f"status {status!r} cannot come from a check")
+    score = record.get("score")
+    if status == contract.Status.OK.value:
+        if type(score) not in (bool, int, float) or "error" in record:
+            raise ValueError("an ok record without a score, or with an error")
+    elif score is not None or not isinstance(record.get("error"), str):
+        raise ValueError(f"a {status} record with a score, or without an error")
+    return record
+
+
+def oom_kills() -> int | None:
+    """The container's OOM-kill count (cgroup v2), or None where the runtime hides it."""
+    try:
+        with open("/sys/fs/cgroup/memory.events") as events:
+            for line in events:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def describe_death(status: int, ooms_before: int | None) -> tuple[str, str]:
+    """(status, error) for a row whose child died without reporting it."""
+    after = oom_kills()
+    if ooms_before is not None and after is not None and after > ooms_before:
+        return contract.Status.OOM.value, "the check passed the memory limit"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        if sig == signal.SIGKILL and ooms_before is None:
+            return (
+                contract.Status.OOM.value,
+                "the check was killed (SIGKILL): most likely the memory limit",
             )
-    else:
-        channel.send({"t": "loaded", "ok": True, "parameters": list(signature.bound)})
-        for row in job["rows"]:
-            channel.send(run_row(func, signature, row, job, budget, expected))
-    channel.send({"t": "done", "rows": len(job["rows"])})
-    return 0
+        return contract.Status.CRASHED.value, f"the check's process was killed by {name}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return (
+        contract.Status.CRASHED.value,
+        f"the check's process exited with code {code} before finishing",
+    )
+
+
+def kill_child(pid: int) -> int:
+    """Kill and reap a child (already reaped: 0)."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
+
+
+def row_fault(i: int, status: str, error: str) -> dict[str, Any]:
+    return {"t": "row", "i": i, "status": status, "error": error, "ms": 0.0}
+
+
+class JobRun:
+    """One job: forks children until every row has a record, relaying what they report."""
+
+    def __init__(self, job: dict[str, Any], result_fd: int) -> None:
+        self.job = job
+        self.result_fd = result_fd
+        self.channel = Channel(result_fd, job["nonce"])
+        self.rows: list[dict[str, Any]] = job["rows"]
+        self.row_allowance = float(job["row_timeout_seconds"]) + WATCHDOG_GRACE_SECONDS
+        self.load_seconds = float(job.get("load_timeout_seconds", 20.0))
+        self.pos = 0  # the first row without a record
+        self.loaded_sent = False
+        #: What the check may still write to its raw file descriptors in this job.
+        self.output_left = int(job["max_output_bytes"])
+        self.output_tail = bytearray()
+
+    def run(self) -> None:
+        while self.pos < len(self.rows) or not self.loaded_sent:
+            fault = self.run_child()
+            if fault is None:
+                continue
+            if not self.loaded_sent:  # the check never loaded: every row gets the cause
+                self.channel.send({"t": "loaded", "ok": False, "error": fault[1]})
+                self.loaded_sent = True
+                self.fail_rest(*fault)
+            elif self.pos < len(self.rows):
+                self.channel.send(row_fault(self.rows[self.pos]["i"], *fault))
+                self.pos += 1
+        # Reset before "done": the host sends the next job only to a container that is clean.
+        reusable = reset()
+        budget = self.job.get("task_budget")
+        if isinstance(budget, int) and Tasks.created >= budget:
+            reusable = False
+        self.channel.send({"t": "done", "rows": len(self.rows), "reusable": reusable})
+        self.channel.flush()
+
+    def fail_rest(self, status: str, error: str) -> None:
+        for row in self.rows[self.pos :]:
+            self.channel.send(row_fault(row["i"], status, error))
+        self.pos = len(self.rows)
+
+    def run_child(self) -> tuple[str, str] | None:
+        """Fork a child for the remaining rows; the fault that ended it early, if any."""
+        read_fd, write_fd = os.pipe()
+        out_read, out_write = os.pipe()
+        ooms_before = oom_kills()
+        pid = os.fork()
+        if pid:
+            Tasks.saw(pid, ours=True)
+        if pid == 0:  # the child: no way back to stdin or the result channel
+            code = 70
+            try:
+                os.close(read_fd)
+                os.close(out_read)
+                os.close(self.result_fd)
+                os.close(0)
+                # Whatever the check writes to fd 1 or 2 reaches only the parent, which counts it.
+                os.dup2(out_write, 1)
+                os.dup2(out_write, 2)
+                os.close(out_write)
+                run_child(self.job, self.rows[self.pos :], write_fd)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        os.close(out_write)
+        output = Reader(out_read)
+        try:
+            fault, finished = self.watch(Reader(read_fd), output, pid)
+        finally:
+            os.close(read_fd)
+            os.close(out_read)
+        if fault is not None or finished:
+            kill_child(pid)
+            return fault
+        status, error = describe_death(os.waitpid(pid, 0)[1], ooms_before)
+        fatal = [
+            line
+            for line in bytes(self.output_tail).decode(errors="replace").splitlines()
+            if line.startswith("Fatal Python error")
+        ]
+        return status, error + (f" ({fatal[-1]})" if fatal else "")
+
+    def count_output(self, output: Reader) -> bool:
+        """Take what the child wrote to fd 1/2; False once past the job's output cap."""
+        output.fill(0)
+        self.output_left -= len(output.buffer)
+        self.output_tail += output.buffer
+        del self.output_tail[:-OUTPUT_TAIL_BYTES]
+        output.buffer.clear()
+        return self.output_left >= 0
+
+    def watch(
+        self, reader: Reader, output: Reader, pid: int
+    ) -> tuple[tuple[str, str] | None, bool]:
+        """Relay the child's records: (fault, whether it finished its work)."""
+        loaded = False
+        capped = False
+        deadline = time.monotonic() + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        while self.pos < len(self.rows) or not loaded:
+            raw = reader.line()
+            if raw is None:
+                if capped:
+                    error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
+                    return (contract.Status.OUTPUT_LIMIT.value, error), False
+                if reader.eof:
+                    return None, False
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    if loaded:
+                        error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
+                    else:
+                        error = f"loading the check took longer than {self.load_seconds} s"
+                    return (contract.Status.TIMEOUT.value, error), False
+                self.channel.flush()  # nothing ready: let the host see what we have
+                watched = [reader.fd] if output.eof else [reader.fd, output.fd]
+                ready, _, _ = select.select(watched, [], [], remaining)
+                if output.fd in ready and not self.count_output(output):
+                    # Past the cap: stop the check at once, then take the records it
+                    # finished before, so the row in flight is the one that gets the blame.
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    while not reader.eof and reader.fill(0):
+                        pass
+                    capped = True
+                elif reader.fd in ready:
+                    reader.fill(0)
+                continue
+            try:
+                if loaded:
+                    check_record(raw, self.rows[self.pos]["i"])
+                    self.channel.relay(raw)
+                    self.pos += 1
+                else:
+                    loaded = self.on_loaded(raw)
+                    if not loaded:
+                        return None, True
+            except ValueError as exc:
+                what = f"the check corrupted the harness's result records ({short(str(exc), 200)})"
+                return (contract.Status.CRASHED.value, what), False
+            deadline = time.monotonic() + self.row_allowance
+        return None, True
+
+    def on_loaded(self, raw: bytes) -> bool:
+        """Handle the child's load record; False when the check failed to load."""
+        record = json.loads(raw)
+        if not isinstance(record, dict) or record.get("t") != "loaded":
+            raise ValueError("no load record")
+        if not record.get("ok"):
+            error = short(str(record.get("error") or "the check failed to load"))
+            if not self.loaded_sent:
+                self.channel.send({"t": "loaded", "ok": False, "error": error})
+                self.loaded_sent = True
+            self.fail_rest(contract.Status.ERROR.value, error)
+            return False
+        if not self.loaded_sent:
+            params = [p for p in record.get("parameters", []) if isinstance(p, str)]
+            self.channel.send({"t": "loaded", "ok": True, "parameters": params[:16]})
+            self.loaded_sent = True
+        return True
+
+
+class Tasks:
+    """Tasks (processes and threads) the checks created in this container so far.
+
+    PIDs are handed out in order inside the container, so the gap between two children the
+    harness forks is what the job in between created. Under gVisor's ptrace platform every
+    such task leaves host threads behind for a while; the host sets a budget there, and a
+    container past it is not reused.
+    """
+
+    last_child = 0
+    created = 0
+
+    @classmethod
+    def saw(cls, pid: int, *, ours: bool) -> None:
+        """A PID seen now (``ours``: a child the harness forked); count what came since."""
+        if pid > cls.last_child:
+            if cls.last_child:
+                cls.created += pid - cls.last_child - (1 if ours else 0)
+            cls.last_child = pid
+
+
+def strays() -> list[int]:
+    """Processes in the container other than PID 1 (tini) and this harness."""
+    me = os.getpid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in names if name.isdigit() and int(name) not in (1, me)]
+
+
+def reset() -> bool:
+    """Nothing a job started or wrote survives it: kill strays, empty scratch space.
+
+    Returns whether the container is back to how the job found it. Killed processes are
+    reaped (the harness is their subreaper) before the next job may look at ``/proc``;
+    a process that outlives ``RESET_SECONDS`` makes the container single-use.
+    """
+    deadline = time.monotonic() + RESET_SECONDS
+    for pid in sorted(strays()):
+        Tasks.saw(pid, ours=False)
+    while True:
+        with contextlib.suppress(Exception):
+            os.kill(-1, signal.SIGKILL)  # every process this user may signal but PID 1 and us
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not strays():
+            break
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.002)
+    for directory in SCRATCH_DIRS:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            with contextlib.suppress(Exception):
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+    return True
+
+
+def become_subreaper() -> None:
+    """PR_SET_CHILD_SUBREAPER: a job's orphans become our children, so reset() can reap them."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+
+
+def make_undumpable() -> None:
+    """PR_SET_DUMPABLE 0: a check cannot ptrace the parent or open its /proc/<pid>/fd."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+
+
+def main(argv: list[str]) -> int:
+    idle_exit = float(argv[1]) if len(argv) > 1 else DEFAULT_IDLE_EXIT_SECONDS
+    # Keep a private copy of stdout for results; fd 1 now leads to stderr.
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
+    faulthandler.enable(file=2)  # the original stderr (fd 1 now leads there too)
+    make_undumpable()
+    become_subreaper()
+    stdin = Reader(0)
+    while True:
+        job = read_job(stdin, idle_exit)
+        if job is None:
+            return 0
+        JobRun(job, result_fd).run()
 
 
 if __name__ == "__main__":
-    code = main()
+    code = main(sys.argv)
     sys.stdout.flush()
-    # Threads the check left running must not keep the container alive.
     os._exit(code)

@@ -1,4 +1,4 @@
-"""Fixtures for real-Docker sandbox tests: an Engine whose backend records container ids."""
+"""Fixtures for real-Docker sandbox tests: a SandboxRunner whose backend records container ids."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from engine.models import Limits
-from engine.runner import Engine
+from engine.runner import SandboxRunner
 from engine.sandbox.backend import JobEnd, JobEvent
 from engine.sandbox.docker_backend import DockerBackend
 from engine.sandbox.protocol import Job
@@ -53,7 +53,7 @@ def backend(docker_settings: Settings) -> Iterator[RecordingBackend]:
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings, backend: RecordingBackend) -> Iterator[Engine]:
-    engine = Engine(docker_settings, backend=backend)
+def engine(docker_settings: Settings, backend: RecordingBackend) -> Iterator[SandboxRunner]:
+    engine = SandboxRunner(docker_settings, backend=backend)
     yield engine
     engine.close()

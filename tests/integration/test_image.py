@@ -160,3 +160,24 @@ def test_rebuild_with_unchanged_inputs_is_skipped(docker_settings: Settings) -> 
     assert status.present
     assert status.image_id == second.image_id
     assert status.content_hash == second.content_hash
+
+
+def test_okareo_shim_covers_the_sdk_exports(docker_settings: Settings) -> None:
+    """What ``okareo.checks`` exports in the SDK (0.0.162) imports and behaves in the image."""
+    code = SANDBOX_PATH + (
+        "from okareo.checks import (BaseCheck, CheckOutputType, CheckResponse, CodeBasedCheck, "
+        "ModelBasedCheck); "
+        "m = ModelBasedCheck(prompt_template='Is {model_output} polite?', "
+        "check_type=CheckOutputType.PASS_FAIL, is_audio=False); "
+        "print(sorted(m.check_config().items())); "
+        "print([t.value for t in CheckOutputType]); "
+        "print(CheckResponse(score=0.5, explanation='half').explanation)"
+    )
+    proc = run_in_image(docker_settings, code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[('audio', False), ('prompt_template', 'Is {model_output} polite?'), "
+        "('type', 'pass_fail')]",
+        "['score', 'pass_fail', 'analysis']",
+        "half",
+    ]

@@ -7,27 +7,29 @@ from typing import Any
 import pytest
 
 from engine.contract import Policy, Status
-from engine.runner import CodeCheck, Engine
+from engine.runner import CodeCheck, SandboxRunner
 from tests.integration.conftest import FAST
 from tests.unit.test_restricted import HOSTILE, ROWS, RUNNABLE
 
 pytestmark = pytest.mark.docker
 
 
-def outcome(engine: Engine, source: str, policy: Policy) -> list[tuple[Any, ...]]:
+def outcome(engine: SandboxRunner, source: str, policy: Policy) -> list[tuple[Any, ...]]:
     results = engine.run_check(CodeCheck(source=source, policy=policy), ROWS, FAST)
     return [(r.status, r.score, type(r.score), r.explanation, r.output, r.error) for r in results]
 
 
 @pytest.mark.parametrize("source", RUNNABLE)
-def test_identical_results_under_both_policies(engine: Engine, source: str) -> None:
+def test_identical_results_under_both_policies(engine: SandboxRunner, source: str) -> None:
     standard = outcome(engine, source, Policy.STANDARD)
     restricted = outcome(engine, source, Policy.RESTRICTED)
     assert any(row[0] is Status.OK for row in standard), standard
     assert restricted == standard
 
 
-def test_okareo_union_annotation_without_import_loads_under_both_policies(engine: Engine) -> None:
+def test_okareo_union_annotation_without_import_loads_under_both_policies(
+    engine: SandboxRunner,
+) -> None:
     source = (
         "from okareo.checks import CodeBasedCheck\n\n"
         "class Check(CodeBasedCheck):\n"
@@ -41,7 +43,11 @@ def test_okareo_union_annotation_without_import_loads_under_both_policies(engine
 
 @pytest.mark.parametrize(("source", "exc", "fragment", "code"), HOSTILE)
 def test_hostile_checks_fail_inside_the_sandbox_under_restricted(
-    engine: Engine, source: str, exc: type[BaseException], fragment: str, code: str | None
+    engine: SandboxRunner,
+    source: str,
+    exc: type[BaseException] | None,
+    fragment: str,
+    code: str | None,
 ) -> None:
     results = engine.run_check(CodeCheck(source=source, policy=Policy.RESTRICTED), ROWS, FAST)
     got = [(r.status, r.score) for r in results]

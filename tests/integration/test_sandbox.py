@@ -10,7 +10,7 @@ import pytest
 
 from engine.contract import Status
 from engine.models import Limits, RowResult
-from engine.runner import CodeCheck, Engine
+from engine.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 from tests.integration.conftest import FAST, RecordingBackend, labelled_containers
 
@@ -21,7 +21,7 @@ def rows(n: int) -> list[dict[str, object]]:
     return [{"id": i, "model_output": str(i), "scenario_result": str(i)} for i in range(1, n + 1)]
 
 
-def run(engine: Engine, source: str, n: int = 3, limits: Limits = FAST) -> list[RowResult]:
+def run(engine: SandboxRunner, source: str, n: int = 3, limits: Limits = FAST) -> list[RowResult]:
     results = engine.run_check(CodeCheck(source=textwrap.dedent(source)), rows(n), limits)
     assert [r.row_id for r in results] == list(range(1, n + 1))
     return results
@@ -52,14 +52,14 @@ def statuses(results: list[RowResult]) -> list[Status]:
         ),
     ],
 )
-def test_forms_and_return_types(engine: Engine, source: str, expected: object) -> None:
+def test_forms_and_return_types(engine: SandboxRunner, source: str, expected: object) -> None:
     result = run(engine, source, n=1)[0]
     assert result.status is Status.OK, result.error
     assert result.score == expected
     assert type(result.score) is type(expected)
 
 
-def test_okareo_style_file_runs_unchanged(engine: Engine) -> None:
+def test_okareo_style_file_runs_unchanged(engine: SandboxRunner) -> None:
     source = """
     from okareo.checks import CodeBasedCheck, CheckResponse
 
@@ -78,7 +78,7 @@ def test_okareo_style_file_runs_unchanged(engine: Engine) -> None:
     assert results[0].explanation == "compared"
 
 
-def test_missing_required_input_is_skipped(engine: Engine) -> None:
+def test_missing_required_input_is_skipped(engine: SandboxRunner) -> None:
     source = "def evaluate(model_output, scenario_input):\n    return True\n"
     results = engine.run_check(
         CodeCheck(source=source),
@@ -89,7 +89,7 @@ def test_missing_required_input_is_skipped(engine: Engine) -> None:
     assert "scenario_input" in (results[0].error or "")
 
 
-def test_printed_output_is_returned_with_the_row(engine: Engine) -> None:
+def test_printed_output_is_returned_with_the_row(engine: SandboxRunner) -> None:
     results = run(
         engine, "def evaluate(model_output):\n    print('saw', model_output)\n    return 1\n"
     )
@@ -99,7 +99,7 @@ def test_printed_output_is_returned_with_the_row(engine: Engine) -> None:
 # -- user failures are typed statuses ----------------------------------------------
 
 
-def test_raising_check_is_error_with_type_and_message(engine: Engine) -> None:
+def test_raising_check_is_error_with_type_and_message(engine: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -117,19 +117,19 @@ def test_raising_check_is_error_with_type_and_message(engine: Engine) -> None:
     ("returned", "reason"),
     [("float('nan')", "finite"), ("'yes'", "str"), ("2**70", "64-bit"), ("float('inf')", "finite")],
 )
-def test_invalid_scores(engine: Engine, returned: str, reason: str) -> None:
+def test_invalid_scores(engine: SandboxRunner, returned: str, reason: str) -> None:
     result = run(engine, f"def evaluate(model_output):\n    return {returned}\n", n=1)[0]
     assert result.status is Status.INVALID_SCORE
     assert reason in (result.error or "")
     assert result.score is None
 
 
-def test_score_of_another_type_than_the_first_is_invalid(engine: Engine) -> None:
+def test_score_of_another_type_than_the_first_is_invalid(engine: SandboxRunner) -> None:
     source = "def evaluate(model_output):\n    return True if model_output == '1' else 0.5\n"
     assert statuses(run(engine, source)) == [Status.OK, Status.INVALID_SCORE, Status.INVALID_SCORE]
 
 
-def test_infinite_loop_times_out_and_next_rows_are_scored(engine: Engine) -> None:
+def test_infinite_loop_times_out_and_next_rows_are_scored(engine: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -141,10 +141,10 @@ def test_infinite_loop_times_out_and_next_rows_are_scored(engine: Engine) -> Non
     assert statuses(results) == [Status.OK, Status.TIMEOUT, Status.OK, Status.OK]
 
 
-def test_uninterruptible_hang_gets_the_container_killed(
-    engine: Engine, backend: RecordingBackend
+def test_uninterruptible_hang_gets_the_check_killed(
+    engine: SandboxRunner, backend: RecordingBackend
 ) -> None:
-    # Swallows the harness's own timer, so only the host's wall clock can stop it.
+    # Swallows every exception, so only the harness parent's watchdog can stop it.
     source = """
     import time
     def evaluate(model_output):
@@ -161,11 +161,15 @@ def test_uninterruptible_hang_gets_the_container_killed(
     results = run(engine, source, n=4)
     assert statuses(results) == [Status.OK, Status.TIMEOUT, Status.OK, Status.OK]
     assert time.monotonic() - started < 30
-    # The hung container was killed; the rows after it ran in a fresh one.
-    assert len(backend.container_ids) - before == 2
+    # The watchdog killed the hung check process; the rows after it ran in a fresh
+    # process of the same job, and the container is not trusted with another job.
+    assert len(backend.container_ids) - before == 1
+    hung_container = backend.container_ids[-1]
+    assert statuses(run(engine, source, n=1)) == [Status.OK]
+    assert backend.container_ids[-1] != hung_container
 
 
-def test_job_wall_clock_kills_the_container(engine: Engine) -> None:
+def test_job_wall_clock_kills_the_container(engine: SandboxRunner) -> None:
     source = "import time\ndef evaluate(model_output):\n    time.sleep(0.8)\n    return True\n"
     limits = Limits(row_timeout_seconds=1.5, wall_seconds_max=3)
     results = run(engine, source, n=6, limits=limits)
@@ -174,7 +178,7 @@ def test_job_wall_clock_kills_the_container(engine: Engine) -> None:
     assert any(r.status is Status.OK for r in results)
 
 
-def test_memory_bomb_is_oom(engine: Engine) -> None:
+def test_memory_bomb_is_oom(engine: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -187,7 +191,7 @@ def test_memory_bomb_is_oom(engine: Engine) -> None:
     assert statuses(results) == [Status.OK, Status.OOM, Status.OK]
 
 
-def test_fork_bomb_is_contained(engine: Engine) -> None:
+def test_fork_bomb_is_contained(engine: SandboxRunner) -> None:
     source = """
     import os
     def evaluate(model_output):
@@ -209,7 +213,39 @@ def test_fork_bomb_is_contained(engine: Engine) -> None:
     assert run(engine, "def evaluate(model_output):\n    return 1\n", n=1)[0].status is Status.OK
 
 
-def test_thread_bomb_is_contained(engine: Engine) -> None:
+def test_max_pids_counts_the_checks_processes_job_after_job(engine: SandboxRunner) -> None:
+    # max_pids bounds what a check may fork, under runc and gVisor alike. Under gVisor the
+    # sandbox kernel's own host threads must not count against it: they did, and a warm
+    # worker whose checks started processes died with exit code 2 a few jobs later.
+    source = """
+    import os, subprocess, time
+    def evaluate(model_output):
+        subprocess.Popen(["sleep", "300"], start_new_session=True)
+        children = []
+        try:
+            while len(children) < 200:
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(300)
+                    os._exit(0)
+                children.append(pid)
+        except OSError:
+            pass
+        return len(children)
+    """
+    limits = FAST.model_copy(update={"max_pids": 24})
+    counts = []
+    for _ in range(5):
+        (result,) = run(engine, source, n=1, limits=limits)
+        assert result.status is Status.OK, result.error
+        counts.append(result.score)
+    # tini, the harness, the check's process and its sleep come first; the rest is forks.
+    assert all(isinstance(c, int) and 12 <= c <= 24 for c in counts), counts
+    # Nothing the last job forked is still counted in the next one.
+    assert len(set(counts)) == 1, counts
+
+
+def test_thread_bomb_is_contained(engine: SandboxRunner) -> None:
     source = """
     import threading, time
     def evaluate(model_output):
@@ -224,7 +260,7 @@ def test_thread_bomb_is_contained(engine: Engine) -> None:
     assert results[2].status is Status.OK
 
 
-def test_print_flood_is_output_limit(engine: Engine) -> None:
+def test_print_flood_is_output_limit(engine: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -237,7 +273,7 @@ def test_print_flood_is_output_limit(engine: Engine) -> None:
     assert 0 < len(results[1].output or "") <= 4096
 
 
-def test_raw_fd_flood_is_output_limit(engine: Engine) -> None:
+def test_raw_fd_flood_is_output_limit(engine: SandboxRunner) -> None:
     source = """
     import os
     def evaluate(model_output):
@@ -252,7 +288,7 @@ def test_raw_fd_flood_is_output_limit(engine: Engine) -> None:
 
 
 def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
-    engine: Engine, backend: RecordingBackend
+    engine: SandboxRunner, backend: RecordingBackend
 ) -> None:
     source = """
     import os
@@ -265,10 +301,11 @@ def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
     results = run(engine, source, n=10)
     assert statuses(results) == [Status.OK] * 2 + [Status.CRASHED] + [Status.OK] * 7
     assert [r.score for r in results] == [1, 2, None, 4, 5, 6, 7, 8, 9, 10]
-    assert len(backend.container_ids) - before == 2
+    # The harness's parent outlived its dead child: the job finished in one container.
+    assert len(backend.container_ids) - before == 1
 
 
-def test_segfault_is_crashed(engine: Engine) -> None:
+def test_segfault_is_crashed(engine: SandboxRunner) -> None:
     source = """
     import ctypes
     def evaluate(model_output):
@@ -281,7 +318,7 @@ def test_segfault_is_crashed(engine: Engine) -> None:
     assert "SIGSEGV" in (results[1].error or "") or "Segmentation" in (results[1].error or "")
 
 
-def test_check_that_cannot_load_errors_every_row(engine: Engine) -> None:
+def test_check_that_cannot_load_errors_every_row(engine: SandboxRunner) -> None:
     results = run(engine, "def evaluate(model_output):\n    return 1\nraise RuntimeError('boom')\n")
     assert statuses(results) == [Status.ERROR] * 3
     assert all("boom" in (r.error or "") for r in results)
@@ -290,7 +327,7 @@ def test_check_that_cannot_load_errors_every_row(engine: Engine) -> None:
 # -- isolation ------------------------------------------------------------------------
 
 
-def test_network_is_unreachable(engine: Engine) -> None:
+def test_network_is_unreachable(engine: SandboxRunner) -> None:
     source = """
     import socket, urllib.request
     def evaluate(model_output):
@@ -311,7 +348,7 @@ def test_network_is_unreachable(engine: Engine) -> None:
     assert result.score == 3
 
 
-def test_filesystem_is_read_only_outside_tmp(engine: Engine) -> None:
+def test_filesystem_is_read_only_outside_tmp(engine: SandboxRunner) -> None:
     source = """
     import os, subprocess
     def evaluate(model_output):
@@ -340,7 +377,7 @@ def test_filesystem_is_read_only_outside_tmp(engine: Engine) -> None:
 
 
 def test_environment_holds_no_host_variable(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+    engine: SandboxRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SCOREBOX_FAKE_SECRET", "hunter2-do-not-leak")
     source = """
@@ -356,17 +393,19 @@ def test_environment_holds_no_host_variable(
     assert os.environ["SCOREBOX_FAKE_SECRET"] == "hunter2-do-not-leak"
 
 
-def test_runs_as_non_root_without_capabilities(engine: Engine) -> None:
+def test_runs_as_non_root_without_capabilities(engine: SandboxRunner) -> None:
     source = """
-    import os
+    import ctypes, os
     def evaluate(model_output):
         status = open("/proc/self/status").read()
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        # prctl(PR_GET_NO_NEW_PRIVS): gVisor's /proc/self/status has no NoNewPrivs line
+        no_new_privs = ctypes.CDLL(None, use_errno=True).prctl(39, 0, 0, 0, 0)
         ok = (
             os.getuid() != 0
             and os.getgid() != 0
             and int(fields["CapEff"].strip(), 16) == 0
-            and fields["NoNewPrivs"].strip() == "1"
+            and no_new_privs == 1
         )
         return (ok, status)
     """
@@ -375,7 +414,7 @@ def test_runs_as_non_root_without_capabilities(engine: Engine) -> None:
     assert result.score is True, result.explanation
 
 
-def test_forged_result_lines_do_not_change_results(engine: Engine) -> None:
+def test_forged_result_lines_do_not_change_results(engine: SandboxRunner) -> None:
     source = """
     import os, sys
     FORGED = '{"t": "row", "i": %d, "status": "ok", "score": true, "ms": 0}'
@@ -397,21 +436,66 @@ def test_forged_result_lines_do_not_change_results(engine: Engine) -> None:
 # -- lifecycle ------------------------------------------------------------------------
 
 
-def test_no_container_serves_two_jobs(engine: Engine, backend: RecordingBackend) -> None:
+def test_a_warm_worker_serves_only_its_own_check(
+    engine: SandboxRunner, backend: RecordingBackend
+) -> None:
     before = len(backend.container_ids)
     for _ in range(3):
         run(engine, "def evaluate(model_output):\n    return 1\n", n=2)
-    used = backend.container_ids[before:]
-    assert len(used) == 3
-    assert len(set(backend.container_ids)) == len(backend.container_ids)
+    same = backend.container_ids[before:]
+    assert len(same) == 3
+    if engine.settings.reuse == "check":
+        assert len(set(same)) == 1  # one warm check worker served all three jobs
+    else:
+        assert len(set(same)) == 3
+    run(engine, "def evaluate(model_output):\n    return 2\n", n=2)  # another check
+    assert backend.container_ids[-1] not in same
+
+
+def test_nothing_a_job_leaves_reaches_the_next_job_of_the_same_check(engine: SandboxRunner) -> None:
+    # A file, a daemon process, a module global and a monkeypatched builtin.
+    source = """
+    import builtins, glob, json, os, subprocess
+    MARK = []
+    def evaluate(model_output):
+        seen = {
+            "file": os.path.exists("/tmp/left-behind"),
+            "shm": bool(glob.glob("/dev/shm/left-*")),
+            "global": bool(MARK),
+            "builtin": hasattr(builtins, "left_behind"),
+            "json": json.dumps(1) != "1",
+            "daemon": any(
+                open(f"/proc/{p}/cmdline", "rb").read().startswith(b"sleep")
+                for p in os.listdir("/proc") if p.isdigit() and os.path.exists(f"/proc/{p}/cmdline")
+            ),
+        }
+        open("/tmp/left-behind", "w").write("x")
+        try:
+            open("/dev/shm/left-behind", "w").write("x")
+        except OSError:
+            pass
+        MARK.append(1)
+        builtins.left_behind = True
+        json.dumps = lambda *a, **k: "patched"
+        subprocess.Popen(["sleep", "300"], start_new_session=True)
+        leaked = [name for name, value in seen.items() if value]
+        return (not leaked, ",".join(leaked) or None)
+    """
+    first = run(engine, source, n=1)
+    second = run(engine, source, n=1)
+    assert [(r.status, r.score, r.explanation) for r in first + second] == [
+        (Status.OK, True, None),
+        (Status.OK, True, None),
+    ]
 
 
 def test_warm_pool_serves_each_container_once_and_leaves_nothing(
     docker_settings: Settings,
 ) -> None:
-    settings = docker_settings.model_copy(update={"pool_size": 2})
+    # reuse="never": each job takes a never-used container from the pool, then it is destroyed.
+    settings = docker_settings.model_copy(update={"pool_size": 2, "reuse": "never"})
     backend = RecordingBackend(settings)
-    with Engine(settings, backend=backend) as engine:
+    with SandboxRunner(settings, backend=backend) as engine:
         backend.prewarm(settings.limits)
         deadline = time.monotonic() + 60
         while sum(backend.pool.sizes().values()) < 2 and time.monotonic() < deadline:
@@ -430,7 +514,7 @@ def test_warm_pool_serves_each_container_once_and_leaves_nothing(
 
 def test_every_container_is_removed_after_close(docker_settings: Settings) -> None:
     backend = RecordingBackend(docker_settings)
-    with Engine(docker_settings, backend=backend) as engine:
+    with SandboxRunner(docker_settings, backend=backend) as engine:
         engine.run_check("def evaluate(model_output):\n    return 1\n", rows(3))
         engine.run_check("import os\ndef evaluate(model_output):\n    os._exit(1)\n", rows(2))
     assert backend.container_ids
@@ -440,7 +524,7 @@ def test_every_container_is_removed_after_close(docker_settings: Settings) -> No
 def test_many_rows_split_across_parallel_jobs(docker_settings: Settings) -> None:
     settings = docker_settings.model_copy(update={"job_max_rows": 100})
     backend = RecordingBackend(settings)
-    with Engine(settings, backend=backend) as engine:
+    with SandboxRunner(settings, backend=backend) as engine:
         results = engine.run_check(
             "def evaluate(model_output: str) -> int:\n    return int(model_output) * 2\n", rows(450)
         )

@@ -9,7 +9,7 @@ import pytest
 
 from engine.contract import Status
 from engine.models import Limits
-from engine.runner import CodeCheck, Engine
+from engine.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 
 pytestmark = pytest.mark.docker
@@ -18,12 +18,12 @@ LIMITS = Limits(row_timeout_seconds=3, wall_seconds_max=60)
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[Engine]:
-    with Engine(docker_settings) as engine:
+def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings) as engine:
         yield engine
 
 
-def probe(engine: Engine, body: str) -> tuple[Status, object, str | None]:
+def probe(engine: SandboxRunner, body: str) -> tuple[Status, object, str | None]:
     """Run ``body`` (the inside of evaluate) once; returns (status, score, explanation)."""
     source = "import os, sys, socket, subprocess, ctypes\n\ndef evaluate(model_output):\n"
     source += textwrap.indent(textwrap.dedent(body), "    ")
@@ -31,7 +31,7 @@ def probe(engine: Engine, body: str) -> tuple[Status, object, str | None]:
     return result.status, result.score, result.explanation or result.error
 
 
-def test_no_docker_socket_or_host_files(engine: Engine) -> None:
+def test_no_docker_socket_or_host_files(engine: SandboxRunner) -> None:
     status, score, detail = probe(
         engine,
         """
@@ -43,7 +43,7 @@ def test_no_docker_socket_or_host_files(engine: Engine) -> None:
     assert status is Status.OK and score is True, detail
 
 
-def test_cannot_become_root(engine: Engine) -> None:
+def test_cannot_become_root(engine: SandboxRunner) -> None:
     status, score, detail = probe(
         engine,
         """
@@ -60,24 +60,34 @@ def test_cannot_become_root(engine: Engine) -> None:
     assert status is Status.OK and score is True, detail
 
 
-def test_cannot_mount_or_create_namespaces(engine: Engine) -> None:
+def test_cannot_mount_or_create_namespaces(
+    engine: SandboxRunner, sandbox_runtime: str | None
+) -> None:
     # ptrace of the container's own same-uid processes (tini) is possible and
     # harmless: it never leaves the container. Namespaces and mounts are the way out.
-    status, score, detail = probe(
+    # Under gVisor, unshare() succeeds: the namespaces are the Sentry's own emulation
+    # and never reach the host kernel; mounting is still refused inside them.
+    status, _score, detail = probe(
         engine,
         """
         libc = ctypes.CDLL(None, use_errno=True)
         mounted = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
         userns = libc.unshare(0x10000000)  # CLONE_NEWUSER
         mountns = libc.unshare(0x00020000)  # CLONE_NEWNS
-        ok = mounted != 0 and userns != 0 and mountns != 0
-        return (ok, f"mount={mounted} unshare(user)={userns} unshare(mnt)={mountns}")
+        remounted = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+        detail = f"mount={mounted} unshare(user)={userns} unshare(mnt)={mountns} then={remounted}"
+        return (True, detail)
         """,
     )
-    assert status is Status.OK and score is True, detail
+    assert status is Status.OK and detail is not None, detail
+    mounted, userns, mountns, remounted = (int(x.split("=")[1]) for x in detail.split())
+    assert mounted != 0 and remounted != 0, detail
+    if sandbox_runtime == "runsc":
+        return
+    assert userns != 0 and mountns != 0, detail
 
 
-def test_cannot_see_host_processes_or_environment(engine: Engine) -> None:
+def test_cannot_see_host_processes_or_environment(engine: SandboxRunner) -> None:
     status, score, detail = probe(
         engine,
         """
@@ -92,7 +102,7 @@ def test_cannot_see_host_processes_or_environment(engine: Engine) -> None:
     assert status is Status.OK and score is True, detail
 
 
-def test_cannot_run_programs_from_tmp(engine: Engine) -> None:
+def test_cannot_run_programs_from_tmp(engine: SandboxRunner) -> None:
     status, score, detail = probe(
         engine,
         """
@@ -109,7 +119,7 @@ def test_cannot_run_programs_from_tmp(engine: Engine) -> None:
     assert status is Status.OK and score is True, detail
 
 
-def test_tmp_is_size_limited(engine: Engine) -> None:
+def test_tmp_is_size_limited(engine: SandboxRunner) -> None:
     status, score, detail = probe(
         engine,
         """

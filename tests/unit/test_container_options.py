@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.models import Limits
-from engine.sandbox.docker_backend import container_options, describe_exit
+from engine.sandbox.docker_backend import container_options, describe_exit, is_gvisor
 from engine.settings import Settings
 
 
@@ -58,6 +58,28 @@ def test_limits_flow_into_options() -> None:
     assert opts["pids_limit"] == 16
     assert opts["nano_cpus"] == 500_000_000
     assert "size=4m" in opts["tmpfs"]["/tmp"]
+
+
+def test_no_nproc_rlimit_under_runc() -> None:
+    # RLIMIT_NPROC is counted by the host kernel per uid, across every container.
+    opts = container_options(Settings(), Limits(max_pids=16), {})
+    assert "nproc" not in {u["Name"] for u in opts["ulimits"]}
+
+
+def test_gvisor_counts_processes_inside_and_leaves_room_for_its_own_threads() -> None:
+    # Under gVisor the container's pids cgroup also holds the sandbox kernel's threads and
+    # ptrace stubs; a cgroup limit of max_pids killed gVisor itself (exit code 2).
+    opts = container_options(Settings(runtime="runsc"), Limits(max_pids=16), {}, gvisor=True)
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in opts["ulimits"]}
+    assert ulimits["nproc"] == (16, 16)
+    assert opts["pids_limit"] == 16 * 16 + 192
+
+
+def test_gvisor_is_recognised_by_name_or_path() -> None:
+    assert is_gvisor("runsc")
+    assert is_gvisor("gvisor", {"gvisor": {"path": "/usr/local/bin/runsc"}})
+    assert not is_gvisor("runc", {"runc": {"path": "runc"}})
+    assert not is_gvisor(None)
 
 
 def test_describe_exit_names_the_signal() -> None:

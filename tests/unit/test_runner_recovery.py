@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from engine.contract import Status
 from engine.models import Limits
-from engine.runner import CodeCheck, Engine
+from engine.runner import CodeCheck, SandboxRunner
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.settings import Settings
@@ -44,7 +44,7 @@ class ScriptedBackend:
 def score(
     backend: ScriptedBackend, outputs: list[str], **settings: object
 ) -> list[tuple[Status, object]]:
-    with Engine(Settings(**settings), backend=backend) as engine:  # type: ignore[arg-type]
+    with SandboxRunner(Settings(**settings), backend=backend) as engine:  # type: ignore[arg-type]
         results = engine.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
     return [(r.status, r.score) for r in results]
 
@@ -77,7 +77,7 @@ def test_each_termination_maps_to_its_status() -> None:
         Status.OK,
         Status.OUTPUT_LIMIT,
         Status.OK,
-        Status.SANDBOX_ERROR,
+        Status.CRASHED,  # only the check can break the protocol: never blamed on the sandbox
         Status.OK,
     ]
 
@@ -97,7 +97,9 @@ def test_rows_keep_their_order_across_parallel_jobs() -> None:
 
 def test_on_result_sees_every_row_once() -> None:
     seen: list[int] = []
-    with Engine(Settings(job_max_rows=3), backend=ScriptedBackend({"b": Termination.CRASHED})) as e:
+    with SandboxRunner(
+        Settings(job_max_rows=3), backend=ScriptedBackend({"b": Termination.CRASHED})
+    ) as e:
         e.run_check(
             CodeCheck("src"),
             [{"model_output": o} for o in "abcdefg"],
@@ -126,7 +128,7 @@ def test_run_checks_with_more_checks_than_workers_does_not_deadlock() -> None:
 
     def go() -> None:
         settings = Settings(max_parallel_jobs=1, job_max_rows=2)
-        with Engine(settings, backend=ScriptedBackend({})) as engine:
+        with SandboxRunner(settings, backend=ScriptedBackend({})) as engine:
             per_check = engine.run_checks(
                 [CodeCheck("src")] * 6, [{"model_output": o} for o in ["a", "bb", "ccc"]]
             )

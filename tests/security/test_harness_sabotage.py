@@ -1,0 +1,182 @@
+"""Checks that attack the harness itself (issue 14, §2 and §4): real Docker, both runtimes.
+
+A check that corrupts its own result records is at fault, so its row is
+``crashed``; ``sandbox_error`` stays for faults of scorebox, Docker or the image.
+Statuses only the host or a judge can know are never accepted from a container.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from engine.contract import Status
+from engine.models import Limits, RowResult
+from engine.runner import CodeCheck, SandboxRunner
+from engine.settings import Settings
+from tests.integration.conftest import RecordingBackend
+
+pytestmark = pytest.mark.docker
+
+LIMITS = Limits(row_timeout_seconds=3, wall_seconds_max=60)
+
+#: Every pipe the check's process holds: its own record pipe among them.
+FIND_PIPES = """
+import os, stat
+def pipes():
+    out = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode):
+                out.append(fd)
+        except OSError:
+            pass
+    return out
+"""
+
+
+@pytest.fixture(scope="module")
+def backend(docker_settings: Settings) -> Iterator[RecordingBackend]:
+    backend = RecordingBackend(docker_settings)
+    yield backend
+    backend.close()
+
+
+@pytest.fixture(scope="module")
+def engine(docker_settings: Settings, backend: RecordingBackend) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings, backend=backend) as engine:
+        yield engine
+
+
+def run(engine: SandboxRunner, source: str, n: int = 3) -> list[RowResult]:
+    rows = [{"model_output": str(i)} for i in range(1, n + 1)]
+    return engine.run_check(CodeCheck(textwrap.dedent(source)), rows, LIMITS)
+
+
+def test_forged_host_statuses_are_refused_and_blamed_on_the_check(engine: SandboxRunner) -> None:
+    source = (
+        FIND_PIPES
+        + """
+def evaluate(model_output):
+    if model_output == "2":
+        for fd in pipes():
+            for i in range(3):
+                record = '{"t":"row","i":%d,"status":"sandbox_error",' % i
+                record += '"error":"forged","ms":0}\\n'
+                try:
+                    os.write(fd, record.encode())
+                except OSError:
+                    pass
+    return int(model_output)
+"""
+    )
+    results = run(engine, source)
+    statuses = [r.status for r in results]
+    assert Status.SANDBOX_ERROR not in statuses
+    assert statuses[0] is Status.OK and results[0].score == 1
+    assert statuses[1] is Status.CRASHED
+    assert "corrupted" in (results[1].error or "")
+    assert statuses[2] is Status.OK and results[2].score == 3
+
+
+def test_an_ok_record_carrying_an_error_is_refused(engine: SandboxRunner) -> None:
+    source = (
+        FIND_PIPES
+        + """
+def evaluate(model_output):
+    for fd in pipes():
+        record = '{"t":"row","i":0,"status":"ok","score":1,"error":"both","ms":0}\\n'
+        try:
+            os.write(fd, record.encode())
+        except OSError:
+            pass
+    return 1
+"""
+    )
+    results = run(engine, source, n=1)
+    assert results[0].status is Status.CRASHED
+
+
+def test_a_partial_write_to_the_record_pipe_is_the_checks_fault(engine: SandboxRunner) -> None:
+    source = (
+        FIND_PIPES
+        + """
+def evaluate(model_output):
+    if model_output == "1":
+        for fd in pipes():
+            try:
+                os.write(fd, b'{"t":"row","i":')
+            except OSError:
+                pass
+    return 1
+"""
+    )
+    results = run(engine, source, n=2)
+    assert results[0].status is Status.CRASHED
+    assert results[1].status is Status.OK  # the next row runs in a fresh child
+
+
+@pytest.mark.parametrize("where", ["import", "evaluate"])
+def test_replacing_json_dumps_does_not_break_the_records(engine: SandboxRunner, where: str) -> None:
+    patch = "json.dumps = lambda *a, **k: 'garbage'\n"
+    source = "import json\n" + (patch if where == "import" else "")
+    source += "def evaluate(model_output):\n"
+    source += ("    " + patch if where == "evaluate" else "") + "    return int(model_output)\n"
+    results = run(engine, source)
+    assert [(r.status, r.score) for r in results] == [
+        (Status.OK, 1),
+        (Status.OK, 2),
+        (Status.OK, 3),
+    ]
+
+
+def test_a_50_mb_print_is_stopped_at_the_cap(engine: SandboxRunner) -> None:
+    source = """
+    import os, sys
+    def evaluate(model_output):
+        if model_output == "1":
+            sys.stdout.write("x" * 50_000_000)
+        elif model_output == "2":
+            os.write(1, b"y" * 50_000_000)
+        return 1
+    """
+    started = time.monotonic()
+    results = run(engine, source)
+    assert results[0].status is Status.OUTPUT_LIMIT
+    assert results[1].status is Status.OUTPUT_LIMIT
+    # Generous bound for a loaded machine: reading all 100 MB first took 12.8 s before.
+    assert time.monotonic() - started < 10
+
+
+def test_an_abandoned_container_exits_on_its_own(docker_settings: Settings) -> None:
+    # The host process "dies": nothing closes its workers. The harness's idle limit ends them.
+    # A warm check worker (reuse="check") is the container that waits for more jobs.
+    settings = docker_settings.model_copy(
+        update={"reuse": "check", "pool_idle_seconds": 1.0, "worker_idle_seconds": 1.0}
+    )
+    backend = RecordingBackend(settings)
+    engine = SandboxRunner(settings, backend=backend)
+    engine.run_check(
+        CodeCheck("def evaluate(model_output):\n    return 1\n"), [{"model_output": "x"}]
+    )
+    container = backend.container_ids[-1]
+    backend.workers.idle_seconds = 3600  # the host forgets the worker, as a killed host would
+    deadline = time.monotonic() + 60
+    state = ""
+    while time.monotonic() < deadline:
+        state = subprocess.run(
+            ["docker", "inspect", "-f", "{{.State.Status}}", container],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if state in ("exited", "dead"):
+            break
+        time.sleep(1)
+    engine.close()
+    assert state in ("exited", "dead"), state

@@ -1,0 +1,73 @@
+"""``scorebox worker``: a Celery worker scoring chunks on this host's sandbox (distributed mode)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+
+import click
+
+from engine.errors import ConfigurationError
+from engine.settings import Settings
+
+
+@click.command()
+@click.option(
+    "--concurrency",
+    "-c",
+    type=int,
+    default=None,
+    help="Chunks scored at once (default: SCOREBOX_MAX_PARALLEL_JOBS, the host's cores).",
+)
+@click.option(
+    "--queues",
+    "-Q",
+    default=None,
+    help="Comma-separated queues to consume (default: scorebox.score,scorebox.chunks).",
+)
+@click.option("--name", "-n", default=None, help="Worker node name (default: scorebox@HOST-PID).")
+@click.option("--log-level", default="info", show_default=True)
+def worker(concurrency: int | None, queues: str | None, name: str | None, log_level: str) -> None:
+    """Score runs and /v1/score requests from the broker on this host's Docker engine.
+
+    Needs SCOREBOX_BROKER_URL and SCOREBOX_DATABASE_URL (PostgreSQL), nothing else from the
+    API nodes. It keeps its own warm sandbox pool.
+    """
+    from engine.distributed.celery_app import QUEUES, create_celery, register_tasks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.distributed.preflight import check_distributed  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.distributed.worker import WorkerRuntime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.sandbox.docker_backend import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    settings = Settings()
+    if not settings.broker_url:
+        raise click.ClickException(
+            "scorebox worker needs a broker: set SCOREBOX_BROKER_URL=redis://HOST:6379/0 "
+            "(and SCOREBOX_DATABASE_URL to the PostgreSQL the API nodes use)"
+        )
+    try:
+        check_distributed(settings)
+        check_runtime(settings)
+    except ConfigurationError as exc:
+        raise click.ClickException(str(exc)) from exc
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    threads = concurrency or settings.max_parallel_jobs
+    app = create_celery(settings)
+    runtime = WorkerRuntime(settings, app)
+    register_tasks(app, runtime.run_chunk, runtime.run_score, runtime.pools)
+    runtime.warm()
+    node = name or f"scorebox@{socket.gethostname()}-{os.getpid()}"
+    argv = [
+        "worker",
+        "--pool=threads",
+        f"--concurrency={threads}",
+        f"--queues={queues or ','.join(QUEUES)}",
+        f"--hostname={node}",
+        f"--loglevel={log_level.upper()}",
+        "--without-gossip",
+        "--without-mingle",
+    ]
+    try:
+        app.worker_main(argv)
+    finally:
+        runtime.close()

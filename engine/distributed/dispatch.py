@@ -1,0 +1,104 @@
+"""Feeding the broker from the chunk ledger: one fair pass at a time, from any node."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from engine.distributed.ledger import ChunkLedger
+from engine.errors import ScoreboxError
+from engine.runs.quotas import effective_quotas
+from engine.settings import Settings
+from engine.storage import Store
+
+log = logging.getLogger("scorebox.distributed")
+
+
+class QuotaCache:
+    """Tenants' ``concurrent_jobs`` from PostgreSQL, cached for a few seconds."""
+
+    def __init__(self, settings: Settings, store: Store, ttl_seconds: float = 5.0) -> None:
+        self.settings = settings
+        self.store = store
+        self.ttl = ttl_seconds
+        self._cache: dict[str, tuple[float, int]] = {}
+
+    def concurrent_jobs(self, tenant_id: str) -> int:
+        hit = self._cache.get(tenant_id)
+        if hit is not None and time.monotonic() - hit[0] < self.ttl:
+            return hit[1]
+        try:
+            value = effective_quotas(
+                self.settings, self.store.get_tenant(tenant_id).quotas
+            ).concurrent_jobs
+        except ScoreboxError:
+            value = self.settings.quota_concurrent_jobs
+        self._cache[tenant_id] = (time.monotonic(), value)
+        return value
+
+
+class Dispatcher:
+    """Runs dispatch passes and sends their messages; ``loop`` re-queues on a timer."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: ChunkLedger,
+        quotas: QuotaCache,
+        send: Callable[[dict[str, Any]], None],
+        on_poison: Callable[[str, str], None] | None = None,
+        before_pass: Callable[[], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.quotas = quotas
+        self._send = send
+        self._on_poison = on_poison
+        self._before_pass = before_pass
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def pass_once(self) -> int:
+        """One pass; returns how many chunks were sent (0 when another pass held the lock)."""
+        messages = self.ledger.dispatch(
+            self.quotas.concurrent_jobs, self.settings.queue_lease_seconds, self._on_poison
+        )
+        sent = 0
+        for message in messages or []:
+            try:
+                self._send(message)
+                sent += 1
+            except Exception as exc:  # the lease sends it again once the broker is back
+                log.warning("could not send chunk %s: %s", message["key"], exc)
+        return sent
+
+    def nudge(self) -> None:
+        """Ask the loop for a pass now (new run, finished chunk)."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="scorebox-dispatch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.settings.dispatch_interval_seconds)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                if self._before_pass is not None:
+                    self._before_pass()
+                self.pass_once()
+            except Exception:  # the database may be restarting: try again next tick
+                log.exception("dispatch pass failed")

@@ -1,0 +1,391 @@
+"""The chunk ledger in PostgreSQL: what the broker should hold, and who runs what.
+
+Every chunk of a run is a row of ``run_chunks`` written when the run is
+accepted (or by the re-queuer, for a run whose API node died before), so a run
+is durable from the 202 on. States::
+
+    pending --dispatch--> queued --claim--> running --finish--> done
+       ^                    |                  |
+       +---- lease expired -+------------------+        (cancel/fail: dropped)
+
+:meth:`ChunkLedger.dispatch` moves pending chunks to ``queued`` fairly (each
+tenant at most ``concurrent_jobs`` chunks queued or running, round-robin
+across tenants, then across a tenant's runs) and returns the broker messages
+to send. It runs under a transaction-level advisory lock, so any number of
+API nodes and workers may call it: one pass at a time does the work. Each
+dispatch bumps ``epoch``; a worker claims a chunk only with the epoch of the
+message it holds, so a stale or duplicated message is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, TypeVar, cast
+
+from sqlalchemy import Connection, Engine, Table, and_, exists, func, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import SQLAlchemyError
+
+from engine.errors import StorageError
+from engine.models import Limits
+from engine.storage import Run, RunCheck, RunStatus, utcnow
+from engine.storage.tables import RunChunkRow, RunRow
+
+log = logging.getLogger("scorebox.distributed")
+
+CHUNKS = cast(Table, RunChunkRow.__table__)
+RUNS = cast(Table, RunRow.__table__)
+
+PENDING, QUEUED, RUNNING, DONE, DROPPED = "pending", "queued", "running", "done", "dropped"
+INFLIGHT = (QUEUED, RUNNING)
+
+#: Key of the PostgreSQL advisory lock that serialises dispatch passes ("scorebox").
+DISPATCH_LOCK = 0x73636F7265626F78 & 0x7FFFFFFFFFFFFFFF
+
+#: A chunk claimed this many times without finishing fails its run (a poison chunk).
+MAX_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class ChunkKey:
+    run_id: str
+    check_index: int
+    chunk_no: int
+
+    def as_tuple(self) -> tuple[str, int, int]:
+        return (self.run_id, self.check_index, self.chunk_no)
+
+
+def _where(key: ChunkKey) -> Any:
+    return and_(
+        CHUNKS.c.run_id == key.run_id,
+        CHUNKS.c.check_index == key.check_index,
+        CHUNKS.c.chunk_no == key.chunk_no,
+    )
+
+
+def plan_chunks(run: Run, limits: Sequence[Limits], chunk_rows: int) -> list[dict[str, Any]]:
+    """The chunk rows of a run: row ranges of ``chunk_rows`` per check (pure)."""
+    out: list[dict[str, Any]] = []
+    for check_index, check_limits in enumerate(limits):
+        for chunk_no, start in enumerate(range(0, run.row_count, chunk_rows)):
+            out.append(
+                {
+                    "run_id": run.id,
+                    "check_index": check_index,
+                    "chunk_no": chunk_no,
+                    "tenant_id": run.tenant_id,
+                    "row_start": start,
+                    "row_stop": min(start + chunk_rows, run.row_count),
+                    "limits": check_limits.model_dump(mode="json"),
+                    "state": PENDING,
+                    "epoch": 0,
+                    "attempts": 0,
+                }
+            )
+    return out
+
+
+T = TypeVar("T")
+
+
+def fair_order(candidates: dict[str, list[T]], inflight: dict[str, int]) -> list[T]:
+    """Round-robin across tenants (fewest in flight first), one chunk per tenant per round."""
+    tenants = sorted(candidates, key=lambda t: (inflight.get(t, 0), t))
+    out: list[T] = []
+    position = 0
+    while True:
+        took = False
+        for tenant in tenants:
+            if position < len(candidates[tenant]):
+                out.append(candidates[tenant][position])
+                took = True
+        if not took:
+            return out
+        position += 1
+
+
+class ChunkLedger:
+    """``run_chunks`` operations (PostgreSQL)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        """A transaction; database failures become :class:`StorageError`."""
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as exc:
+            raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+
+    # ---- planning ---------------------------------------------------------------------
+
+    def plan(self, run: Run, limits: Sequence[Limits], chunk_rows: int) -> int:
+        """Insert the run's chunks (insert-or-ignore: safe to repeat); returns how many are new."""
+        rows = plan_chunks(run, limits, chunk_rows)
+        if not rows:
+            return 0
+        new = 0
+        with self._begin() as conn:
+            for start in range(0, len(rows), 1000):
+                stmt = pg_insert(CHUNKS).values(rows[start : start + 1000])
+                returned = conn.execute(
+                    stmt.on_conflict_do_nothing().returning(CHUNKS.c.chunk_no)
+                ).all()
+                new += len(returned)
+        return new
+
+    def unplanned_runs(self, older_than_seconds: float) -> list[tuple[str, str]]:
+        """Active runs with no chunk rows (their API node died between 202 and planning)."""
+        cutoff = utcnow() - timedelta(seconds=older_than_seconds)
+        with self._connect() as conn:
+            rows = conn.execute(
+                select(RUNS.c.tenant_id, RUNS.c.id).where(
+                    RUNS.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
+                    RUNS.c.created_at < cutoff,
+                    ~exists().where(CHUNKS.c.run_id == RUNS.c.id),
+                )
+            )
+            return [(str(t), str(r)) for t, r in rows]
+
+    # ---- dispatch -----------------------------------------------------------------------
+
+    def dispatch(
+        self,
+        concurrency: Callable[[str], int],
+        queue_lease_seconds: float,
+        on_poison: Callable[[str, str], None] | None = None,
+    ) -> list[dict[str, Any]] | None:
+        """One fair dispatch pass; the messages to send, or None when another pass holds the lock.
+
+        Also re-queues chunks whose lease expired (a lost worker, a lost message)
+        and drops chunks of runs that are no longer active.
+        """
+        now = utcnow()
+        with self._begin() as conn:
+            got = conn.scalar(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": DISPATCH_LOCK})
+            if not got:
+                return None
+            inactive = ~exists().where(
+                RUNS.c.id == CHUNKS.c.run_id,
+                RUNS.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
+            )
+            conn.execute(
+                update(CHUNKS)
+                .where(CHUNKS.c.state.in_([PENDING, *INFLIGHT]), inactive)
+                .values(state=DROPPED)
+            )
+            expired = conn.execute(
+                update(CHUNKS)
+                .where(CHUNKS.c.state.in_(INFLIGHT), CHUNKS.c.lease_until < now)
+                .values(state=PENDING, worker=None)
+                .returning(CHUNKS.c.run_id, CHUNKS.c.check_index, CHUNKS.c.state)
+            ).all()
+            if expired:
+                log.info("re-queueing %d chunks whose lease expired", len(expired))
+            poisoned = conn.execute(
+                select(CHUNKS.c.run_id)
+                .where(CHUNKS.c.state == PENDING, CHUNKS.c.attempts >= MAX_ATTEMPTS)
+                .distinct()
+            ).scalars()
+            poisoned_runs = list(poisoned)
+            for run_id in poisoned_runs:
+                conn.execute(
+                    update(CHUNKS)
+                    .where(CHUNKS.c.run_id == run_id, CHUNKS.c.state.in_([PENDING, *INFLIGHT]))
+                    .values(state=DROPPED)
+                )
+            inflight = {
+                tenant: int(n)
+                for tenant, n in conn.execute(
+                    select(CHUNKS.c.tenant_id, func.count())
+                    .where(CHUNKS.c.state.in_(INFLIGHT))
+                    .group_by(CHUNKS.c.tenant_id)
+                )
+            }
+            tenants = list(
+                conn.scalars(select(CHUNKS.c.tenant_id).where(CHUNKS.c.state == PENDING).distinct())
+            )
+            candidates: dict[str, list[dict[str, Any]]] = {}
+            for tenant in tenants:
+                free = max(1, concurrency(tenant)) - inflight.get(tenant, 0)
+                if free <= 0:
+                    continue
+                rows = conn.execute(
+                    select(CHUNKS, RUNS.c.checks)
+                    .join(RUNS, RUNS.c.id == CHUNKS.c.run_id)
+                    .where(CHUNKS.c.tenant_id == tenant, CHUNKS.c.state == PENDING)
+                    # chunk position first: round-robin across the tenant's runs and checks
+                    .order_by(CHUNKS.c.chunk_no, RUNS.c.created_at, CHUNKS.c.check_index)
+                    .limit(free)
+                ).mappings()
+                candidates[tenant] = [dict(r) for r in rows]
+            ordered = fair_order(candidates, inflight)
+            messages: list[dict[str, Any]] = []
+            lease = now + timedelta(seconds=queue_lease_seconds)
+            for row in ordered:
+                key = ChunkKey(row["run_id"], row["check_index"], row["chunk_no"])
+                epoch = int(row["epoch"]) + 1
+                conn.execute(
+                    update(CHUNKS)
+                    .where(_where(key))
+                    .values(
+                        state=QUEUED,
+                        epoch=epoch,
+                        lease_until=lease,
+                        dispatched_at=now,
+                    )
+                )
+                messages.append(
+                    {
+                        "key": list(key.as_tuple()),
+                        "epoch": epoch,
+                        "spec": {
+                            "tenant_id": row["tenant_id"],
+                            "run_id": row["run_id"],
+                            "check_index": row["check_index"],
+                            "check": row["checks"][row["check_index"]],
+                            "rows": [[row["row_start"], row["row_stop"]]],
+                            "limits": row["limits"],
+                        },
+                    }
+                )
+        if on_poison is not None:
+            for run_id in poisoned_runs:
+                on_poison(
+                    run_id,
+                    f"a chunk was started {MAX_ATTEMPTS} times without finishing "
+                    "(its workers keep dying): see the workers' logs",
+                )
+        return messages
+
+    # ---- workers ------------------------------------------------------------------------
+
+    def claim(self, key: ChunkKey, epoch: int, worker: str, lease_seconds: float) -> bool:
+        """Take a queued chunk for this worker; False when the message is stale or a duplicate."""
+        with self._begin() as conn:
+            result = conn.execute(
+                update(CHUNKS)
+                .where(_where(key), CHUNKS.c.state == QUEUED, CHUNKS.c.epoch == epoch)
+                .values(
+                    state=RUNNING,
+                    attempts=CHUNKS.c.attempts + 1,
+                    worker=worker,
+                    lease_until=utcnow() + timedelta(seconds=lease_seconds),
+                )
+            )
+            return bool(result.rowcount)
+
+    def renew(self, held: Iterable[tuple[ChunkKey, int]], lease_seconds: float) -> None:
+        """Extend the leases of the chunks this worker is running."""
+        pairs = [(*k.as_tuple(), e) for k, e in held]
+        if not pairs:
+            return
+        with self._begin() as conn:
+            conn.execute(
+                update(CHUNKS)
+                .where(
+                    tuple_(
+                        CHUNKS.c.run_id, CHUNKS.c.check_index, CHUNKS.c.chunk_no, CHUNKS.c.epoch
+                    ).in_(pairs),
+                    CHUNKS.c.state == RUNNING,
+                )
+                .values(lease_until=utcnow() + timedelta(seconds=lease_seconds))
+            )
+
+    def settle(self, key: ChunkKey, epoch: int, state: str = DONE) -> bool:
+        """Mark a running chunk done (or dropped); False when it was re-queued meanwhile."""
+        with self._begin() as conn:
+            result = conn.execute(
+                update(CHUNKS)
+                .where(_where(key), CHUNKS.c.epoch == epoch, CHUNKS.c.state == RUNNING)
+                .values(state=state, lease_until=None)
+            )
+            return bool(result.rowcount)
+
+    def release(self, key: ChunkKey, epoch: int) -> None:
+        """Hand a running chunk back (the worker is shutting down): pending at once."""
+        with self._begin() as conn:
+            conn.execute(
+                update(CHUNKS)
+                .where(_where(key), CHUNKS.c.epoch == epoch, CHUNKS.c.state == RUNNING)
+                .values(state=PENDING, worker=None, lease_until=None)
+            )
+
+    def unfinished(self, run_id: str) -> int:
+        """Chunks of the run not yet done (dropped ones count: the run stopped)."""
+        with self._connect() as conn:
+            value = conn.scalar(
+                select(func.count()).where(CHUNKS.c.run_id == run_id, CHUNKS.c.state != DONE)
+            )
+            return int(value or 0)
+
+    def requeue_rows(self, run_id: str, check_index: int, rows: Sequence[int]) -> int:
+        """Make the done chunks that hold ``rows`` pending again; returns how many."""
+        if not rows:
+            return 0
+        with self._begin() as conn:
+            chunks = conn.execute(
+                select(CHUNKS.c.chunk_no, CHUNKS.c.row_start, CHUNKS.c.row_stop).where(
+                    CHUNKS.c.run_id == run_id,
+                    CHUNKS.c.check_index == check_index,
+                    CHUNKS.c.state == DONE,
+                )
+            ).all()
+            wanted = [n for n, lo, hi in chunks if any(lo <= r < hi for r in rows)]
+            if not wanted:
+                return 0
+            conn.execute(
+                update(CHUNKS)
+                .where(
+                    CHUNKS.c.run_id == run_id,
+                    CHUNKS.c.check_index == check_index,
+                    CHUNKS.c.chunk_no.in_(wanted),
+                )
+                .values(state=PENDING)
+            )
+            return len(wanted)
+
+    def drop_run(self, run_id: str) -> int:
+        """Drop a run's chunks that have not started (cancel, failure)."""
+        with self._begin() as conn:
+            result = conn.execute(
+                update(CHUNKS)
+                .where(CHUNKS.c.run_id == run_id, CHUNKS.c.state.in_([PENDING, QUEUED]))
+                .values(state=DROPPED)
+            )
+            return int(result.rowcount or 0)
+
+    def run_active(self, run_id: str) -> bool:
+        with self._connect() as conn:
+            status = conn.scalar(select(RUNS.c.status).where(RUNS.c.id == run_id))
+            return status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+    def counts(self, states: Sequence[str] | None = None) -> dict[str, int]:
+        """Chunks per state, of ``states`` only when given (an index scan, for metrics)."""
+        query = select(CHUNKS.c.state, func.count())
+        if states is not None:
+            query = query.where(CHUNKS.c.state.in_(list(states)))
+        with self._connect() as conn:
+            return {str(state): int(n) for state, n in conn.execute(query.group_by(CHUNKS.c.state))}
+
+    def chunk_check(self, run_id: str, check_index: int) -> RunCheck | None:
+        with self._connect() as conn:
+            checks = conn.scalar(select(RUNS.c.checks).where(RUNS.c.id == run_id))
+        if not checks or check_index >= len(checks):
+            return None
+        return RunCheck.from_json(checks[check_index])

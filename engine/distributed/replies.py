@@ -1,0 +1,106 @@
+"""The reply channel of ``/v1/score`` in distributed mode: one short-lived Redis list per request.
+
+The worker pushes a ``started`` record when it takes the request, then the
+results; the API node waits with ``BLPOP`` (no polling, no result backend).
+:meth:`Replies.take_slot` caps each tenant's ``/v1/score`` requests in flight
+across every API node (a sorted set per tenant whose members expire, so a
+dead API node's slots come back on their own).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+
+from engine.distributed.preflight import masked_url
+from engine.errors import SandboxError
+
+#: Replies nobody read are gone after this long.
+REPLY_TTL_SECONDS = 300
+
+
+#: Atomically: forget expired slots, then take one if fewer than ARGV[4] are held.
+_TAKE_SLOT = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+  redis.call('EXPIRE', KEYS[1], 86400)
+  return 1
+end
+return 0
+"""
+
+
+def new_reply_key() -> str:
+    return f"scorebox:reply:{secrets.token_hex(12)}"
+
+
+@contextmanager
+def _broker(url: str) -> Iterator[None]:
+    """Translate redis-py's errors once: the broker is down is a 503 naming the broker."""
+    try:
+        yield
+    except (redis.RedisError, OSError) as exc:
+        raise SandboxError(
+            f"the broker at {masked_url(url)} is not reachable ({exc.__class__.__name__}: {exc}):"
+            " retry; operators: check Redis and SCOREBOX_BROKER_URL (`scorebox doctor`)"
+        ) from exc
+
+
+class Replies:
+    """Push and wait for reply records on the broker's Redis (thread-safe: a connection pool)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._redis = redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+
+    def push(self, key: str, record: dict[str, Any]) -> None:
+        with _broker(self.url), self._redis.pipeline() as pipe:
+            pipe.rpush(key, json.dumps(record))
+            pipe.expire(key, REPLY_TTL_SECONDS)
+            pipe.execute()
+
+    def wait(self, key: str, timeout_seconds: float) -> dict[str, Any] | None:
+        """The next record for ``key``, or None after ``timeout_seconds``."""
+        with _broker(self.url):
+            found = self._redis.blpop([key], timeout=max(0.01, timeout_seconds))
+        if found is None:
+            return None
+        value = json.loads(found[1])
+        return value if isinstance(value, dict) else None
+
+    def take_slot(
+        self, tenant_id: str, member: str, limit: int, hold_seconds: float, wait_seconds: float
+    ) -> bool:
+        """Take one of the tenant's ``limit`` slots for ``member``, waiting up to ``wait_seconds``.
+
+        A slot is held until :meth:`free_slot` or for ``hold_seconds`` at most.
+        """
+        key = f"scorebox:score-slots:{tenant_id}"
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            now = time.time()
+            with _broker(self.url):
+                taken = self._redis.eval(_TAKE_SLOT, 1, key, now, now + hold_seconds, member, limit)
+            if taken:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+    def free_slot(self, tenant_id: str, member: str) -> None:
+        with _broker(self.url):
+            self._redis.zrem(f"scorebox:score-slots:{tenant_id}", member)
+
+    def ping(self) -> None:
+        with _broker(self.url):
+            self._redis.ping()
+
+    def close(self) -> None:
+        self._redis.close()

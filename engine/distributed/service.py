@@ -1,0 +1,214 @@
+"""The API node's run service in distributed mode: it stores and queues, workers score.
+
+Submitting a run stores it and its chunk ledger in PostgreSQL (durable from
+the 202 on), then feeds the broker fairly. Every API node runs the same
+dispatch loop: it plans runs whose node died before planning them, re-queues
+chunks whose lease expired and tops each tenant up to ``concurrent_jobs``
+chunks in flight. ``/v1/score`` goes to the high-priority queue and waits for
+the worker's reply on Redis.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine import errors
+from engine.auth import Principal
+from engine.builtins import Builtins
+from engine.catalog import ResolvedCheck
+from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, SCORE_QUEUE, SCORE_TASK, send
+from engine.distributed.dispatch import Dispatcher, QuotaCache
+from engine.distributed.ledger import ChunkLedger
+from engine.distributed.replies import Replies, new_reply_key
+from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
+from engine.models import Row, RowResult
+from engine.runs.executors import Executors
+from engine.runs.metrics import Metrics
+from engine.runs.service import Ref, RunService, ScoreOutcome
+from engine.settings import Settings
+from engine.storage import Run, RunStatus, SqlStore
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+log = logging.getLogger("scorebox.distributed")
+
+#: A run with no chunk rows this long after its creation lost its API node: plan it.
+ORPHAN_AFTER_SECONDS = 5.0
+
+
+def _error(record: Mapping[str, Any]) -> ScoreboxError:
+    kind = getattr(errors, str(record.get("type")), None)
+    message = str(record.get("error") or "the worker failed")
+    if isinstance(kind, type) and issubclass(kind, ScoreboxError):
+        try:
+            return kind(message)
+        except TypeError:
+            pass
+    return SandboxError(message)
+
+
+class DistributedRunService(RunService):
+    """:class:`RunService` whose work runs on ``scorebox worker`` hosts through Celery."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: SqlStore,
+        executors: Executors,
+        metrics: Metrics,
+        builtins: Builtins,
+        celery: Celery,
+    ) -> None:
+        super().__init__(settings, store, executors, metrics, builtins)
+        self.celery = celery
+        self.ledger = ChunkLedger(store.engine)
+        self.replies = Replies(settings.broker_url or "")
+        self.dispatcher = Dispatcher(
+            settings,
+            self.ledger,
+            QuotaCache(settings, store),
+            lambda m: send(celery, CHUNK_TASK, CHUNK_QUEUE, m),
+            on_poison=self._poisoned,
+            before_pass=self._plan_orphans,
+        )
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the dispatch loop (no sandbox workers here)."""
+        self.dispatcher.start()
+        self.dispatcher.nudge()
+
+    def stop(self) -> None:
+        self.dispatcher.stop()
+        self.replies.close()
+
+    def queue_depth(self) -> int:
+        """Chunks of every node waiting for a worker: pending or in the broker."""
+        counts = self._chunk_counts()
+        return counts.get("pending", 0) + counts.get("queued", 0)
+
+    def jobs_in_flight(self) -> int:
+        """Chunks being scored on any worker."""
+        return self._chunk_counts().get("running", 0)
+
+    def _chunk_counts(self) -> dict[str, int]:
+        try:
+            return self.ledger.counts(("pending", "queued", "running"))
+        except ScoreboxError:  # a scrape must not fail because the database hiccuped
+            return {}
+
+    # ---- runs ---------------------------------------------------------------------------
+
+    def _enqueue(
+        self, run: Run, resume: bool = False, resolved: list[ResolvedCheck] | None = None
+    ) -> None:
+        resolved = resolved or self._reresolve(run)
+        limits = [self._limits_for(c, run.limits) for c in resolved]
+        self.ledger.plan(run, limits, self.settings.run_chunk_rows)
+        self.dispatcher.nudge()
+
+    def _plan_orphans(self) -> None:
+        for tenant_id, run_id in self.ledger.unplanned_runs(ORPHAN_AFTER_SECONDS):
+            run = self.store.get_run(tenant_id, run_id)
+            try:
+                self._enqueue(run)
+                log.info("planned run %s (its API node stopped before queueing it)", run_id)
+            except ScoreboxError as exc:
+                self._finish(run_id, RunStatus.FAILED, f"cannot queue: {exc}")
+
+    def _poisoned(self, run_id: str, error: str) -> None:
+        self._finish(run_id, RunStatus.FAILED, error)
+
+    def cancel(self, principal: Principal, run_id: str) -> Run:
+        """Cancel: queued chunks are dropped, running ones stop at their next write."""
+        run = self.store.get_run(principal.tenant_id, run_id)
+        if not run.status.active:
+            return run
+        self._finish(run.id, RunStatus.CANCELLED)
+        self.ledger.drop_run(run.id)
+        self.dispatcher.nudge()
+        return self.store.get_run(principal.tenant_id, run_id)
+
+    # ---- /v1/score ----------------------------------------------------------------------
+
+    def score(
+        self,
+        principal: Principal,
+        refs: Sequence[Ref],
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Mapping[str, Any] | None = None,
+    ) -> ScoreOutcome:
+        """Score a small batch on a worker through the high-priority queue.
+
+        Each tenant has at most ``concurrent_jobs`` requests in flight across all
+        API nodes; past that a request waits up to ``score_wait_seconds``, then 429.
+        """
+        started_at = time.monotonic()
+        resolved, row_list = self._score_request(principal, refs, rows, limits)
+        reply = new_reply_key()
+        wait = self.settings.score_wait_seconds
+        timeout = self._score_timeout(len(row_list), len(resolved))
+        quota = self.quotas(principal.tenant_id).concurrent_jobs
+        if not self.replies.take_slot(principal.tenant_id, reply, quota, wait + timeout, wait):
+            raise QuotaExceededError(
+                f"this tenant already has {quota} /v1/score requests in flight (quota: "
+                f"{quota} concurrent jobs) and none finished within {wait:g}s: retry later",
+                retry_after_seconds=max(1, int(wait)),
+            )
+        try:
+            return self._score_remote(principal, resolved, row_list, limits, reply, started_at)
+        finally:
+            self.replies.free_slot(principal.tenant_id, reply)
+
+    def _score_remote(
+        self,
+        principal: Principal,
+        resolved: list[ResolvedCheck],
+        row_list: list[Row],
+        limits: Mapping[str, Any] | None,
+        reply: str,
+        started_at: float,
+    ) -> ScoreOutcome:
+        wait = max(0.1, self.settings.score_wait_seconds - (time.monotonic() - started_at))
+        message = {
+            "tenant_id": principal.tenant_id,
+            "checks": [c.to_run_check().to_json() for c in resolved],
+            "limits": [self._limits_for(c, limits).model_dump(mode="json") for c in resolved],
+            "rows": [r.model_dump(mode="json") for r in row_list],
+            "chunk_rows": min(self.settings.run_chunk_rows, self.settings.job_max_rows),
+            "reply": reply,
+        }
+        try:
+            send(self.celery, SCORE_TASK, SCORE_QUEUE, message, expires=wait)
+        except Exception as exc:  # kombu's connection errors: the broker is down
+            raise SandboxError(
+                f"the broker did not take this request ({exc.__class__.__name__}: {exc}): retry;"
+                " operators: check Redis and SCOREBOX_BROKER_URL (`scorebox doctor`)"
+            ) from exc
+        if self.replies.wait(reply, wait) is None:
+            raise QuotaExceededError(
+                f"no worker took this request within {wait:g}s: retry later (operators: "
+                "`scorebox doctor` lists the workers the broker sees)",
+                retry_after_seconds=max(1, int(wait)),
+            )
+        record = self.replies.wait(reply, self._score_timeout(len(row_list), len(resolved)))
+        if record is None:
+            raise SandboxError("the worker scoring this request stopped answering: retry")
+        if "error" in record:
+            raise _error(record)
+        results = [
+            [None if r is None else RowResult.model_validate(r) for r in per_check]
+            for per_check in record["results"]
+        ]
+        return self._score_outcome(resolved, row_list, results, started_at)
+
+    def _score_timeout(self, rows: int, checks: int) -> float:
+        """A generous bound for one request's work (the sandbox enforces the real limits)."""
+        per_job = self.settings.limits.job_wall_seconds(self.settings.job_max_rows)
+        jobs = max(1, -(-rows // self.settings.job_max_rows)) * checks
+        return 60.0 + jobs * per_job

@@ -1,0 +1,279 @@
+"""``scorebox worker``'s runtime: claims chunks, scores them on this host's sandbox, stores results.
+
+One :class:`WorkerRuntime` per worker process holds the sandbox runner (with
+its own warm pool), the executors and a heartbeat that renews the leases of
+the chunks in hand. Chunks and ``/v1/score`` requests run through the same
+functions as the embedded scheduler (:mod:`engine.runs.work`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from engine.api.app import _llm_client
+from engine.builtins import build_builtins
+from engine.catalog import ResolvedCheck
+from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, send
+from engine.distributed.dispatch import Dispatcher, QuotaCache
+from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
+from engine.distributed.replies import Replies
+from engine.errors import ScoreboxError
+from engine.models import Limits, Row, RowResult
+from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
+from engine.runs.metrics import Metrics
+from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
+from engine.settings import Settings
+from engine.storage import RunCheck, RunStatus, SqlStore, create_db_engine
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from engine.runner import SandboxRunner
+
+log = logging.getLogger("scorebox.worker")
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class WorkerRuntime:
+    """Everything one worker process needs; thread-safe (Celery's threads pool calls it)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        celery: Celery,
+        *,
+        engine_factory: Callable[[Settings], SandboxRunner] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.name = worker_name()
+        self.db = create_db_engine(settings.effective_database_url)
+        self.store = SqlStore(self.db)
+        self.ledger = ChunkLedger(self.db)
+        self.replies = Replies(settings.broker_url or "")
+        self.metrics = Metrics()
+        self.engines = EngineHolder(settings, engine_factory)
+        llm = _llm_client(settings, self.db)
+        self.builtins = build_builtins(llm)
+        self.executors = Executors(
+            CodeExecutor(self.engines), model=ModelExecutor(llm, settings.llm_concurrency)
+        )
+        self.dispatcher = Dispatcher(
+            settings,
+            self.ledger,
+            QuotaCache(settings, self.store),
+            lambda m: send(celery, CHUNK_TASK, CHUNK_QUEUE, m),
+            on_poison=self.fail_run,
+        )
+        self._checks: dict[tuple[str, str], ResolvedCheck] = {}
+        self._held: dict[ChunkKey, int] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scorebox-score")
+        self._heartbeat = threading.Thread(target=self._beat, name="scorebox-lease", daemon=True)
+        self._heartbeat.start()
+
+    def warm(self) -> None:
+        """Start the sandbox runner and its warm pool now (first chunks start fast)."""
+        try:
+            self.engines.get()
+        except ScoreboxError as exc:
+            log.warning("sandbox not available yet: %s", exc)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._heartbeat.join(timeout=10)
+        self._pool.shutdown(wait=True)
+        self.engines.close()
+        self.replies.close()
+        self.db.dispose()
+
+    # ---- leases -------------------------------------------------------------------------
+
+    def _beat(self) -> None:
+        interval = max(0.2, self.settings.chunk_lease_seconds / 3)
+        while not self._stop.wait(interval):
+            with self._lock:
+                held = list(self._held.items())
+            try:
+                self.ledger.renew(held, self.settings.chunk_lease_seconds)
+            except Exception:  # the database may be restarting; the next beat retries
+                log.exception("could not renew chunk leases")
+
+    def pools(self) -> dict[str, Any]:
+        with self._lock:
+            held = len(self._held)
+        return {
+            "name": self.name,
+            "warm_pools": dict(self.engines.pool_sizes()),
+            "chunks_in_hand": held,
+        }
+
+    # ---- checks -------------------------------------------------------------------------
+
+    def resolve(self, tenant_id: str, rc: RunCheck) -> ResolvedCheck:
+        """A run's check; stored versions are immutable, so they are cached by id."""
+        if rc.id is None:
+            return resolve_run_check(self.store, tenant_id, rc, self.builtins)
+        key = (tenant_id, rc.id)
+        with self._lock:
+            found = self._checks.get(key)
+        if found is None:
+            found = resolve_run_check(self.store, tenant_id, rc, self.builtins)
+            with self._lock:
+                if len(self._checks) > 1000:
+                    self._checks.clear()
+                self._checks[key] = found
+        return found
+
+    # ---- runs ---------------------------------------------------------------------------
+
+    def fail_run(self, run_id: str, error: str) -> None:
+        self.store.set_run_status(run_id, RunStatus.FAILED, error)
+        self.ledger.drop_run(run_id)
+        self.metrics.runs.labels(RunStatus.FAILED.value).inc()
+
+    def _stopper(self, run_id: str) -> Callable[[], bool]:
+        """Whether the run stopped (cancelled, failed); asks the database at most twice a second."""
+        last = [0.0, False]
+
+        def should_stop() -> bool:
+            now = time.monotonic()
+            if now - float(last[0]) >= 0.5:
+                last[0], last[1] = now, not self.ledger.run_active(run_id)
+            return bool(last[1])
+
+        return should_stop
+
+    def run_chunk(self, message: dict[str, Any]) -> str:
+        """The ``scorebox.chunk`` task: claim, score the rows still missing, settle, refill."""
+        key = ChunkKey(*message["key"])
+        epoch = int(message["epoch"])
+        if not self.ledger.claim(key, epoch, self.name, self.settings.chunk_lease_seconds):
+            return "stale"
+        with self._lock:
+            self._held[key] = epoch
+        state = DONE
+        spec = ChunkSpec.from_json(message["spec"])
+        try:
+            self.store.set_run_status(spec.run_id, RunStatus.RUNNING)
+            check = self.resolve(spec.tenant_id, spec.check)
+            outcome = execute_chunk(
+                self.store, self.executors, self.metrics, spec, check, self._stopper(spec.run_id)
+            )
+            if outcome.usage:
+                self.store.add_run_usage(spec.run_id, outcome.usage)
+            log.info(
+                "chunk %s:%d:%d epoch %d: %d rows scored, %d already had results",
+                *key.as_tuple(),
+                epoch,
+                outcome.scored,
+                len(spec.rows) - outcome.scored,
+            )
+        except ChunkStopped:
+            state = DROPPED
+        except ScoreboxError as exc:
+            state = DROPPED
+            self.fail_run(spec.run_id, str(exc))
+        except Exception as exc:
+            log.exception("run %s: chunk failed", spec.run_id)
+            state = DROPPED
+            self.fail_run(spec.run_id, f"internal error: {exc.__class__.__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._held.pop(key, None)
+        settled = self.ledger.settle(key, epoch, state)
+        if settled and state == DONE:
+            self._complete(spec.tenant_id, spec.run_id)
+        try:
+            self.dispatcher.pass_once()  # refill this tenant's slot now, not at the next tick
+        except ScoreboxError as exc:  # the API nodes' loops dispatch anyway
+            log.warning("dispatch after chunk failed: %s", exc)
+        return state
+
+    def _complete(self, tenant_id: str, run_id: str) -> None:
+        """Finish the run when its last chunk is done: succeeded, or its missing rows re-queued."""
+        if self.ledger.unfinished(run_id):
+            return
+        run = self.store.get_run(tenant_id, run_id)
+        if not run.status.active:
+            return
+        requeued = 0
+        for check_index in range(len(run.checks)):
+            missing = self.store.missing_rows(run_id, check_index)
+            requeued += self.ledger.requeue_rows(run_id, check_index, missing)
+        if requeued:
+            log.warning("run %s: %d chunks re-queued for rows without a result", run_id, requeued)
+            return
+        if self.ledger.unfinished(run_id) == 0:
+            self.store.set_run_status(run_id, RunStatus.SUCCEEDED)
+            self.metrics.runs.labels(RunStatus.SUCCEEDED.value).inc()
+
+    # ---- /v1/score ----------------------------------------------------------------------
+
+    def run_score(self, message: dict[str, Any]) -> str:
+        """The ``scorebox.score`` task: score inline rows with each check, reply on Redis."""
+        reply = str(message["reply"])
+        self.replies.push(reply, {"started": self.name})
+        try:
+            tenant_id = str(message["tenant_id"])
+            rows = [Row.model_validate(r) for r in message["rows"]]
+            size = max(1, int(message.get("chunk_rows") or len(rows)))
+            labels = {"scorebox.tenant": tenant_id}
+            results: list[list[dict[str, Any] | None]] = [
+                [None] * len(rows) for _ in message["checks"]
+            ]
+            units: list[tuple[int, ResolvedCheck, Limits, list[int]]] = []
+            for ci, (rc, limits) in enumerate(
+                zip(message["checks"], message["limits"], strict=True)
+            ):
+                check = self.resolve(tenant_id, RunCheck.from_json(rc))
+                chunk_limits = Limits.model_validate(limits)
+                for start in range(0, len(rows), size):
+                    units.append(
+                        (ci, check, chunk_limits, list(range(start, min(start + size, len(rows)))))
+                    )
+
+            def run_unit(ci: int, check: ResolvedCheck, limits: Limits, chunk: list[int]) -> None:
+                def deliver(index: int, result: RowResult) -> None:
+                    results[ci][chunk[index]] = result.model_dump(mode="json")
+
+                score_batch(
+                    self.executors,
+                    self.metrics,
+                    check,
+                    [rows[i] for i in chunk],
+                    limits,
+                    labels,
+                    deliver,
+                )
+
+            if len(units) == 1:
+                run_unit(*units[0])
+            else:
+                for future in [self._pool.submit(run_unit, *unit) for unit in units]:
+                    future.result()
+            self.replies.push(reply, {"results": results})
+            return "ok"
+        except ScoreboxError as exc:
+            self.replies.push(reply, {"error": str(exc), "type": exc.__class__.__name__})
+            return "error"
+        except Exception as exc:
+            log.exception("/v1/score request failed")
+            self.replies.push(
+                reply,
+                {
+                    "error": f"internal error: {exc.__class__.__name__}: {exc}",
+                    "type": "SandboxError",
+                },
+            )
+            return "error"

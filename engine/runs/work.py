@@ -1,0 +1,237 @@
+"""The unit of work below the queue, as plain data, and the one code path that executes it.
+
+A :class:`ChunkSpec` (tenant, run, check version, row indices, limits profile)
+is what the embedded :class:`~engine.runs.scheduler.FairScheduler` hands its
+worker threads and what a Celery task carries through the broker
+(:meth:`ChunkSpec.to_json`). Both execute it with :func:`execute_chunk`, which
+scores only the rows of the chunk that have no stored result yet and writes
+results with insert-or-ignore on (run, check, row). ``/v1/score`` batches go
+through :func:`score_batch` in both modes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.builtins import Builtins
+from engine.catalog import ResolvedCheck
+from engine.errors import NotFoundError
+from engine.judging.usage import UsageMeter, metering
+from engine.models import Limits, Row, RowResult
+from engine.runs.executors import Executors
+from engine.runs.metrics import Metrics
+from engine.storage import RunCheck, Store
+from engine.storage.llm_cache import cache_scope
+
+#: Results buffered before a write; a kill loses at most these (they are re-scored).
+FLUSH_ROWS = 100
+FLUSH_SECONDS = 1.0
+
+ResultCallback = Callable[[int, RowResult], None]
+
+
+class ChunkStopped(Exception):
+    """Raised from a result callback when the chunk's run was cancelled or failed meanwhile."""
+
+
+def to_ranges(indices: Sequence[int]) -> list[list[int]]:
+    """Sorted row indices as ``[start, stop)`` pairs (a 500-row chunk is one pair)."""
+    out: list[list[int]] = []
+    for index in indices:
+        if out and out[-1][1] == index:
+            out[-1][1] = index + 1
+        else:
+            out.append([index, index + 1])
+    return out
+
+
+def from_ranges(ranges: Sequence[Sequence[int]]) -> list[int]:
+    return [i for start, stop in ranges for i in range(int(start), int(stop))]
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """One chunk of a run: rows ``rows`` of the run scored by check ``check_index``."""
+
+    tenant_id: str
+    run_id: str
+    check_index: int
+    check: RunCheck
+    rows: tuple[int, ...]
+    limits: Limits
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON for a broker message."""
+        return {
+            "tenant_id": self.tenant_id,
+            "run_id": self.run_id,
+            "check_index": self.check_index,
+            "check": self.check.to_json(),
+            "rows": to_ranges(self.rows),
+            "limits": self.limits.model_dump(mode="json"),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ChunkSpec:
+        return cls(
+            tenant_id=str(data["tenant_id"]),
+            run_id=str(data["run_id"]),
+            check_index=int(data["check_index"]),
+            check=RunCheck.from_json(dict(data["check"])),
+            rows=tuple(from_ranges(data["rows"])),
+            limits=Limits.model_validate(data["limits"]),
+        )
+
+
+def resolve_run_check(
+    store: Store, tenant_id: str, rc: RunCheck, builtins: Builtins
+) -> ResolvedCheck:
+    """The check a stored run uses (deleted versions included: the run owns them)."""
+    if rc.id is not None:
+        version = store.get_check_by_id(tenant_id, rc.id, include_deleted=True)
+        return ResolvedCheck(rc.kind, rc.name, rc.version, rc.id, rc.params, version)
+    builtin = builtins.get(rc.name)
+    if builtin is None:
+        raise NotFoundError(f"built-in check {rc.name!r} is no longer available")
+    return ResolvedCheck(rc.kind, rc.name, None, None, rc.params, None, builtin)
+
+
+class ResultWriter:
+    """Buffers one chunk's results and writes them idempotently.
+
+    ``should_stop`` is asked at each write; when it answers True the chunk
+    stops there (:class:`ChunkStopped`), which is how a cancelled run's
+    running chunks stop at the next batch.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        check_index: int,
+        indices: Sequence[int],
+        metrics: Metrics,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.check_index = check_index
+        self.indices = indices
+        self.metrics = metrics
+        self.should_stop = should_stop
+        self.written = 0
+        self._buffer: list[tuple[int, int, RowResult]] = []
+        self._lock = threading.Lock()
+        self._last = time.monotonic()
+
+    def add(self, index: int, result: RowResult) -> None:
+        with self._lock:
+            self._buffer.append((self.check_index, self.indices[index], result))
+            if len(self._buffer) >= FLUSH_ROWS or time.monotonic() - self._last > FLUSH_SECONDS:
+                self._flush_locked()
+                if self.should_stop is not None and self.should_stop():
+                    raise ChunkStopped(self.run_id)
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        batch, self._buffer = self._buffer, []
+        self._last = time.monotonic()
+        if batch:
+            self.written += self.store.save_results(self.run_id, batch)
+            for _, _, result in batch:
+                self.metrics.rows.labels(result.status.value).inc()
+
+
+@dataclass
+class ChunkOutcome:
+    """What one execution of a chunk did."""
+
+    scored: int  # rows sent to the executor (the others already had results)
+    written: int  # results inserted (a duplicate delivery inserts none)
+    usage: dict[str, int]
+
+
+def pending_rows(store: Store, spec: ChunkSpec) -> list[int]:
+    """The chunk's rows that have no stored result for its check yet."""
+    if not spec.rows:
+        return []
+    lo, hi = min(spec.rows), max(spec.rows) + 1
+    done = set(store.result_rows(spec.run_id, spec.check_index, lo, hi))
+    return [i for i in spec.rows if i not in done]
+
+
+def execute_chunk(
+    store: Store,
+    executors: Executors,
+    metrics: Metrics,
+    spec: ChunkSpec,
+    check: ResolvedCheck,
+    should_stop: Callable[[], bool] | None = None,
+) -> ChunkOutcome:
+    """Score the chunk's rows that lack a result and store them; the same in both modes.
+
+    Raises :class:`ChunkStopped` when ``should_stop`` says so mid-way (results
+    written until then are kept) and :class:`~engine.errors.ScoreboxError`
+    when the chunk cannot run (the caller fails the run).
+    """
+    indices = pending_rows(store, spec)
+    if not indices:
+        return ChunkOutcome(0, 0, {})
+    data = store.load_rows(spec.run_id, indices)
+    rows = [Row.model_validate(data[i]) for i in indices]
+    writer = ResultWriter(store, spec.run_id, spec.check_index, indices, metrics, should_stop)
+    labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
+    started = time.monotonic()
+    outcome = "ok"
+    meter = UsageMeter()
+    try:
+        with metering(meter), cache_scope(spec.tenant_id):
+            executors.for_check(check).score(check, rows, spec.limits, labels, writer.add)
+    except ChunkStopped:
+        outcome = "stopped"
+        raise
+    except Exception:
+        outcome = "error"
+        raise
+    finally:
+        writer.flush()
+        metrics.jobs.labels(check.kind, outcome).inc()
+        metrics.job_seconds.labels(check.kind).observe(time.monotonic() - started)
+    usage = meter.snapshot()
+    counts = usage.as_dict() if usage.calls or usage.cached_calls else {}
+    return ChunkOutcome(len(indices), writer.written, counts)
+
+
+def score_batch(
+    executors: Executors,
+    metrics: Metrics,
+    check: ResolvedCheck,
+    rows: Sequence[Row],
+    limits: Limits,
+    labels: Mapping[str, str],
+    deliver: ResultCallback,
+) -> None:
+    """Score a ``/v1/score`` batch with one check (nothing stored); the same in both modes."""
+
+    def counted(index: int, result: RowResult) -> None:
+        deliver(index, result)
+        metrics.rows.labels(result.status.value).inc()
+
+    started = time.monotonic()
+    outcome = "ok"
+    try:
+        with cache_scope(labels.get("scorebox.tenant")):
+            executors.for_check(check).score(check, rows, limits, labels, counted)
+    except Exception:
+        outcome = "error"
+        raise
+    finally:
+        metrics.jobs.labels(check.kind, outcome).inc()
+        metrics.job_seconds.labels(check.kind).observe(time.monotonic() - started)

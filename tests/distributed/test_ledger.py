@@ -1,0 +1,188 @@
+"""The chunk ledger on a real PostgreSQL: claims, leases, fair dispatch, the shared chunk path."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+
+import pytest
+from sqlalchemy import text
+
+from engine import auth
+from engine.catalog import ResolvedCheck
+from engine.contract import Status
+from engine.distributed.ledger import DISPATCH_LOCK, ChunkKey, ChunkLedger
+from engine.models import Limits, Row, RowResult
+from engine.runs.executors import Executors, ResultCallback
+from engine.runs.metrics import Metrics
+from engine.runs.work import ChunkSpec, execute_chunk
+from engine.storage import Run, RunCheck, RunStatus, SqlStore, new_id, open_store, utcnow
+
+pytestmark = pytest.mark.postgres
+
+
+class CountingExecutor:
+    """A real executor that scores ``len(model_output)`` in process and records what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self.lock = threading.Lock()
+
+    def score(
+        self,
+        check: ResolvedCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        on_result: ResultCallback,
+    ) -> None:
+        for index, row in enumerate(rows):
+            with self.lock:
+                self.seen.append(row.model_output)
+            on_result(index, RowResult(status=Status.OK, score=len(row.model_output)))
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[SqlStore]:
+    opened = open_store(pg_url)
+    yield opened
+    opened.engine.dispose()
+
+
+def _run(store: SqlStore, tenant_id: str, rows: int, checks: int = 1) -> Run:
+    run = Run(
+        id=new_id("run"),
+        tenant_id=tenant_id,
+        status=RunStatus.QUEUED,
+        checks=[RunCheck("code", f"c{i}", 1, f"chk_{i}") for i in range(checks)],
+        limits=None,
+        labels={},
+        row_count=rows,
+        error=None,
+        created_at=utcnow(),
+        started_at=None,
+        finished_at=None,
+    )
+    return store.create_run(run, ({"model_output": "x" * (i % 7)} for i in range(rows)), None)
+
+
+def _tenant(store: SqlStore, name: str, **quotas: int) -> str:
+    return auth.create_tenant(store, name, quotas).tenant.id
+
+
+def test_a_redelivered_chunk_scores_only_rows_without_a_result(store: SqlStore) -> None:
+    run = _run(store, _tenant(store, "t"), 300)
+    # a first delivery stored rows 0..119 before its worker died
+    store.save_results(
+        run.id, [(0, i, RowResult(status=Status.OK, score=len("x" * (i % 7)))) for i in range(120)]
+    )
+    counting = CountingExecutor()
+    spec = ChunkSpec(run.tenant_id, run.id, 0, run.checks[0], tuple(range(300)), Limits())
+    check = ResolvedCheck("code", "c0", 1, "chk_0")
+    outcome = execute_chunk(store, Executors(counting), Metrics(), spec, check)
+    assert outcome.scored == 180 and outcome.written == 180
+    assert len(counting.seen) == 180
+    assert store.missing_rows(run.id, 0) == []
+    # a third delivery of the same chunk scores nothing
+    again = execute_chunk(store, Executors(counting), Metrics(), spec, check)
+    assert (again.scored, again.written, len(counting.seen)) == (0, 0, 180)
+
+
+def test_claims_need_the_current_epoch_and_leases_requeue(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "t"), 1000)
+    assert ledger.plan(run, [Limits()], 500) == 2
+    assert ledger.plan(run, [Limits()], 500) == 0  # planning again is a no-op
+    messages = ledger.dispatch(lambda _t: 4, queue_lease_seconds=60)
+    assert messages is not None and len(messages) == 2
+    first = messages[0]
+    key, epoch = ChunkKey(*first["key"]), first["epoch"]
+    assert first["spec"]["rows"] == [[0, 500]]
+    assert not ledger.claim(key, epoch + 1, "w1", 30)  # a stale message
+    assert ledger.claim(key, epoch, "w1", lease_seconds=0.5)
+    assert not ledger.claim(key, epoch, "w2", 30)  # a duplicate delivery
+    time.sleep(0.7)  # worker w1 died: its lease runs out
+    again = ledger.dispatch(lambda _t: 4, queue_lease_seconds=60)
+    assert again is not None
+    assert [m["key"] for m in again] == [first["key"]]
+    assert again[0]["epoch"] == epoch + 1
+    assert not ledger.settle(key, epoch)  # the dead worker's epoch can no longer settle
+    assert ledger.claim(key, epoch + 1, "w2", 30)
+    assert ledger.settle(key, epoch + 1)
+    assert ledger.unfinished(run.id) == 1
+
+
+def test_dispatch_caps_each_tenant_and_round_robins(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    big = _tenant(store, "big")
+    small = _tenant(store, "small")
+    ledger.plan(_run(store, big, 10_000), [Limits()], 500)  # 20 chunks
+    quotas = {big: 3, small: 2}
+    first = ledger.dispatch(quotas.__getitem__, 60)
+    assert first is not None
+    assert [m["spec"]["tenant_id"] for m in first] == [big] * 3
+    ledger.plan(_run(store, small, 10), [Limits()], 500)
+    ledger.plan(_run(store, small, 10), [Limits()], 500)
+    second = ledger.dispatch(quotas.__getitem__, 60)
+    assert second is not None
+    # big already has 3 in flight: only small's two 10-row runs go out, ahead of big's backlog
+    assert [m["spec"]["tenant_id"] for m in second] == [small, small]
+    assert ledger.dispatch(quotas.__getitem__, 60) == []
+
+
+def test_one_dispatch_pass_at_a_time(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    ledger.plan(_run(store, _tenant(store, "t"), 100), [Limits()], 50)
+    with store.engine.connect() as other:  # another node's pass in progress
+        other.execute(text("SELECT pg_advisory_lock(:k)"), {"k": DISPATCH_LOCK})
+        assert ledger.dispatch(lambda _t: 4, 60) is None
+        other.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": DISPATCH_LOCK})
+    sent = ledger.dispatch(lambda _t: 4, 60)
+    assert sent is not None and len(sent) == 2
+
+
+def test_stopped_runs_lose_their_queued_chunks(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "t"), 2000)
+    ledger.plan(run, [Limits()], 500)
+    assert len(ledger.dispatch(lambda _t: 2, 60) or []) == 2
+    store.set_run_status(run.id, RunStatus.CANCELLED)
+    assert ledger.drop_run(run.id) == 4
+    assert ledger.dispatch(lambda _t: 2, 60) == []
+    assert ledger.counts() == {"dropped": 4}
+    assert not ledger.run_active(run.id)
+
+
+def test_runs_without_a_plan_are_found(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "t"), 10)  # accepted, then its API node died
+    assert ledger.unplanned_runs(older_than_seconds=0) == [(run.tenant_id, run.id)]
+    ledger.plan(run, [Limits()], 500)
+    assert ledger.unplanned_runs(older_than_seconds=0) == []
+
+
+def test_a_chunk_that_keeps_killing_workers_fails_its_run(store: SqlStore) -> None:
+    from engine.distributed.ledger import MAX_ATTEMPTS
+
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "t"), 10)
+    ledger.plan(run, [Limits()], 500)
+    poisoned: list[str] = []
+    for _ in range(MAX_ATTEMPTS):
+        sent = ledger.dispatch(lambda _t: 1, 60)
+        assert sent
+        message = sent[0]
+        assert ledger.claim(ChunkKey(*message["key"]), message["epoch"], "w", 0.01)
+        time.sleep(0.05)
+    assert ledger.dispatch(lambda _t: 1, 60, lambda r, e: poisoned.append(r)) == []
+    assert poisoned == [run.id]
+
+
+def test_a_pass_drops_chunks_of_runs_stopped_elsewhere(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "t"), 1500)
+    ledger.plan(run, [Limits()], 500)
+    store.set_run_status(run.id, RunStatus.FAILED, "failed on another node")
+    assert ledger.dispatch(lambda _t: 4, 60) == []
+    assert ledger.counts() == {"dropped": 3}

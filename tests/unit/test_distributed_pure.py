@@ -1,0 +1,139 @@
+"""Distributed mode's pure parts: plain-data chunks, planning, fair order, start-up refusals."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engine.distributed.ledger import fair_order, plan_chunks
+from engine.distributed.preflight import check_config, masked_url
+from engine.errors import ConfigurationError
+from engine.models import Limits
+from engine.runs.work import ChunkSpec, from_ranges, to_ranges
+from engine.settings import Settings
+from engine.storage import Run, RunCheck, RunStatus
+
+
+@pytest.mark.parametrize(
+    ("indices", "ranges"),
+    [
+        ([], []),
+        ([0, 1, 2], [[0, 3]]),
+        ([3, 4, 7, 9, 10], [[3, 5], [7, 8], [9, 11]]),
+    ],
+)
+def test_ranges_round_trip(indices: list[int], ranges: list[list[int]]) -> None:
+    assert to_ranges(indices) == ranges
+    assert from_ranges(ranges) == indices
+
+
+def test_chunk_spec_is_plain_json() -> None:
+    spec = ChunkSpec(
+        tenant_id="tnt_1",
+        run_id="run_1",
+        check_index=1,
+        check=RunCheck("code", "len", 3, "chk_1", {}, "int"),
+        rows=tuple(range(500, 1000)),
+        limits=Limits(memory_mb=128),
+    )
+    data = spec.to_json()
+    assert data["rows"] == [[500, 1000]]
+    assert data["check"]["id"] == "chk_1"
+    assert ChunkSpec.from_json(data) == spec
+
+
+def _run(rows: int, checks: int) -> Run:
+    return Run(
+        id="run_x",
+        tenant_id="tnt_x",
+        status=RunStatus.QUEUED,
+        checks=[RunCheck("builtin", f"c{i}") for i in range(checks)],
+        limits=None,
+        labels={},
+        row_count=rows,
+        error=None,
+        created_at=datetime.now(UTC),
+        started_at=None,
+        finished_at=None,
+    )
+
+
+def test_plan_covers_every_row_once_per_check() -> None:
+    chunks = plan_chunks(_run(1201, 2), [Limits(), Limits(memory_mb=64)], 500)
+    assert len(chunks) == 6
+    for ci in (0, 1):
+        mine = [c for c in chunks if c["check_index"] == ci]
+        covered = [i for c in mine for i in range(c["row_start"], c["row_stop"])]
+        assert covered == list(range(1201))
+    assert {c["limits"]["memory_mb"] for c in chunks if c["check_index"] == 1} == {64}
+    assert all(c["state"] == "pending" for c in chunks)
+
+
+def test_fair_order_round_robins_tenants_fewest_in_flight_first() -> None:
+    candidates = {"big": ["b1", "b2", "b3"], "small": ["s1"], "mid": ["m1", "m2"]}
+    order = fair_order(candidates, {"big": 1, "mid": 0, "small": 0})
+    assert order == ["m1", "s1", "b1", "m2", "b2", "b3"]
+
+
+def _settings(tmp_path: Path, **values: object) -> Settings:
+    return Settings(data_dir=tmp_path, **values)  # type: ignore[arg-type]
+
+
+def test_embedded_mode_needs_nothing(tmp_path: Path) -> None:
+    check_config(_settings(tmp_path))  # no broker: no checks at all
+
+
+def test_distributed_mode_refuses_sqlite_naming_the_fix(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, broker_url="redis://127.0.0.1:6379/0")
+    with pytest.raises(ConfigurationError) as caught:
+        check_config(settings)
+    message = str(caught.value)
+    assert "needs PostgreSQL" in message
+    assert "SCOREBOX_DATABASE_URL=postgresql+psycopg://" in message
+    assert "unset SCOREBOX_BROKER_URL" in message
+
+
+def test_distributed_mode_refuses_a_broker_that_is_not_redis(tmp_path: Path) -> None:
+    settings = _settings(
+        tmp_path,
+        broker_url="amqp://guest:secret@localhost//",
+        database_url="postgresql+psycopg://u@h/db",
+    )
+    with pytest.raises(ConfigurationError, match="is not a Redis URL") as caught:
+        check_config(settings)
+    assert "secret" not in str(caught.value)
+
+
+def test_broker_password_is_masked(tmp_path: Path) -> None:
+    assert masked_url("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
+    settings = _settings(tmp_path, broker_url="redis://:hunter2@h:6379/0")
+    assert "hunter2" not in str(settings.masked())
+
+
+def test_tasks_are_acked_late_and_rejected_when_their_worker_is_lost(tmp_path: Path) -> None:
+    from engine.distributed.celery_app import (
+        CHUNK_QUEUE,
+        CHUNK_TASK,
+        SCORE_QUEUE,
+        SCORE_TASK,
+        create_celery,
+        register_tasks,
+    )
+
+    app = create_celery(_settings(tmp_path, broker_url="redis://127.0.0.1:1/0"))
+    assert app.conf.task_acks_late and app.conf.task_reject_on_worker_lost
+    assert app.conf.worker_prefetch_multiplier == 1  # a worker holds no chunk it cannot start
+
+    def chunk(message: dict[str, object]) -> str:
+        return "chunk"
+
+    def score(message: dict[str, object]) -> str:
+        return "score"
+
+    register_tasks(app, chunk, score, dict)
+    for name, queue in ((CHUNK_TASK, CHUNK_QUEUE), (SCORE_TASK, SCORE_QUEUE)):
+        task = app.tasks[name]
+        assert task.acks_late is True and task.reject_on_worker_lost is True
+        assert app.amqp.router.route({}, name)["queue"].name == queue

@@ -1,0 +1,176 @@
+"""The real ``okareo`` SDK (PyPI, in a test-only venv) against a live ``scorebox serve``.
+
+``scripts/okareo_venv.sh`` makes the venv (git-ignored ``.okareo-venv``); SDK
+scripts run in it as subprocesses and print JSON the tests assert on. The
+server runs on a loopback port with a temporary SQLite database, the sandbox
+(Docker) and the scripted LLM server of ``tests/fake_llm.py``. In CI (or with
+SCOREBOX_TEST_DOCKER=1) nothing here skips: a missing venv or engine fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engine import auth
+from engine.settings import Settings
+from engine.storage import open_store
+from tests.conftest import TEST_LABEL, _in_ci
+from tests.fake_llm import MODEL, FakeLLM
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _must_run() -> bool:
+    return _in_ci() or os.environ.get("SCOREBOX_TEST_DOCKER") == "1"
+
+
+@pytest.fixture(scope="session")
+def okareo_python() -> str:
+    """The python of the venv holding the okareo SDK (made by scripts/okareo_venv.sh)."""
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "okareo_venv.sh")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    if proc.returncode != 0:
+        message = f"scripts/okareo_venv.sh failed:\n{proc.stderr[-3000:]}"
+        if _must_run():
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A live ``scorebox serve`` with two tenants, and a way to run SDK scripts against it."""
+
+    url: str
+    key: str
+    other_key: str
+    python: str
+    workdir: Path
+    llm: FakeLLM
+
+    def sdk(self, script: str, key: str | None = None, timeout: float = 300) -> Any:
+        """Run an SDK script (``okareo`` is a client on this server); return its last JSON line."""
+        return json.loads(self.sdk_output(script, key, timeout).strip().splitlines()[-1])
+
+    def sdk_output(self, script: str, key: str | None = None, timeout: float = 300) -> str:
+        path = self.workdir / f"script_{time.monotonic_ns()}.py"
+        path.write_text(
+            "import json, os, sys\n"
+            "from okareo import Okareo\n"
+            "okareo = Okareo(api_key=os.environ['OKAREO_API_KEY'], "
+            "base_path=os.environ['SCOREBOX_URL'])\n" + textwrap.dedent(script)
+        )
+        return self.run(path, key, timeout)
+
+    def run(self, path: Path, key: str | None = None, timeout: float = 300) -> str:
+        """Run a script file unchanged in the SDK's venv, from its directory; its stdout.
+
+        The key and URL are in the environment, as the SDK scripts here and the
+        README's example read them (``SCOREBOX_API_KEY``, ``SCOREBOX_SERVER``).
+        """
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": os.environ.get("HOME", "/tmp"),
+            "OKAREO_API_KEY": key or self.key,
+            "SCOREBOX_URL": self.url,
+            "SCOREBOX_API_KEY": key or self.key,
+            "SCOREBOX_SERVER": self.url,
+            "PYTHONPATH": str(path.parent),
+        }
+        proc = subprocess.run(
+            [self.python, str(path)],
+            cwd=path.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
+        return proc.stdout
+
+    def v1(self, key: str | None = None) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.url, headers={"Authorization": f"Bearer {key or self.key}"}, timeout=60
+        )
+
+
+@pytest.fixture(scope="module")
+def okareo_server(
+    okareo_python: str, docker_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """``scorebox serve`` on a free loopback port; stopped (SIGTERM) after the module."""
+    workdir = tmp_path_factory.mktemp("okareo")
+    database_url = f"sqlite:///{workdir / 'scorebox.db'}"
+    store = open_store(database_url)
+    key = auth.create_tenant(store, "okareo-a").secret
+    other = auth.create_tenant(store, "okareo-b").secret
+    store.engine.dispose()
+    llm = FakeLLM().start()
+    port = _free_port()
+    env = {
+        **os.environ,
+        "SCOREBOX_DATA_DIR": str(workdir),
+        "SCOREBOX_DATABASE_URL": database_url,
+        "SCOREBOX_POOL_SIZE": "1",
+        "SCOREBOX_MAX_PARALLEL_JOBS": "2",
+        "SCOREBOX_IMAGE": docker_settings.image,
+        "SCOREBOX_CONTAINER_LABELS": json.dumps({TEST_LABEL: "1"}),
+        "SCOREBOX_LLM_BASE_URL": llm.base_url,
+        "SCOREBOX_LLM_API_KEY": "test-key",
+        "SCOREBOX_LLM_MODEL": MODEL,
+        "SCOREBOX_LLM_MAX_RETRIES": "0",
+    }
+    log = (workdir / "server.log").open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from engine.cli import main; main()", "serve", "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, (workdir / "server.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, "scorebox serve did not start in 120 s"
+            time.sleep(0.2)
+        yield Server(url, key, other, okareo_python, workdir, llm)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        llm.stop()

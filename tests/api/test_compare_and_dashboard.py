@@ -1,0 +1,121 @@
+"""``GET /v1/runs/{a}/compare/{b}`` and the dashboard's pages over the app (SQLite and PostgreSQL).
+
+Built-in checks score in process, so no Docker is needed here; the browser
+tests in tests/browser drive the same pages in chromium against ``scorebox serve``.
+"""
+
+from __future__ import annotations
+
+from tests.api.conftest import Api
+
+
+def _rows(answers: list[str]) -> list[dict[str, str]]:
+    return [
+        {"id": f"q{i}", "model_output": answer, "scenario_result": "yes"}
+        for i, answer in enumerate(answers)
+    ]
+
+
+def _two_runs(api: Api, headers: dict[str, str]) -> tuple[str, str]:
+    ids = []
+    for answers in (["yes"] * 40, ["yes"] * 20 + ["no"] * 20):
+        reply = api.client.post(
+            "/v1/runs", headers=headers, json={"checks": ["exact_match"], "rows": _rows(answers)}
+        )
+        assert reply.status_code == 202, reply.text
+        assert api.wait_run(headers, reply.json()["id"])["status"] == "succeeded"
+        ids.append(reply.json()["id"])
+    return ids[0], ids[1]
+
+
+def test_compare_reports_deltas_with_an_interval_and_the_changed_rows(api: Api) -> None:
+    a = api.tenant("a")
+    run_a, run_b = _two_runs(api, a)
+    reply = api.client.get(f"/v1/runs/{run_a}/compare/{run_b}", headers=a)
+    assert reply.status_code == 200, reply.text
+    body = reply.json()
+    assert (body["matched_by"], body["matched"], body["only_a"]) == ("id", 40, 0)
+    (check,) = body["checks"]
+    assert check["pass_rate_a"] == 1.0 and check["pass_rate_b"] == 0.5
+    delta = check["pass_rate_delta"]
+    assert delta["delta"] == -0.5
+    assert delta["low"] <= -0.5 <= delta["high"] < 0
+    assert delta["significant"] is True
+    assert check["changed_total"] == 20
+    assert {r["kind"] for r in check["changed"]} == {"pass_to_fail"}
+    assert check["changed"][0]["key"] == "q20"
+    same = api.client.get(f"/v1/runs/{run_a}/compare/{run_a}", headers=a).json()
+    assert same["checks"][0]["pass_rate_delta"]["significant"] is False
+
+
+def test_compare_of_another_tenants_run_is_404(api: Api) -> None:
+    a, b = api.tenant("a"), api.tenant("b")
+    run_a, run_b = _two_runs(api, a)
+    assert api.client.get(f"/v1/runs/{run_a}/compare/{run_b}", headers=b).status_code == 404
+    mine = api.client.post(
+        "/v1/runs", headers=b, json={"checks": ["exact_match"], "rows": _rows(["yes"])}
+    ).json()["id"]
+    assert api.client.get(f"/v1/runs/{mine}/compare/{run_a}", headers=b).status_code == 404
+
+
+def _sign_in(api: Api, headers: dict[str, str]) -> None:
+    key = headers["Authorization"].removeprefix("Bearer ")
+    reply = api.client.post("/ui/signin", data={"api_key": key}, follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    cookie = reply.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    assert key not in cookie
+
+
+def test_dashboard_pages_render_for_the_owner_and_404_for_others(api: Api) -> None:
+    a = api.tenant("a")
+    run_a, run_b = _two_runs(api, a)
+    assert api.client.get("/ui/runs", follow_redirects=False).status_code == 303  # sign in first
+    _sign_in(api, a)
+    page = api.client.get(f"/ui/runs/{run_b}")
+    assert page.status_code == 200
+    assert 'aria-label="pass and fail of exact_match"' in page.text
+    key = a["Authorization"].removeprefix("Bearer ")
+    assert key not in page.text
+    for page_path in (f"/ui/runs/{run_b}", f"/ui/runs/{run_b}/rows"):
+        failing = api.client.get(f"{page_path}?status=ok&max=0")
+        assert failing.text.count('href="/ui/runs/' + run_b + "/rows/") == 20, page_path
+    exported = api.client.get(f"/ui/runs/{run_b}/export.jsonl?status=ok&max=0")
+    assert len(exported.text.splitlines()) == 20
+    assert api.client.get(f"/ui/compare?a={run_a}&b={run_b}").status_code == 200
+    checks = api.client.get("/ui/checks")
+    assert checks.status_code == 200 and "<code>exact_match</code>" in checks.text
+    assert api.client.get(f"/ui/runs/{run_b}/rows/3").status_code == 200
+    assert api.client.get(f"/ui/runs/{run_b}/rows/40").status_code == 404
+    api.client.cookies.clear()
+    b = api.tenant("b")
+    _sign_in(api, b)
+    assert api.client.get(f"/ui/runs/{run_a}").status_code == 404
+    assert api.client.get(f"/ui/runs/{run_a}/export.csv").status_code == 404
+    assert api.client.get(f"/ui/runs/{run_a}/rows").status_code == 404
+    assert api.client.get(f"/ui/compare?a={run_a}&b={run_b}").status_code == 404
+
+
+def test_row_table_keyset_pages_cover_every_row_once_in_each_sort(api: Api) -> None:
+    from engine.web import table
+
+    a = api.tenant("a")
+    _, run_b = _two_runs(api, a)
+    for sort in table.SORTS:
+        seen: list[tuple[object, int]] = []
+        cursor = None
+        while True:
+            page = table.read_page(
+                api.store.engine, run_b, table.TableFilter(sort=sort), cursor, limit=7
+            )
+            seen += [(r.score, r.row_index) for r in page.rows]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert sorted(i for _, i in seen) == list(range(40)), sort
+        if sort == "score_asc":
+            assert [s for s, _ in seen] == [False] * 20 + [True] * 20
+        if sort == "score_desc":
+            assert [s for s, _ in seen] == [True] * 20 + [False] * 20
+    errors = table.read_page(api.store.engine, run_b, table.TableFilter(status="error"))
+    assert errors.rows == [] and errors.next_cursor is None

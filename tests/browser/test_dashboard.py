@@ -1,0 +1,186 @@
+"""The dashboard in chromium: sign in, a run, its rows, a comparison, the editor, isolation."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Dashboard
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def sign_in(
+    page: Any, dashboard: Dashboard, key: str | None = None, path: str = "/ui/runs"
+) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(dashboard.url + path)
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    page.get_by_label("API key").fill(key or dashboard.key)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def test_sign_in_lists_runs_and_keeps_the_key_out_of_pages(
+    page: Any, dashboard: Dashboard, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard)
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    expect(page.get_by_role("link", name=dashboard.run_a)).to_be_visible()
+    expect(page.get_by_role("link", name=dashboard.run_b)).to_be_visible()
+    page.screenshot(path=str(screenshots / "dashboard-runs.png"), full_page=True)
+    assert dashboard.key not in page.content()
+    cookie = next(c for c in page.context.cookies() if c["name"] == "scorebox_session")
+    assert cookie["httpOnly"] is True
+    assert cookie["sameSite"] == "Strict"
+    assert dashboard.key not in cookie["value"]
+
+
+def test_a_wrong_key_is_refused(page: Any, dashboard: Dashboard) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, key="sbx_not_a_key")
+    expect(page.get_by_role("alert")).to_contain_text("unknown API key")
+
+
+def test_finished_run_shows_summary_and_chart(
+    page: Any, dashboard: Dashboard, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, path=f"/ui/runs/{dashboard.run_a}")
+    expect(page.get_by_role("heading", name=f"Run {dashboard.run_a}")).to_be_visible()
+    summary = page.get_by_role("table", name="summary")
+    expect(summary).to_contain_text("long_enough@1")
+    expect(summary).to_contain_text("error 6")
+    expect(page.get_by_role("img", name="pass and fail of long_enough")).to_be_visible()
+    expect(page.get_by_role("img", name="statuses of long_enough")).to_be_visible()
+    page.screenshot(path=str(screenshots / "dashboard-run.png"), full_page=True)
+
+
+def test_filter_the_row_table_to_error_rows_and_open_one(
+    page: Any, dashboard: Dashboard, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, path=f"/ui/runs/{dashboard.run_a}")
+    form = page.get_by_role("form", name="filter rows")
+    form.get_by_label("Status").select_option("error")
+    form.get_by_role("button", name="Apply").click()
+    rows = page.get_by_role("table", name="rows").get_by_role("row")
+    expect(rows).to_have_count(7)  # the header and the six "boom" rows
+    expect(page.get_by_role("table", name="rows")).not_to_contain_text("ok")
+    page.get_by_role("link", name="Row 2", exact=True).click()
+    expect(page.get_by_role("heading", name="Row 2 (r2)")).to_be_visible()
+    result = page.get_by_role("region", name="result of long_enough")
+    expect(result).to_contain_text("ValueError")
+    expect(result).to_contain_text("boom row")
+    page.screenshot(path=str(screenshots / "dashboard-row.png"), full_page=True)
+
+
+def test_compare_two_runs_shows_the_changed_rows(
+    page: Any, dashboard: Dashboard, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, path=f"/ui/compare?a={dashboard.run_a}&b={dashboard.run_b}")
+    deltas = page.get_by_role("table", name="deltas")
+    expect(deltas).to_contain_text("long_enough")
+    expect(deltas).to_contain_text("significant")
+    expect(deltas).not_to_contain_text("not significant")  # 6 of 30 rows pass -> fail
+    changed = page.get_by_role("table", name="changed rows of long_enough")
+    expect(changed.get_by_role("row").nth(1)).to_contain_text("pass to fail")
+    expect(changed).to_contain_text(re.compile(r"\br5\b"))  # "short!!": 7 > 5, not > 12
+    page.screenshot(path=str(screenshots / "dashboard-compare.png"), full_page=True)
+
+
+def test_edit_a_check_see_the_error_line_fix_it_and_save_version_2(
+    page: Any, dashboard: Dashboard, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, path="/ui/checks/editable/edit")
+    expect(page.get_by_role("heading", name="Edit editable")).to_be_visible()
+    source = page.get_by_role("textbox", name="Source")
+    expect(page.get_by_role("status").first).to_have_text("Valid")
+    broken = (
+        "def evaluate(model_output: str) -> bool:\n"
+        "    words = model_output.split()\n"
+        "    return len(words) >\n"
+    )
+    source.fill(broken)
+    issues = page.get_by_role("list", name="validation issues")
+    expect(issues).to_contain_text(re.compile(r"Line 3\b"))
+    page.screenshot(path=str(screenshots / "dashboard-editor.png"), full_page=True)
+    source.fill(broken.replace("len(words) >", "len(words) > 3"))
+    expect(page.get_by_role("status").first).to_have_text("Valid")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", name="editable version 2")).to_be_visible()
+    expect(page.get_by_role("status")).to_have_text("Saved version 2.")
+    page.screenshot(path=str(screenshots / "dashboard-check.png"), full_page=True)
+    page.get_by_role("link", name="Diff with previous").click()
+    expect(page.get_by_text("+    return len(words) > 3")).to_be_visible()
+
+
+def test_tenant_b_cannot_open_tenant_a_run(page: Any, dashboard: Dashboard) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, key=dashboard.other_key, path=f"/ui/runs/{dashboard.run_a}")
+    expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+    reply = page.request.get(f"{dashboard.url}/ui/runs/{dashboard.run_a}")
+    assert reply.status == 404
+    reply = page.request.get(f"{dashboard.url}/ui/runs/{dashboard.run_a}/rows/0")
+    assert reply.status == 404
+    page.goto(f"{dashboard.url}/ui/runs")
+    expect(page.get_by_role("link", name=dashboard.run_a)).to_have_count(0)
+
+
+def test_health_page_shows_readiness(page: Any, dashboard: Dashboard, screenshots: Path) -> None:
+    from playwright.sync_api import expect
+
+    sign_in(page, dashboard, path="/ui/health")
+    readiness = page.get_by_role("table", name="readiness")
+    expect(readiness).to_contain_text("database")
+    expect(readiness).to_contain_text("docker")
+    page.screenshot(path=str(screenshots / "dashboard-health.png"), full_page=True)
+
+
+def test_state_changing_forms_need_the_csrf_token(page: Any, dashboard: Dashboard) -> None:
+    sign_in(page, dashboard)
+    reply = page.request.post(
+        f"{dashboard.url}/ui/checks/save",
+        form={"name": "editable", "source": "def evaluate(model_output):\n    return 1\n"},
+    )
+    assert reply.status == 403
+    reply = page.request.post(
+        f"{dashboard.url}/ui/checks/validate", data={"source": "x = 1\n", "name": "x"}
+    )
+    assert reply.status == 403
+
+
+def test_scorebox_run_compare_prints_deltas_and_gates_on_regression(dashboard: Dashboard) -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    env = {"SCOREBOX_SERVER": dashboard.url, "SCOREBOX_API_KEY": dashboard.key}
+    args = ["run", "compare", dashboard.run_a, dashboard.run_b]
+    shown = CliRunner().invoke(main, args, env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "30 rows matched by id" in shown.output
+    assert "pass rate -0.250" in shown.output and "significant" in shown.output
+    assert "r5: pass_to_fail (ok True -> ok False)" in shown.output
+    gated = CliRunner().invoke(main, [*args, "--fail-on-regression"], env=env)
+    assert gated.exit_code == 3, gated.output
+    improved = CliRunner().invoke(
+        main, ["run", "compare", dashboard.run_b, dashboard.run_a, "--fail-on-regression"], env=env
+    )
+    assert improved.exit_code == 0, improved.output
+    other = CliRunner().invoke(main, args, env={**env, "SCOREBOX_API_KEY": dashboard.other_key})
+    assert other.exit_code != 0
+    assert "404" in other.output or "not found" in other.output.lower(), other.output

@@ -14,6 +14,7 @@ from engine.cli.judge import judge
 from engine.cli.run import run
 from engine.cli.serve import serve
 from engine.cli.tenant import tenant
+from engine.cli.worker import worker
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,6 +31,7 @@ main.add_command(db)
 main.add_command(run)
 main.add_command(doctor)
 main.add_command(judge)
+main.add_command(worker)
 check.add_command(push)
 check.add_command(list_checks)
 check.add_command(show)

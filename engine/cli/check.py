@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from engine.validation import ValidationReport
+
 from engine.contract import OutputType, Policy
-from engine.validation import DeclaredCheck, ValidationReport, validate
 
 
 @click.group()
@@ -55,6 +58,8 @@ def validate_command(
     """Validate a check FILE without running it; exit 0 when valid, 1 when not."""
     # Undecodable bytes survive as surrogates, so the validator reports them as an issue.
     source = file.read_bytes().decode("utf-8-sig", errors="surrogateescape")
+    from engine.validation import DeclaredCheck, validate  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
     declared = DeclaredCheck(
         output_data_type=OutputType(output_type) if output_type else None,
         requires_scenario_input=requires_scenario_input,

@@ -17,7 +17,7 @@ def db() -> None:
 @click.option("--revision", default="head", show_default=True)
 def upgrade_command(revision: str) -> None:
     """Create or upgrade the schema (the service also does this at start-up)."""
-    from engine.storage.database import create_db_engine, current_revision, upgrade
+    from engine.storage.database import create_db_engine, current_revision, upgrade  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
     try:
@@ -31,7 +31,7 @@ def upgrade_command(revision: str) -> None:
 @db.command("current")
 def current_command() -> None:
     """Show the schema revision of the database and of this scorebox."""
-    from engine.storage.database import create_db_engine, current_revision, head_revision
+    from engine.storage.database import create_db_engine, current_revision, head_revision  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
     engine = create_db_engine(settings.effective_database_url)

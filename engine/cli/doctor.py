@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import click
 
-from engine.errors import ScoreboxError
+from engine.errors import RuntimeUnavailableError, ScoreboxError
 from engine.settings import Settings
 
 
@@ -21,13 +21,19 @@ class Finding:
 
 def check_sandbox(settings: Settings) -> list[Finding]:
     try:
-        from engine.sandbox.docker_backend import DockerBackend
+        from engine.sandbox.docker_backend import DockerBackend  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
         backend = DockerBackend(settings.model_copy(update={"pool_size": 0}))
         try:
             health = backend.health()
         finally:
             backend.close()
+    except RuntimeUnavailableError as exc:
+        return [
+            Finding("docker", True, "reachable"),
+            Finding("runtime", False, str(exc)),
+            Finding("image", False, "unknown until SCOREBOX_RUNTIME is fixed"),
+        ]
     except ScoreboxError as exc:
         return [
             Finding("docker", False, str(exc)),
@@ -39,14 +45,22 @@ def check_sandbox(settings: Settings) -> list[Finding]:
         else f"{settings.image} missing: build it with `scorebox image build` ({health.detail})"
     )
     engine_detail = "reachable" if health.engine_ok else health.detail
+    runtime_detail = (
+        f"sandboxes use {health.runtime or 'the default'}"
+        f"{' (gVisor)' if health.runtime == 'runsc' else ''}; the engine offers "
+        f"{', '.join(health.runtimes) or 'unknown'}"
+    )
+    if health.runtime != "runsc" and "runsc" in health.runtimes:
+        runtime_detail += " (SCOREBOX_RUNTIME=runsc puts every check under gVisor)"
     return [
         Finding("docker", health.engine_ok, engine_detail),
+        Finding("runtime", health.engine_ok, runtime_detail, required=False),
         Finding("image", health.image_ok, image_detail),
     ]
 
 
 def check_database(settings: Settings) -> Finding:
-    from engine.storage.database import create_db_engine, current_revision, head_revision, ping
+    from engine.storage.database import create_db_engine, current_revision, head_revision, ping  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     url = settings.effective_database_url
     try:
@@ -76,7 +90,7 @@ def check_llm(settings: Settings) -> Finding:
             "SCOREBOX_LLM_BASE_URL and SCOREBOX_LLM_API_KEY (or OPENAI_API_KEY)",
             required=False,
         )
-    import httpx
+    import httpx  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     base = (settings.llm_base_url or "https://api.openai.com/v1").rstrip("/")
     headers = {}
@@ -95,12 +109,62 @@ def check_llm(settings: Settings) -> Finding:
     return Finding("llm", True, f"{base} answers (model {settings.llm_model})", False)
 
 
+def check_distributed_mode(settings: Settings) -> list[Finding]:
+    """Distributed mode: the settings, the broker, and the workers that answer ``ping``."""
+    from engine.distributed.preflight import check_broker, check_config, masked_url  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    url = settings.broker_url or ""
+    try:
+        check_config(settings)
+        check_broker(url)
+    except ScoreboxError as exc:
+        return [Finding("broker", False, str(exc))]
+    findings = [Finding("broker", True, f"{masked_url(url)} answers (distributed mode)")]
+    try:
+        from engine.distributed.celery_app import create_celery, workers_seen  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        seen = workers_seen(create_celery(settings))
+    except Exception as exc:
+        return [*findings, Finding("workers", False, f"could not ask the workers: {exc}")]
+    if not seen:
+        return [
+            *findings,
+            Finding(
+                "workers",
+                False,
+                "no `scorebox worker` answered: start one on a host with Docker "
+                "(docs/deploy.md); runs wait in the queue until then",
+            ),
+        ]
+    parts = []
+    for name, info in sorted(seen.items()):
+        extra = info.get("scorebox") or {}
+        parts.append(
+            f"{name} ({info['celery_pool']} pool, {info['concurrency']} slots, warm pools "
+            f"{json.dumps(extra.get('warm_pools', {}))}, {extra.get('chunks_in_hand', 0)} "
+            "chunks in hand)"
+        )
+    return [*findings, Finding("workers", True, f"{len(seen)} seen: " + "; ".join(parts))]
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
 def doctor(as_json: bool) -> None:
-    """Check the Docker engine, the sandbox image, the database and the LLM endpoint."""
+    """Check the Docker engine, the sandbox image, the database and the LLM endpoint.
+
+    In distributed mode (SCOREBOX_BROKER_URL set) also the broker and the workers it sees.
+    """
     settings = Settings()
     findings = [*check_sandbox(settings), check_database(settings), check_llm(settings)]
+    if settings.broker_url:
+        # an API node needs no Docker engine; the workers' own doctor runs check theirs
+        findings = [
+            Finding(f.name, f.ok, f.detail, required=False)
+            if f.name in ("docker", "runtime", "image")
+            else f
+            for f in findings
+        ]
+        findings += check_distributed_mode(settings)
     failed = [f for f in findings if f.required and not f.ok]
     if as_json:
         click.echo(

@@ -123,8 +123,13 @@ def generate(
     Exit 0 when accepted (validates under the restricted policy and agrees with
     every example), 1 otherwise. Then: `scorebox check push FILE`.
     """
-    from engine.llm import create_llm_client
-    from generator.pipeline import GeneratorOptions, generate_check, llm_judge
+    from engine.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
+    from generator.pipeline import (  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+        GeneratorOptions,
+        engine_runner,
+        generate_check,
+        llm_judge,
+    )
 
     examples = _examples(inline, files)
     settings = Settings().model_copy(update={"pool_size": 0})
@@ -138,9 +143,9 @@ def generate(
         llm = create_llm_client(settings)
         engine = None
         if check_type == "code":
-            from engine.runner import Engine
+            from engine.runner import SandboxRunner  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
-            engine = Engine(settings)
+            engine = SandboxRunner(settings)
         try:
             result = generate_check(
                 description,
@@ -152,7 +157,7 @@ def generate(
                 prior_code=prior.read_text() if prior else None,
                 max_attempts=max_attempts,
                 llm=llm,
-                run=engine,
+                run=engine_runner(engine) if engine is not None else None,
                 judge=llm_judge(llm) if check_type == "model" else None,
                 options=GeneratorOptions.from_settings(settings),
                 on_attempt=show,

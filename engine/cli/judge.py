@@ -8,10 +8,7 @@ from pathlib import Path
 
 import click
 
-from engine.builtins import builtins, describe
 from engine.errors import ScoreboxError
-from engine.judging.pairwise import compare
-from engine.llm import create_llm_client
 from engine.settings import Settings
 
 
@@ -43,6 +40,9 @@ def pairwise(
     as_json: bool,
 ) -> None:
     """Which output is better, A, B or SAME: judged in both orders."""
+    from engine.judging.pairwise import compare  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
     try:
         llm = create_llm_client(Settings())
         result = compare(
@@ -68,7 +68,9 @@ def pairwise(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (with parameter schemas).")
 def list_builtins(as_json: bool) -> None:
     """Every built-in check: kind, output type, description, parameters."""
-    items = describe(builtins(None))
+    from engine.builtins import build_builtins, describe  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    items = describe(build_builtins())
     if as_json:
         click.echo(json.dumps(items, indent=2))
         return

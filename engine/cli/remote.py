@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import httpx
+
+if TYPE_CHECKING:
+    import httpx
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +40,8 @@ class Remote:
                 "no API key: pass --api-key or set SCOREBOX_API_KEY "
                 "(an operator creates one with `scorebox tenant create NAME`)"
             )
+        import httpx  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
         self.server = (server or DEFAULT_SERVER).rstrip("/")
         self.client = httpx.Client(
             base_url=self.server,
@@ -46,6 +50,8 @@ class Remote:
         )
 
     def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        import httpx  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
         try:
             response = self.client.request(method, path, **kwargs)
         except httpx.HTTPError as exc:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import csv
-import io
+import contextlib
 import json
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,49 +12,21 @@ from typing import Any
 
 import click
 
+from engine.cli.data import parse_map, read_rows
 from engine.cli.remote import Remote, server_options
+from engine.export import (
+    DEFAULT_FAIL_ON,
+    EXIT_COULD_NOT_RUN,
+    EXIT_GATE_FAILED,
+    EXIT_INTERRUPTED,
+    Gates,
+    evaluate,
+    parse_thresholds,
+    record,
+    write_records,
+)
 
-ROW_FIELDS = ("id", "model_output", "scenario_input", "scenario_result", "model_input", "metadata")
-
-
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Rows from a .jsonl/.ndjson (one object per line), .json (a list) or .csv file."""
-    text = path.read_text(encoding="utf-8")
-    suffix = path.suffix.lower()
-    rows: list[dict[str, Any]] = []
-    if suffix == ".csv":
-        for number, record in enumerate(csv.DictReader(io.StringIO(text)), start=2):
-            row: dict[str, Any] = {}
-            for key, value in record.items():
-                if key is None or key not in ROW_FIELDS or value in (None, ""):
-                    continue
-                if key == "metadata":
-                    try:
-                        row[key] = json.loads(value)
-                    except json.JSONDecodeError as exc:
-                        raise click.ClickException(
-                            f"{path}:{number}: metadata is not JSON: {exc}"
-                        ) from exc
-                else:
-                    row[key] = value
-            rows.append(row)
-        return rows
-    if suffix == ".json":
-        data = json.loads(text)
-        if not isinstance(data, list):
-            raise click.ClickException(f"{path}: expected a JSON list of rows")
-        return data
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise click.ClickException(f"{path}:{number}: not JSON: {exc.msg}") from exc
-        if not isinstance(value, dict):
-            raise click.ClickException(f"{path}:{number}: expected a JSON object")
-        rows.append(value)
-    return rows
+BUILTIN_PREFIX = "builtin:"
 
 
 def _fmt(value: Any) -> str:
@@ -67,8 +39,8 @@ def _fmt(value: Any) -> str:
 
 def render_summary(summary: Sequence[Mapping[str, Any]], title: str = "summary") -> None:
     """Print a per-check summary table."""
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from rich.table import Table  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     console = Console()
     if not console.is_terminal:
@@ -110,12 +82,92 @@ def render_summary(summary: Sequence[Mapping[str, Any]], title: str = "summary")
 
 
 def _parse_ref(ref: str) -> str | dict[str, Any]:
-    return json.loads(ref) if ref.strip().startswith("{") else ref
+    if not ref.strip().startswith("{"):
+        return ref
+    try:
+        value = json.loads(ref)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{ref!r} is not JSON: {exc.msg}", param_hint="--check") from exc
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise click.BadParameter(
+            f"{ref!r}: a JSON check is an object with a name, e.g. "
+            '\'{"name": "regex_match", "params": {"pattern": "Paris"}}\'',
+            param_hint="--check",
+        )
+    return value
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``--param CHECK.KEY=VALUE`` (VALUE is JSON when it parses, else a string)."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        target, sep, raw = pair.partition("=")
+        check, dot, key = target.rpartition(".")
+        if not sep or not dot or not check or not key:
+            raise click.BadParameter(
+                f"{pair!r}: expected CHECK.KEY=VALUE, e.g. regex_match.pattern=Paris",
+                param_hint="--param",
+            )
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(check, {})[key] = value
+    return out
+
+
+def check_refs(
+    checks: Sequence[str], params: Mapping[str, Mapping[str, Any]]
+) -> list[str | dict[str, Any]]:
+    """The run's check references: names, JSON objects, with ``--param`` merged in."""
+    refs: list[str | dict[str, Any]] = []
+    used: set[str] = set()
+    for raw in checks:
+        ref = _parse_ref(raw)
+        name = ref if isinstance(ref, str) else str(ref["name"])
+        extra = params.get(name) or params.get(name.removeprefix(BUILTIN_PREFIX))
+        if extra:
+            used.update({name, name.removeprefix(BUILTIN_PREFIX)})
+            base: dict[str, Any] = {"name": ref} if isinstance(ref, str) else dict(ref)
+            given: dict[str, Any] = dict(base.get("params") or {})
+            base["params"] = {**given, **extra}
+            ref = base
+        refs.append(ref)
+    unknown = sorted(set(params) - used)
+    if unknown:
+        raise click.BadParameter(
+            f"--param names check(s) not in the run: {', '.join(unknown)}", param_hint="--param"
+        )
+    return refs
+
+
+def _ref_name(ref: str | Mapping[str, Any]) -> str:
+    return ref if isinstance(ref, str) else str(ref["name"])
+
+
+def _interrupted(remote: Remote, run_id: str) -> None:
+    """Ctrl-C on a followed run: say how to follow or cancel it; cancel only if asked."""
+    click.echo(
+        f"\ninterrupted; run {run_id} goes on on the server.\n"
+        f"  follow it:  scorebox run show {run_id}\n"
+        f"  results:    scorebox run results {run_id} -o results.jsonl\n"
+        f"  cancel it:  scorebox run cancel {run_id}",
+        err=True,
+    )
+    if sys.stdin is not None and sys.stdin.isatty():
+        try:
+            cancel = click.confirm("cancel the run now?", default=False, err=True)
+        except (click.Abort, EOFError):
+            cancel = False
+        if cancel:
+            remote.json("POST", f"/v1/runs/{run_id}/cancel")
+            click.echo(f"run {run_id} cancelled", err=True)
+    raise SystemExit(EXIT_INTERRUPTED)
 
 
 def run_remote(
     remote: Remote,
-    checks: Sequence[str],
+    checks: Sequence[str | dict[str, Any]],
     rows: list[dict[str, Any]],
     labels: Mapping[str, Any],
     progress: bool,
@@ -126,133 +178,456 @@ def run_remote(
     run = remote.json(
         "POST",
         "/v1/runs/upload",
-        data={"checks": json.dumps([_parse_ref(c) for c in checks]), "labels": json.dumps(labels)},
+        data={"checks": json.dumps(list(checks)), "labels": json.dumps(labels)},
         files={"file": ("rows.jsonl", payload, "application/x-ndjson")},
     )
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    for warning in run.get("warnings") or []:
+        click.echo(f"warning: {warning}", err=True)
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeRemainingColumn(),
-        disable=not progress,
-        transient=True,
-    ) as bar:
-        task = bar.add_task(run["id"], total=run["progress"]["total"])
-        while run["status"] in ("queued", "running"):
-            time.sleep(poll_seconds)
-            run = remote.json("GET", f"/v1/runs/{run['id']}")
-            bar.update(task, completed=run["progress"]["done"])
-    return dict(run)
-
-
-def run_local(
-    checks: Sequence[str], rows: list[dict[str, Any]], progress: bool
-) -> list[dict[str, Any]]:
-    """Score locally: each check is a .py file (sandboxed) or a built-in name."""
-    from rich.progress import BarColumn, Progress, TextColumn
-
-    from engine.catalog import ResolvedCheck
-    from engine.contract import Policy
-    from engine.errors import InvalidRequestError
-    from engine.runner import CodeCheck, Engine, as_rows
-    from engine.runs.registry import load_builtins
-    from engine.runs.summary import summarize
-    from engine.settings import Settings
-    from engine.validation import validate
-
-    settings = Settings()
-    builtins = load_builtins()
-    row_list = as_rows(rows)
-    summaries: list[dict[str, Any]] = []
-    with (
-        Engine(settings.model_copy(update={"pool_size": 0})) as engine,
-        Progress(
+    try:
+        with Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             TextColumn("{task.completed}/{task.total}"),
+            TimeRemainingColumn(),
             disable=not progress,
             transient=True,
-        ) as bar,
-    ):
-        for ref in checks:
-            task = bar.add_task(ref, total=len(row_list))
+        ) as bar:
+            task = bar.add_task(run["id"], total=run["progress"]["total"])
+            while run["status"] in ("queued", "running"):
+                time.sleep(poll_seconds)
+                run = remote.json("GET", f"/v1/runs/{run['id']}")
+                bar.update(task, completed=run["progress"]["done"])
+    except KeyboardInterrupt:
+        _interrupted(remote, str(run["id"]))
+    return dict(run)
 
-            def tick(_index: int, _result: Any, task: Any = task) -> None:
-                bar.advance(task)
 
-            path = Path(ref)
-            if path.suffix == ".py" and path.exists():
-                source = path.read_text(encoding="utf-8")
-                report = validate(source, Policy.STANDARD)
-                if not report.valid:
-                    problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
-                    raise click.ClickException(f"{path} is not a valid check: {problems}")
-                code = CodeCheck(source=source, name=path.stem, output_type=report.output_data_type)
-                results = engine.run_check(code, row_list, on_result=tick)
-                summaries.append(summarize(results, path.stem).model_dump())
-            elif ref in builtins:
-                builtin = builtins[ref]
-                resolved = ResolvedCheck("builtin", ref, builtin=builtin)
-                results = builtin.score(row_list, resolved.params)
-                bar.update(task, completed=len(row_list))
-                summaries.append(summarize(results, ref, kind="builtin").model_dump())
-            else:
-                raise click.ClickException(
-                    str(
-                        InvalidRequestError(
-                            f"{ref!r} is neither a .py file nor a built-in: without --server, "
-                            "name check files; with --server, name checks pushed there"
-                        )
-                    )
+def remote_results(
+    remote: Remote, run_id: str, rows: Sequence[Mapping[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every result of a run as flat records (inputs joined when ``rows`` are known)."""
+    response = remote.request(
+        "GET", f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
+    )
+    out: list[dict[str, Any]] = []
+    for line in response.text.splitlines():
+        if line.strip():
+            item = json.loads(line)
+            index = int(item["row_index"])
+            row = rows[index] if rows is not None and index < len(rows) else None
+            out.append(record(index, item, row))
+    return out
+
+
+def local_llm(no_cache: bool) -> Any:
+    """The configured LLM client for local judges (None when none is configured), with a
+    judge cache under the data dir unless ``no_cache``."""
+    from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    settings = Settings()
+    if settings.llm_base_url is None and settings.llm_api_key is None:
+        return None
+    from engine.cli.judge_cache import DiskResponseCache  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
+
+    cache = None if no_cache else DiskResponseCache(settings.data_dir / "judge-cache")
+    return create_llm_client(settings, cache=cache)
+
+
+def run_local(
+    checks: Sequence[str | dict[str, Any]],
+    rows: list[dict[str, Any]],
+    progress: bool,
+    no_cache: bool = False,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Score locally: each check is a .py file (sandboxed) or a built-in name (with params).
+
+    Returns (per-check summaries, per-row records).
+    """
+    from rich.progress import BarColumn, Progress, TextColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    from engine.builtins import build_builtins  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.runner import CodeCheck, SandboxRunner, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.validation import validate  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    settings = Settings()
+    llm = local_llm(no_cache)
+    builtins = build_builtins(llm)
+    row_list = as_rows(rows)
+    summaries: list[dict[str, Any]] = []
+    records: list[dict[str, Any]] = []
+    stack = contextlib.ExitStack()
+    engine: Any = None
+    try:
+        with (
+            stack,
+            Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                disable=not progress,
+                transient=True,
+            ) as bar,
+        ):
+            for ref in checks:
+                name = _ref_name(ref)
+                params: dict[str, Any] = (
+                    {} if isinstance(ref, str) else dict(ref.get("params") or {})
                 )
-    return summaries
+                task = bar.add_task(name, total=len(row_list))
+
+                def tick(_index: int, _result: Any, task: Any = task) -> None:
+                    bar.advance(task)
+
+                path = Path(name)
+                bare = name.removeprefix(BUILTIN_PREFIX)
+                if not name.startswith(BUILTIN_PREFIX) and path.suffix == ".py" and path.exists():
+                    source = path.read_text(encoding="utf-8")
+                    report = validate(source, Policy.STANDARD)
+                    if not report.valid:
+                        problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
+                        raise click.ClickException(f"{path} is not a valid check: {problems}")
+                    code = CodeCheck(
+                        source=source, name=path.stem, output_type=report.output_data_type
+                    )
+                    if engine is None:  # the sandbox only when a .py check needs it
+                        engine = stack.enter_context(
+                            SandboxRunner(settings.model_copy(update={"pool_size": 0}))
+                        )
+                    results = engine.run_check(code, row_list, on_result=tick)
+                    summaries.append(summarize(results, path.stem).model_dump())
+                elif bare in builtins:
+                    builtin = builtins[bare]
+                    try:
+                        builtin.validate_params(params)
+                        results = builtin.score(row_list, params)
+                    except InvalidRequestError as exc:
+                        raise click.ClickException(f"{bare}: {exc}") from exc
+                    bar.update(task, completed=len(row_list))
+                    summaries.append(summarize(results, bare, kind=builtin.kind).model_dump())
+                else:
+                    raise click.ClickException(
+                        f"{name!r} is neither a .py file nor a built-in: without --server, "
+                        "name check files or built-ins (`scorebox judge list` and "
+                        "docs/checks.md list them); with --server, name checks pushed there"
+                    )
+                records.extend(
+                    record(i, r.model_dump(mode="json"), rows[i]) for i, r in enumerate(results)
+                )
+    finally:
+        if llm is not None:
+            llm.close()
+    return summaries, records
 
 
-@click.command("run")
-@click.option("--check", "checks", multiple=True, required=True, help="A check (repeatable).")
+def _finish(
+    records: list[dict[str, Any]], outputs: Sequence[Path], title: str, gates: Gates
+) -> None:
+    for path in outputs:
+        write_records(path, records, title)
+        click.echo(f"wrote {path}", err=True)
+    problems = evaluate(records, gates)
+    for problem in problems:
+        click.echo(f"FAILED: {problem}", err=True)
+    if problems:
+        raise SystemExit(EXIT_GATE_FAILED)
+
+
+def _fail_on(value: str) -> tuple[str, ...]:
+    from engine.contract import Status  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    if value.strip().lower() in ("", "none"):
+        return ()
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
+    known = {s.value for s in Status}
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise click.BadParameter(
+            f"unknown status {', '.join(bad)}; use statuses from {', '.join(sorted(known))} "
+            "or none",
+            param_hint="--fail-on",
+        )
+    return names
+
+
+@click.group("run", invoke_without_command=True)
+@click.option(
+    "--check",
+    "checks",
+    multiple=True,
+    help="A check (repeatable): a .py file, a built-in name (builtin:NAME always means the "
+    "built-in), a name pushed to the server, or JSON "
+    '\'{"name": "regex_match", "params": {"pattern": "Paris"}}\'.',
+)
 @click.option(
     "--data",
-    required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Rows: .jsonl, .json or .csv.",
+    help="Rows: .jsonl, .json, .csv, .tsv, or .parquet (with pandas and pyarrow).",
+)
+@click.option(
+    "--map",
+    "maps",
+    multiple=True,
+    metavar="FIELD=COLUMN",
+    help="Read a row field from another column, e.g. --map model_output=answer.",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="CHECK.KEY=VALUE",
+    help="A check parameter, e.g. --param regex_match.pattern=Paris (VALUE is JSON if it "
+    "parses, else a string).",
 )
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Run label.")
+@click.option(
+    "-o",
+    "--output",
+    "outputs",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write every row x check result: .jsonl, .csv, .tsv, or .html (a one-file report). "
+    "Repeatable.",
+)
+@click.option(
+    "--fail-on",
+    default=",".join(DEFAULT_FAIL_ON),
+    show_default=True,
+    help="Exit 3 when any row has one of these statuses (comma-separated, or none).",
+)
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="CHECK=MIN",
+    help="Exit 3 when CHECK's value is below MIN: the pass rate of a bool check, the mean "
+    "score of a numeric one (rows that scored ok).",
+)
+@click.option(
+    "--max-failures",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Exit 3 when more than N rows fail (false, or a --fail-on status); replaces the "
+    "any-row rule of --fail-on.",
+)
 @click.option("--local", is_flag=True, help="Score here even if SCOREBOX_SERVER is set.")
+@click.option("--no-cache", is_flag=True, help="Local runs: do not use the judge cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--no-progress", is_flag=True)
 @server_options
+@click.pass_context
 def run(
+    ctx: click.Context,
     checks: tuple[str, ...],
-    data: Path,
+    data: Path | None,
+    maps: tuple[str, ...],
+    params: tuple[str, ...],
     labels: tuple[str, ...],
+    outputs: tuple[Path, ...],
+    fail_on: str,
+    thresholds: tuple[str, ...],
+    max_failures: int | None,
     local: bool,
+    no_cache: bool,
     as_json: bool,
     no_progress: bool,
     server: str | None,
     api_key: str | None,
 ) -> None:
-    """Score a dataset with checks and print a per-check summary.
+    """Score a dataset with checks, print a per-check summary, gate on the results.
 
     With --server (or SCOREBOX_SERVER), the checks are names on that server and
     the run is durable there; otherwise they are .py files (or built-in names)
-    scored here in the sandbox.
+    scored here in the sandbox. Exit codes: 0 passed, 1 scorebox could not run,
+    2 usage error, 3 checks fell below a gate (--fail-on, --threshold,
+    --max-failures), 130 interrupted.
+
+    Subcommands (list, show, results, cancel) manage runs on a server.
     """
-    rows = read_rows(data)
+    if ctx.invoked_subcommand is not None:
+        return
+    if not checks or data is None:
+        raise click.UsageError(
+            "name at least one --check and a --data file (or a subcommand: "
+            + ", ".join(sorted(run.commands))
+            + ")"
+        )
+    gates = Gates(_fail_on(fail_on), parse_thresholds(thresholds), max_failures)
+    for path in outputs:
+        if path.suffix.lower() not in (".jsonl", ".ndjson", ".csv", ".tsv", ".html", ".htm"):
+            raise click.BadParameter(
+                f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
+            )
+    refs = check_refs(checks, parse_params(params))
+    rows = read_rows(data, parse_map(maps))
     progress = not no_progress and not as_json
     label_map = dict(pair.partition("=")[::2] for pair in labels)
     if server and not local:
-        final = run_remote(Remote(server, api_key), checks, rows, label_map, progress)
+        remote = Remote(server, api_key)
+        final = run_remote(remote, refs, rows, label_map, progress)
         if as_json:
             click.echo(json.dumps(final, indent=2))
         else:
             render_summary(final["summary"], f"run {final['id']}: {final['status']}")
+        records = remote_results(remote, str(final["id"]), rows)
         if final["status"] != "succeeded":
-            raise SystemExit(1)
+            for path in outputs:
+                write_records(path, records, f"run {final['id']}")
+            click.echo(f"run {final['id']} {final['status']}: {final.get('error') or ''}", err=True)
+            raise SystemExit(EXIT_COULD_NOT_RUN)
+        _finish(records, outputs, f"scorebox run {final['id']}", gates)
         return
-    summaries = run_local(checks, rows, progress)
+    summaries, records = run_local(refs, rows, progress, no_cache=no_cache)
     if as_json:
         click.echo(json.dumps({"summary": summaries}, indent=2))
     else:
         render_summary(summaries, f"{len(rows)} rows, scored locally")
+    _finish(records, outputs, f"scorebox run: {data.name}", gates)
+
+
+@run.command("list")
+@click.option("--status", default=None, help="Only runs with this status.")
+@click.option(
+    "--label", "label", default=None, metavar="KEY=VALUE", help="Only runs with this label."
+)
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
+@click.option("--offset", default=0, type=click.IntRange(min=0))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@server_options
+def run_list(
+    status: str | None,
+    label: str | None,
+    limit: int,
+    offset: int,
+    as_json: bool,
+    server: str | None,
+    api_key: str | None,
+) -> None:
+    """List recent runs on the server."""
+    query: dict[str, Any] = {"limit": limit, "offset": offset}
+    if status:
+        query["status"] = status
+    if label:
+        query["label"] = label
+    found = Remote(server, api_key).json("GET", "/v1/runs", params=query)["runs"]
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    for r in found:
+        labels = ",".join(f"{k}={v}" for k, v in (r.get("labels") or {}).items())
+        click.echo(
+            f"{r['id']}  {r['status']:<10} {r['progress']['done']}/{r['progress']['total']}  "
+            f"{r.get('created_at', '')}  {labels}"
+        )
+
+
+@run.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the run document as JSON.")
+@server_options
+def run_show(run_id: str, as_json: bool, server: str | None, api_key: str | None) -> None:
+    """A run's status, progress and per-check summary."""
+    doc = Remote(server, api_key).json("GET", f"/v1/runs/{run_id}")
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    progress = doc["progress"]
+    render_summary(
+        doc.get("summary") or [],
+        f"run {doc['id']}: {doc['status']} ({progress['done']}/{progress['total']})",
+    )
+
+
+@run.command("results")
+@click.argument("run_id")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to a .jsonl, .csv, .tsv or .html file (default: JSONL on stdout).",
+)
+@server_options
+def run_results(run_id: str, output: Path | None, server: str | None, api_key: str | None) -> None:
+    """Every row x check result of a run."""
+    records = remote_results(Remote(server, api_key), run_id)
+    if output is None:
+        for r in records:
+            click.echo(json.dumps(r, ensure_ascii=False))
+        return
+    write_records(output, records, f"scorebox run {run_id}")
+    click.echo(f"wrote {output}", err=True)
+
+
+@run.command("cancel")
+@click.argument("run_id")
+@server_options
+def run_cancel(run_id: str, server: str | None, api_key: str | None) -> None:
+    """Cancel a run (rows already scored are kept)."""
+    doc = Remote(server, api_key).json("POST", f"/v1/runs/{run_id}/cancel")
+    click.echo(f"run {doc['id']}: {doc['status']}")
+
+
+def _interval(value: Mapping[str, Any] | None, scale: float = 1.0) -> str:
+    if value is None:
+        return "-"
+    verdict = "significant" if value["significant"] else "not significant"
+    return (
+        f"{value['delta'] * scale:+.3f} [{value['low'] * scale:+.3f}, "
+        f"{value['high'] * scale:+.3f}] {verdict}"
+    )
+
+
+def _regressed(check: Mapping[str, Any]) -> bool:
+    return any(
+        (d := check.get(name)) is not None and d["significant"] and d["delta"] < 0
+        for name in ("mean_delta", "pass_rate_delta")
+    )
+
+
+@run.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--fail-on-regression",
+    is_flag=True,
+    help="Exit 3 when a check's mean or pass rate dropped significantly (95% CI below 0).",
+)
+@server_options
+def run_compare(
+    run_a: str,
+    run_b: str,
+    as_json: bool,
+    fail_on_regression: bool,
+    server: str | None,
+    api_key: str | None,
+) -> None:
+    """Compare run B with baseline A: deltas with a 95% paired-bootstrap CI, changed rows."""
+    doc = Remote(server, api_key).json("GET", f"/v1/runs/{run_a}/compare/{run_b}")
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(
+            f"{doc['matched']} rows matched by {doc['matched_by']} "
+            f"({doc['only_a']} only in A, {doc['only_b']} only in B); deltas are B - A"
+        )
+        for c in doc["checks"]:
+            click.echo(f"{c['check']}: mean {_interval(c['mean_delta'])}")
+            if c["pass_rate_delta"] is not None:
+                click.echo(f"{' ' * len(c['check'])}  pass rate {_interval(c['pass_rate_delta'])}")
+            for r in c["changed"][:20]:
+                click.echo(
+                    f"    {r['key']}: {r['kind']} ({r['status_a']} {r['score_a']} -> "
+                    f"{r['status_b']} {r['score_b']})"
+                )
+            if c["changed_total"] > 20:
+                click.echo(f"    ... {c['changed_total'] - 20} more changed rows")
+    if fail_on_regression and any(_regressed(c) for c in doc["checks"]):
+        sys.exit(3)

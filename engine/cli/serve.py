@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from engine.errors import ConfigurationError, RuntimeUnavailableError
 from engine.settings import Settings
 
 
@@ -12,13 +13,36 @@ from engine.settings import Settings
 @click.option("--port", type=int, default=None, help="Port (default: SCOREBOX_PORT or 8000).")
 @click.option("--log-level", default="info", show_default=True)
 def serve(host: str | None, port: int | None, log_level: str) -> None:
-    """Run the scorebox service (API, durable runs, warm sandbox pool)."""
-    import uvicorn
+    """Run the scorebox service (API, durable runs, warm sandbox pool).
 
-    from engine.api import create_app
+    With SCOREBOX_BROKER_URL set it is a stateless API node: runs go to `scorebox worker`
+    hosts through the broker and it needs no Docker engine.
+    """
+    import uvicorn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    from engine.api import create_app  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
     updates = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
     if updates:
         settings = settings.model_copy(update=updates)
+    if settings.broker_url:
+        from engine.distributed.preflight import check_distributed  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        try:
+            check_distributed(settings)
+        except ConfigurationError as exc:
+            raise click.ClickException(str(exc)) from exc
+    else:
+        _check_runtime(settings)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
+
+
+def _check_runtime(settings: Settings) -> None:
+    """Refuse to start when SCOREBOX_RUNTIME names a runtime the Docker engine lacks."""
+    from engine.sandbox.docker_backend import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    try:
+        check_runtime(settings)
+    except RuntimeUnavailableError as exc:
+        raise click.ClickException(str(exc)) from exc

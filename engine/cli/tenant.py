@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 
 
 def _store() -> SqlStore:
-    from engine.storage import open_store
+    from engine.storage import open_store  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     return open_store(Settings().effective_database_url)
 
 
 def _quotas(pairs: tuple[str, ...]) -> dict[str, int]:
-    from engine.runs.quotas import parse_overrides
+    from engine.runs.quotas import parse_overrides  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     values: dict[str, str] = {}
     for pair in pairs:
@@ -41,7 +41,7 @@ def tenant() -> None:
 @click.option("--quota", "quotas", multiple=True, metavar="NAME=VALUE", help="Quota override.")
 def create_command(name: str, quotas: tuple[str, ...]) -> None:
     """Create a tenant and print its first API key (shown once)."""
-    from engine.auth import create_tenant
+    from engine.auth import create_tenant  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         store = _store()
@@ -70,7 +70,7 @@ def list_command() -> None:
 @click.option("--name", default=None, help="A label for the key.")
 def create_key_command(tenant_ref: str, name: str | None) -> None:
     """Issue another API key for TENANT (name or id); printed once."""
-    from engine.auth import issue_key
+    from engine.auth import issue_key  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         store = _store()
@@ -97,7 +97,8 @@ def revoke_key_command(key: str) -> None:
 @click.argument("tenant_ref", metavar="TENANT")
 @click.argument("quotas", nargs=-1, required=True, metavar="NAME=VALUE...")
 def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
-    """Override quotas of TENANT: concurrent_jobs, rows_per_run, source_bytes, queued_runs."""
+    """Override quotas of TENANT: concurrent_jobs, rows_per_run, source_bytes, queued_runs,
+    evaluations_per_run (rows x checks)."""
     try:
         store = _store()
         found = store.get_tenant(tenant_ref)

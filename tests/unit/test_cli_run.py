@@ -1,0 +1,209 @@
+"""``scorebox run`` as a CI runner (issue 11): local judges, per-row output, gates,
+parameterised built-ins, data files, ``--help`` speed. Built-ins only: no Docker."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from engine.cli import main
+from tests.fake_llm import FakeLLM, Reply
+
+ROWS: list[dict[str, object]] = [
+    {"id": "a", "model_output": "Paris is the capital.", "scenario_input": "Capital of France?"},
+    {"id": "b", "model_output": "not json", "scenario_input": "Say something"},
+]
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SCOREBOX_DATA_DIR", str(tmp_path / "data"))
+    for name in ("SCOREBOX_SERVER", "SCOREBOX_LLM_BASE_URL", "SCOREBOX_LLM_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return tmp_path
+
+
+def rows_file(tmp_path: Path, rows: list[dict[str, object]] = ROWS) -> Path:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def cli(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# --- finding 1: local judges use the configured LLM endpoint, with a disk cache ---------------
+
+
+def test_local_judges_reach_the_configured_endpoint_and_cache(
+    env: Path, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCOREBOX_LLM_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("SCOREBOX_LLM_API_KEY", "test-key")
+    fake_llm.responder = lambda body: Reply(text="Clear.\nSCORE: 4")
+    data = rows_file(env)
+    out = env / "r.jsonl"
+    result = cli("run", "--local", "--check", "fluency", "--data", str(data), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["status"] for r in records] == ["ok", "ok"]
+    assert [r["score"] for r in records] == [4, 4]
+    assert len(fake_llm.requests) == 2
+    # the second run is served from the judge cache under the data dir
+    assert cli("run", "--local", "--check", "fluency", "--data", str(data)).exit_code == 0
+    assert len(fake_llm.requests) == 2
+    assert list((env / "data" / "judge-cache").rglob("*.json"))
+    # --no-cache asks again
+    assert cli("run", "--no-cache", "--check", "fluency", "--data", str(data)).exit_code == 0
+    assert len(fake_llm.requests) == 4
+
+
+# --- findings 2 and 3: per-row output, gates and exit codes -----------------------------------
+
+
+def test_per_row_output_jsonl_csv_html(env: Path) -> None:
+    data = rows_file(env)
+    paths = [env / "r.jsonl", env / "r.csv", env / "report.html"]
+    args = ["run", "--check", "is_json", "--data", str(data)]
+    for p in paths:
+        args += ["-o", str(p)]
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in paths[0].read_text().splitlines()]
+    assert [(r["row_id"], r["check"], r["score"]) for r in records] == [
+        ("a", "is_json", False),
+        ("b", "is_json", False),
+    ]
+    assert records[1]["explanation"].startswith("not JSON")
+    assert records[1]["model_output"] == "not json"
+    table = list(csv.DictReader(paths[1].open()))
+    assert table[1]["score"] == "false" and table[1]["scenario_input"] == "Say something"
+    page = paths[2].read_text()
+    assert "<svg" in page and "is_json" in page and "not json" in page
+    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_every_row_erroring_fails_the_run_with_exit_3(env: Path) -> None:
+    # judges without an endpoint: judge_error on every row (was exit 0)
+    result = cli("run", "--check", "fluency", "--data", str(rows_file(env)))
+    assert result.exit_code == 3, result.output
+    assert "judge_error=2" in result.output
+    off = cli("run", "--check", "fluency", "--data", str(rows_file(env)), "--fail-on", "none")
+    assert off.exit_code == 0, off.output
+
+
+def test_thresholds_and_max_failures(env: Path) -> None:
+    data = rows_file(env)
+    base = ["run", "--check", "regex_match", "--param", "regex_match.pattern=Paris"]
+    assert cli(*base, "--data", str(data), "--threshold", "regex_match=0.5").exit_code == 0
+    failed = cli(*base, "--data", str(data), "--threshold", "regex_match=0.8")
+    assert failed.exit_code == 3
+    assert "regex_match: 0.5 < threshold 0.8" in failed.output
+    assert cli(*base, "--data", str(data), "--max-failures", "1").exit_code == 0
+    assert cli(*base, "--data", str(data), "--max-failures", "0").exit_code == 3
+    assert cli(*base, "--data", str(data), "--threshold", "nope").exit_code == 2
+    missing = cli(*base, "--data", str(data), "--threshold", "other=0.1")
+    assert missing.exit_code == 3 and "no check 'other'" in missing.output
+
+
+# --- finding 4: parameterised built-ins locally, builtin: prefix --------------------------------
+
+
+def test_parameterised_builtins_run_locally(env: Path) -> None:
+    data = rows_file(env)
+    out = env / "r.jsonl"
+    spec = '{"name":"regex_match","params":{"pattern":"Par"}}'
+    result = cli("run", "--local", "--check", spec, "--data", str(data), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert [json.loads(x)["score"] for x in out.read_text().splitlines()] == [True, False]
+    result = cli(
+        "run",
+        "--check",
+        "builtin:regex_match",
+        "--param",
+        "regex_match.pattern=x",
+        "--data",
+        str(data),
+        "-o",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output
+    missing = cli("run", "--check", "regex_match", "--data", str(data))
+    assert missing.exit_code == 1
+    assert "pattern" in missing.output and "Traceback" not in missing.output
+    unknown = cli("run", "--check", "is_json", "--param", "nope.x=1", "--data", str(data))
+    assert unknown.exit_code == 2 and "nope" in unknown.output
+
+
+# --- finding 5: data files ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("rows.json", '[{"model_output": "a"},', "rows.json:1:"),
+        ("rows.csv", "output,expected\nhi,there\n", "unknown column(s) expected, output"),
+        ("rows.csv", 'model_output,id\n"abc,1\nx,2\n', "rows.csv:"),
+        ("rows.jsonl", '{"model_output": "a"}\n{"scenario_input": "b"}\n', "rows.jsonl:2:"),
+        ("rows.txt", "x", "unknown data format"),
+    ],
+)
+def test_bad_data_files_name_file_line_and_columns(
+    env: Path, name: str, content: str, message: str
+) -> None:
+    path = env / name
+    path.write_text(content)
+    result = cli("run", "--check", "is_json", "--data", str(path))
+    assert result.exit_code == 1, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_tsv_and_column_mapping(env: Path) -> None:
+    path = env / "rows.tsv"
+    path.write_text('answer\tquestion\n{"a": 1}\tq1\nno\tq2\n')
+    out = env / "r.jsonl"
+    result = cli(
+        "run",
+        "--check",
+        "is_json",
+        "--data",
+        str(path),
+        "--map",
+        "model_output=answer",
+        "--map",
+        "scenario_input=question",
+        "-o",
+        str(out),
+    )
+    assert result.exit_code == 0, result.output
+    records = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [(r["score"], r["scenario_input"]) for r in records] == [(True, "q1"), (False, "q2")]
+    unmapped = cli("run", "--check", "is_json", "--data", str(path))
+    assert "expected columns: model_output (required)" in unmapped.output
+
+
+# --- finding 12: --help does not import the openai SDK -------------------------------------------
+
+
+def test_help_does_not_import_openai() -> None:
+    code = (
+        "import sys\n"
+        "from engine.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "for name in ('openai', 'engine.builtins', 'httpx'):\n"
+        "    assert name not in sys.modules, name\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr

@@ -24,9 +24,10 @@ from typing import Any
 from bench.generation.cases import CASES, Case
 from engine.contract import OutputType
 from engine.errors import ScoreboxError
-from engine.llm import LLMClient, create_llm_client
+from engine.llm import LLMClient
 from engine.models import Row
-from engine.runner import Engine
+from engine.openai_client import create_llm_client
+from engine.runner import SandboxRunner
 from engine.settings import Settings
 from generator.pipeline import GeneratorOptions, agrees, engine_runner, generate_check
 
@@ -44,7 +45,9 @@ class CaseOutcome:
     error: str | None = None
 
 
-def run_case(case: Case, llm: LLMClient, engine: Engine, options: GeneratorOptions) -> CaseOutcome:
+def run_case(
+    case: Case, llm: LLMClient, engine: SandboxRunner, options: GeneratorOptions
+) -> CaseOutcome:
     """Generate the case's check, then score it on the held-back rows."""
     started = time.monotonic()
     run = engine_runner(engine)
@@ -176,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         with (
-            Engine(effective.model_copy(update={"pool_size": 0})) as engine,
+            SandboxRunner(effective.model_copy(update={"pool_size": 0})) as engine,
             ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
         ):
             outcomes = list(pool.map(lambda c: run_case(c, llm, engine, options), cases))

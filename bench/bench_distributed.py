@@ -1,0 +1,325 @@
+"""Distributed mode against the embedded mode, measured side by side in one run.
+
+    python -m bench.bench_distributed [--rows 100000] [--score-requests 60]
+
+Starts a throwaway PostgreSQL and Redis (``scripts/postgres.sh``,
+``scripts/redis.sh``; or uses ``SCOREBOX_TEST_POSTGRES_URL`` and
+``SCOREBOX_TEST_REDIS_URL``), then for each setup (embedded ``scorebox serve``;
+one API node with 1 and with 2 ``scorebox worker`` processes) on a fresh
+database:
+
+- ``/v1/score`` latency of one row of a warm code check, and of a built-in (which runs
+  in process, so it shows what the queue itself adds), sequential requests after a warm-up;
+- rows/s of one run of ``--rows`` rows of a trivial check, submit to ``succeeded``;
+
+and rows/s per worker core (one worker, one slot) for a trivial and a realistic check.
+Prints a Markdown table; ``run_all()`` returns the figures for ``python -m bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+ROOT = Path(__file__).resolve().parents[1]
+CLI = [sys.executable, "-c", "from engine.cli import main; main()"]
+LABEL = "scorebox.bench"
+
+TRIVIAL = "def evaluate(model_output: str) -> bool:\n    return 'yes' in model_output\n"
+REALISTIC = (
+    "import difflib, json, re\n\n"
+    "def evaluate(model_output: str, scenario_result: str) -> float:\n"
+    "    words = re.findall(r'\\w+', model_output.lower())\n"
+    "    expected = re.findall(r'\\w+', scenario_result.lower())\n"
+    "    ratio = difflib.SequenceMatcher(None, words, expected).ratio()\n"
+    "    json.dumps({'w': words[:20]})\n"
+    "    return round(ratio, 4)\n"
+)
+SENTENCE = "the quick brown fox jumps over the lazy dog while the model answers the question "
+
+
+@dataclass
+class Setup:
+    name: str
+    workers: int  # 0: embedded
+    slots: int = 2
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _service(script: str, env_name: str) -> Iterator[str]:
+    given = os.environ.get(env_name)
+    if given:
+        yield given
+        return
+    url = subprocess.run(
+        [str(ROOT / "scripts" / script), "start"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    try:
+        yield url
+    finally:
+        subprocess.run([str(ROOT / "scripts" / script), "stop", url], check=False)
+
+
+@contextmanager
+def _database(base: str) -> Iterator[str]:
+    url = make_url(base).set(drivername="postgresql+psycopg")
+    name = f"bench_{secrets.token_hex(5)}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+class Nodes:
+    """The processes of one setup; all stopped (and their containers removed) at exit."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env = env
+        self.logs = logs
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, name: str, args: list[str], extra: dict[str, str] | None = None) -> None:
+        log = (self.logs / f"{name}.log").open("ab")
+        self.procs.append(
+            subprocess.Popen(
+                [*CLI, *args],
+                env={**self.env, **(extra or {})},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
+
+    def worker(self, name: str, slots: int) -> None:
+        extra = {"SCOREBOX_MAX_PARALLEL_JOBS": str(slots)}
+        self.spawn(name, ["worker", "-c", str(slots), "-n", f"{name}@%h"], extra)
+        path = self.logs / f"{name}.log"
+        deadline = time.monotonic() + 120
+        while " ready." not in path.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"worker {name} did not start: see {path}")
+            time.sleep(0.2)
+
+    def serve(self, port: int, broker: str | None) -> None:
+        extra = {} if broker else {"SCOREBOX_BROKER_URL": ""}
+        self.spawn("api", ["serve", "--port", str(port), "--log-level", "warning"], extra)
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the API node did not start")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        host = socket.gethostname()
+        for proc in self.procs:
+            ids = subprocess.run(
+                ["docker", "ps", "-aq", "--filter", f"label=scorebox.owner={host}:{proc.pid}"],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.split()
+            if ids:
+                subprocess.run(["docker", "rm", "-f", *ids], capture_output=True, check=False)
+
+
+def _tenant(database_url: str) -> dict[str, str]:
+    from engine import auth
+    from engine.storage import open_store
+
+    store = open_store(database_url)
+    try:
+        key = auth.create_tenant(store, "bench", {"concurrent_jobs": 16}).secret
+    finally:
+        store.engine.dispose()
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _run_rate(client: httpx.Client, check: str, rows: list[dict[str, Any]]) -> float:
+    started = time.perf_counter()
+    reply = client.post("/v1/runs", json={"checks": [check], "rows": rows})
+    reply.raise_for_status()
+    run_id = reply.json()["id"]
+    while True:
+        body = client.get(f"/v1/runs/{run_id}").json()
+        if body["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.2)
+    elapsed = time.perf_counter() - started
+    if body["status"] != "succeeded":
+        raise RuntimeError(f"run {run_id} ended {body['status']}: {body.get('error')}")
+    return len(rows) / elapsed
+
+
+def _latencies(client: httpx.Client, count: int, check: str) -> list[float]:
+    payload = {"checks": [check], "rows": [{"model_output": "{}"}]}
+    for _ in range(5):  # warm-up: the check's first containers
+        client.post("/v1/score", json=payload).raise_for_status()
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        client.post("/v1/score", json=payload).raise_for_status()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def measure(
+    setup: Setup,
+    pg: str,
+    redis_url: str,
+    rows: int,
+    score_requests: int,
+    realistic: bool = False,
+) -> dict[str, Any]:
+    with _database(pg) as database_url, tempfile.TemporaryDirectory() as tmp:
+        env = {
+            **os.environ,
+            "SCOREBOX_DATABASE_URL": database_url,
+            "SCOREBOX_DATA_DIR": tmp,
+            "SCOREBOX_POOL_SIZE": "2",
+            "SCOREBOX_MAX_PARALLEL_JOBS": str(setup.slots),
+            "SCOREBOX_RUN_CHUNK_ROWS": "500",
+            "SCOREBOX_JOB_MAX_ROWS": "500",
+            "SCOREBOX_CONTAINER_LABELS": json.dumps({LABEL: "1"}),
+        }
+        broker = redis_url if setup.workers else None
+        if broker:
+            import redis
+
+            redis.Redis.from_url(broker).flushdb()
+            env["SCOREBOX_BROKER_URL"] = broker
+        from engine.storage import open_store
+
+        open_store(database_url).engine.dispose()  # migrate once
+        headers = _tenant(database_url)
+        nodes = Nodes(env, Path(tmp))
+        try:
+            for n in range(setup.workers):
+                nodes.worker(f"w{n + 1}", setup.slots)
+            port = _free_port()
+            nodes.serve(port, broker)
+            with httpx.Client(
+                base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=600
+            ) as client:
+                for name, source in (("trivial", TRIVIAL), ("realistic", REALISTIC)):
+                    client.post("/v1/checks", json={"name": name, "source": source})
+                out: dict[str, Any] = {"setup": setup.name}
+                if score_requests:
+                    samples = _latencies(client, score_requests, "trivial")
+                    out["score_p50_ms"] = statistics.median(samples)
+                    out["score_p90_ms"] = statistics.quantiles(samples, n=10)[-1]
+                    # a built-in runs in process: what the queue itself costs
+                    samples = _latencies(client, score_requests, "is_json")
+                    out["builtin_p50_ms"] = statistics.median(samples)
+                    out["builtin_p90_ms"] = statistics.quantiles(samples, n=10)[-1]
+                data = [
+                    {
+                        "model_output": (SENTENCE * 3) + ("yes" if i % 2 else "no"),
+                        "scenario_result": SENTENCE * 2,
+                    }
+                    for i in range(rows)
+                ]
+                out["rows_per_s"] = _run_rate(client, "realistic" if realistic else "trivial", data)
+                return out
+        finally:
+            nodes.close()
+
+
+def run_all(
+    rows: int = 100_000, score_requests: int = 60, per_core_rows: int = 20_000
+) -> dict[str, Any]:
+    """Every figure of the distributed benchmark (for ``python -m bench``)."""
+    with (
+        _service("postgres.sh", "SCOREBOX_TEST_POSTGRES_URL") as pg,
+        _service("redis.sh", "SCOREBOX_TEST_REDIS_URL") as redis_url,
+    ):
+        setups = [
+            Setup("embedded", 0),
+            Setup("distributed, 1 worker", 1),
+            Setup("distributed, 2 workers", 2),
+        ]
+        table = [measure(s, pg, redis_url, rows, score_requests) for s in setups]
+        per_core = {
+            kind: measure(
+                Setup(f"1 worker, 1 slot, {kind}", 1, slots=1),
+                pg,
+                redis_url,
+                per_core_rows,
+                0,
+                realistic=(kind == "realistic"),
+            )["rows_per_s"]
+            for kind in ("trivial", "realistic")
+        }
+    return {"rows": rows, "table": table, "per_core_rows_per_s": per_core, "cores": os.cpu_count()}
+
+
+def render(figures: dict[str, Any]) -> str:
+    lines = [
+        f"{figures['rows']:,}-row run of a trivial check, {figures['cores']} cores, PostgreSQL "
+        "for every setup:",
+        "",
+        "| setup | rows/s | /v1/score code check p50 / p90 | /v1/score built-in p50 / p90 |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for row in figures["table"]:
+        lines.append(
+            f"| {row['setup']} | {row['rows_per_s']:,.0f} | {row['score_p50_ms']:.1f} / "
+            f"{row['score_p90_ms']:.1f} ms | {row['builtin_p50_ms']:.1f} / "
+            f"{row['builtin_p90_ms']:.1f} ms |"
+        )
+    lines += ["", "rows/s per worker core (one worker, one slot):", ""]
+    for kind, rate in figures["per_core_rows_per_s"].items():
+        lines.append(f"- {kind} check: {rate:,.0f} rows/s")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--score-requests", type=int, default=60)
+    parser.add_argument("--per-core-rows", type=int, default=20_000)
+    args = parser.parse_args()
+    print(render(run_all(args.rows, args.score_requests, args.per_core_rows)))
+
+
+if __name__ == "__main__":
+    main()

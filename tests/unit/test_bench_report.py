@@ -1,0 +1,191 @@
+"""The benchmark's statistics, command line, targets and report, on made-up figures."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import workload
+from bench.__main__ import parse
+from bench.measure import Figure, PeakRSS, percentile
+from bench.report import render, targets, write
+from bench.sampler import Sampler
+from bench.suite import (
+    EPICBOX_BATCH,
+    IN_PROCESS,
+    LAT_EPICBOX,
+    LAT_FRESH,
+    LAT_LLM_SANDBOX,
+    LAT_RUN_CHECK,
+    LAT_SCORE,
+    LAT_SCORE_CONCURRENT,
+    LATENCY,
+    QUICK,
+    REUSE_CHECK,
+    RUNTIMES,
+    THROUGHPUT,
+    Config,
+    Results,
+)
+
+
+@pytest.mark.parametrize(
+    ("samples", "q", "expected"),
+    [([1.0], 95, 1.0), ([1.0, 2.0, 3.0, 4.0, 5.0], 50, 3.0), ([0.0, 10.0], 95, 9.5)],
+)
+def test_percentile(samples: list[float], q: float, expected: float) -> None:
+    assert percentile(samples, q) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no samples"):
+        percentile([], 50)
+
+
+def test_peak_rss_sees_an_allocation() -> None:
+    with PeakRSS() as memory:
+        block = bytearray(64 * 1024 * 1024)
+        block[::4096] = b"x" * len(block[::4096])
+        del block
+    assert memory.peak_mb >= memory.before_mb + 50
+
+
+def test_workload_is_deterministic_and_checks_run_in_process() -> None:
+    assert workload.rows(2500) == workload.rows(2500)
+    assert len({id(r) for r in workload.rows(2500)}) == workload.DISTINCT_ROWS
+    for kind, source in workload.CHECKS.items():
+        evaluate = workload.load(source)
+        row = workload.distinct_rows()[0]
+        score = evaluate(**{p: row[p] for p in workload.PARAMS[kind]})
+        assert isinstance(score, bool | float)
+
+
+def test_quick_flag_and_overrides() -> None:
+    config, out, chart = parse(["--quick", "--sizes", "100:1_000", "--no-peers", "--out", "x"])
+    assert config.sizes == (100, 1000)
+    assert config.calls == QUICK.calls
+    assert not config.peers
+    assert not config.distributed
+    assert out == Path("x")
+    assert chart
+    full, _, _ = parse([])
+    assert full.calls >= 200
+    assert full.sizes == (10_000, 100_000, 1_000_000)
+    assert [full.repeats(n) for n in full.sizes] == [5, 3, 1]
+    assert full.distributed
+    assert not parse(["--no-distributed"])[0].distributed
+    assert parse(["--never-max-rows", "10000"])[0].never_max_rows == 10_000
+
+
+def test_bad_sizes_name_the_form(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(["--sizes", "ten"])
+    assert "give row counts like 10000:100000" in capsys.readouterr().err
+
+
+def _results(fast: bool) -> Results:
+    """Figures shaped like a real run; ``fast`` makes scorebox meet every target."""
+    results = Results(Config(sizes=(100_000, 1_000_000)))
+    k = 1.0 if fast else 20.0
+    add = results.add
+    add(Figure(LATENCY, LAT_RUN_CHECK, "ms", "latency", [5.0 * k] * 199 + [9.0 * k]))
+    add(Figure(LATENCY, LAT_SCORE, "ms", "latency", [6.0 * k] * 190 + [20.0 * k] * 10))
+    add(
+        Figure(
+            LATENCY, LAT_SCORE_CONCURRENT, "ms", "latency", [30.0] * 400, {"rate_per_s": 300 / k}
+        )
+    )
+    add(Figure(LATENCY, LAT_FRESH, "ms", "latency", [250.0] * 200))
+    add(Figure(LATENCY, LAT_EPICBOX, "ms", "latency", [200.0] * 200))
+    add(Figure(LATENCY, LAT_LLM_SANDBOX, "ms", "latency", [90.0] * 200))
+    for kind, base_s, own_s, peer_s in (
+        ("trivial", 0.1, 0.3 * k, 3.0),
+        ("realistic", 10.0, 6.0 * k, 15.0),
+    ):
+        for rows, scale in ((100_000, 1), (1_000_000, 10)):
+            extra = {"kind": kind, "rows": rows}
+            add(
+                Figure(
+                    THROUGHPUT,
+                    IN_PROCESS,
+                    "s",
+                    "rate",
+                    [base_s * scale] * 3,
+                    extra | {"peak_rss_mb": 80.0},
+                )
+            )
+            own = [own_s * scale * f for f in (0.9, 1.0, 1.1)]
+            add(Figure(THROUGHPUT, REUSE_CHECK, "s", "rate", own, extra | {"peak_rss_mb": 300.0}))
+            add(Figure(THROUGHPUT, EPICBOX_BATCH, "s", "rate", [peer_s * scale] * 3, extra))
+    for runtime, cold in (("runc", 250.0), ("runsc", 450.0)):
+        add(
+            Figure(
+                RUNTIMES, "cold start, 1 row", "ms", "latency", [cold] * 50, {"runtime": runtime}
+            )
+        )
+    results.machine = {
+        "date": "today",
+        "cores": 2,
+        "load_start": (1.0, 1.0, 1.0),
+        "load_end": (2.0, 1.0, 1.0),
+    }
+    return results
+
+
+def test_targets_met_when_scorebox_is_fast() -> None:
+    met = {t.name: t.met for t in targets(_results(fast=True))}
+    assert all(met.values()), met
+
+
+def test_targets_missed_when_scorebox_is_slow() -> None:
+    found = targets(_results(fast=False))
+    missed = [t.name for t in found if t.met is False]
+    assert any("/v1/score, 1 row" in name for name in missed)
+    assert any("engine.run_check" in name for name in missed)
+    assert any("overhead" in name for name in missed)
+    assert any("1,000,000 rows" in name for name in missed)
+    peers = next(t for t in found if "peers" in t.name)
+    assert peers.met is False
+    assert "behind on" in peers.measured
+
+
+def test_targets_not_measured_say_so() -> None:
+    assert all(t.met is None for t in targets(Results(Config())))
+
+
+def test_report_has_every_table_and_the_chart(tmp_path: Path) -> None:
+    results = _results(fast=True)
+    results.failures["llm-sandbox latency"] = "RuntimeError: no venv"
+    text = render(results)
+    for heading in ("## Single-row latency", "## Throughput", "## runc and runsc", "## Targets"):
+        assert heading in text
+    assert "| POST /v1/score, 8 concurrent clients: **300 requests/s** |" in text
+    assert "llm-sandbox latency: RuntimeError: no venv" in text
+    written = write(results, tmp_path)
+    assert {p.name for p in written} == {"latest.md", "latest.json", "latest.png"}
+    assert (tmp_path / "latest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _spin(stop: threading.Event) -> None:
+    while not stop.is_set():
+        sum(range(1000))
+
+
+def test_sampler_sees_a_busy_thread_and_not_an_idle_one() -> None:
+    stop = threading.Event()
+    busy = threading.Thread(target=_spin, args=(stop,))
+    idle = threading.Thread(target=stop.wait)
+    with Sampler(interval=0.002) as sampler:
+        busy.start()
+        idle.start()
+        time.sleep(0.3)
+        stop.set()
+        busy.join()
+        idle.join()
+    names = [name for name, _, _ in sampler.profile.top(50)]
+    assert any(name.startswith("_spin ") for name in names), names
+    assert sampler.profile.idle > 0
+    assert not any("threading.py" in name for name in sampler.profile.self_counts)

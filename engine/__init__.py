@@ -5,14 +5,15 @@ Importing ``engine`` is cheap: the public names below load on first use.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "CodeCheck",
-    "Engine",
     "Limits",
     "Row",
     "RowResult",
+    "SandboxRunner",
     "Settings",
     "Status",
     "run_check",
@@ -21,7 +22,7 @@ __all__ = [
 
 _EXPORTS = {
     "CodeCheck": "engine.runner",
-    "Engine": "engine.runner",
+    "SandboxRunner": "engine.runner",
     "run_check": "engine.runner",
     "run_checks": "engine.runner",
     "Limits": "engine.models",
@@ -34,7 +35,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from engine.contract import Status
     from engine.models import Limits, Row, RowResult
-    from engine.runner import CodeCheck, Engine, run_check, run_checks
+    from engine.runner import CodeCheck, SandboxRunner, run_check, run_checks
     from engine.settings import Settings
 
 
@@ -42,6 +43,4 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)

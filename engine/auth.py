@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 
 from engine.errors import AuthError
-from engine.storage import ApiKey, Store, Tenant
+from engine.storage import ApiKey, Tenant, TenantStore
 
 KEY_PREFIX = "sbx_"
 #: Characters of the key shown in listings (``sbx_`` plus a few of the secret).
@@ -47,7 +47,7 @@ def generate_key() -> tuple[str, str, str]:
     return secret, secret[:VISIBLE_CHARS], hash_key(secret)
 
 
-def issue_key(store: Store, tenant_id: str, name: str | None = None) -> NewKey:
+def issue_key(store: TenantStore, tenant_id: str, name: str | None = None) -> NewKey:
     """Make a key for the tenant and store its hash."""
     tenant = store.get_tenant(tenant_id)
     secret, prefix, digest = generate_key()
@@ -55,13 +55,13 @@ def issue_key(store: Store, tenant_id: str, name: str | None = None) -> NewKey:
     return NewKey(secret, key, tenant)
 
 
-def create_tenant(store: Store, name: str, quotas: dict[str, int] | None = None) -> NewKey:
+def create_tenant(store: TenantStore, name: str, quotas: dict[str, int] | None = None) -> NewKey:
     """Create a tenant with its first key."""
     tenant = store.create_tenant(name, quotas)
     return issue_key(store, tenant.id, "initial")
 
 
-def authenticate(store: Store, authorization: str | None) -> Principal:
+def authenticate(store: TenantStore, authorization: str | None) -> Principal:
     """The caller behind an ``Authorization: Bearer <key>`` header, or :class:`AuthError`."""
     if not authorization:
         raise AuthError("missing API key: send `Authorization: Bearer <key>`")

@@ -23,19 +23,25 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.auth import Principal
+from engine.builtins import BuiltinCheck, Builtins
 from engine.contract import (
     ModelCheckType,
     OutputType,
     Policy,
 )
 from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
+from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
 from engine.runs.quotas import Quotas, check_source
-from engine.runs.registry import Builtin
-from engine.storage import CheckVersion, RunCheck, Store, new_id, utcnow
+from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
+from engine.storage.okareo import check_id_from_uuid
+from engine.validation import ValidationReport, validate
 
-NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$"
+#: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).
+MAX_VERSION = 2**31 - 1
+#: Letters, digits, ``_ . -`` and inner spaces (Okareo check names have spaces); no ``@``.
+NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9_.\- ]{0,98}[A-Za-z0-9_.\-])?$"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -78,32 +84,11 @@ class CheckSpec(BaseModel):
     )
 
 
-class Issue(BaseModel):
-    """One validation finding."""
-
-    severity: str = "error"
-    code: str
-    message: str
-    line: int | None = None
-    col: int | None = None
-
-
-class CheckReport(BaseModel):
-    """What validating a check found (the same shape for code and model checks)."""
-
-    valid: bool
-    output_data_type: OutputType | None = None
-    requires_scenario_input: bool = False
-    requires_scenario_result: bool = False
-    signature: list[str] | None = None
-    issues: list[Issue] = Field(default_factory=list)
-
-
 @dataclass(frozen=True)
 class SaveOutcome:
     check: CheckVersion
     created: bool
-    report: CheckReport
+    report: ValidationReport
 
 
 @dataclass(frozen=True)
@@ -116,12 +101,12 @@ class ResolvedCheck:
     id: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     check: CheckVersion | None = None
-    builtin: Builtin | None = None
+    builtin: BuiltinCheck[Any] | None = None
 
     def to_run_check(self) -> RunCheck:
         output = self.check.output_data_type if self.check else None
         if self.builtin is not None:
-            output = self.builtin.output_data_type
+            output = self.builtin.output_data_type.value
         return RunCheck(self.kind, self.name, self.version, self.id, self.params, output)
 
 
@@ -132,8 +117,8 @@ class CheckRef(BaseModel):
 
     name: str | None = None
     id: str | None = None
-    version: int | None = Field(default=None, ge=1)
-    params: dict[str, Any] = Field(default_factory=dict)
+    version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
+    params: dict[str, FreeJSON] = Field(default_factory=dict)
 
 
 def _declared(spec: CheckSpec) -> dict[str, Any]:
@@ -144,26 +129,14 @@ def _declared(spec: CheckSpec) -> dict[str, Any]:
     }
 
 
-def validate_code(source: str, policy: Policy, declared: dict[str, Any]) -> CheckReport:
+def validate_code(source: str, policy: Policy, declared: dict[str, Any]) -> ValidationReport:
     """Validate code with :func:`engine.validation.validate`; never raises on user mistakes."""
-    from engine import validation
-
-    report: Any = validation.validate(source, policy, declared=declared)
-    data = report.model_dump(mode="json") if hasattr(report, "model_dump") else dict(report)
-    signature = data.get("signature")
-    if isinstance(signature, dict):
-        signature = signature.get("parameters")
-    return CheckReport(
-        valid=bool(data.get("valid")),
-        output_data_type=data.get("output_data_type"),
-        requires_scenario_input=bool(data.get("requires_scenario_input")),
-        requires_scenario_result=bool(data.get("requires_scenario_result")),
-        signature=list(signature) if signature is not None else None,
-        issues=[Issue.model_validate(i, from_attributes=True) for i in data.get("issues", [])],
-    )
+    return validate(source, policy, declared=declared)
 
 
-def validate_spec(spec: CheckSpec, quotas: Quotas | None = None) -> tuple[CheckReport, CheckSpec]:
+def validate_spec(
+    spec: CheckSpec, quotas: Quotas | None = None
+) -> tuple[ValidationReport, CheckSpec]:
     """Validate a spec; returns the report and the spec as it would be stored."""
     if spec.limits:
         try:
@@ -187,15 +160,12 @@ def validate_spec(spec: CheckSpec, quotas: Quotas | None = None) -> tuple[CheckR
     check_type = spec.check_type or ModelCheckType.SCORE
     output = OutputType.BOOL if check_type is ModelCheckType.PASS_FAIL else OutputType.INT
     requires = checked.requires()
-    report = CheckReport(
+    report = ValidationReport(
         valid=checked.valid,
         output_data_type=output,
         requires_scenario_input=requires["requires_scenario_input"],
         requires_scenario_result=requires["requires_scenario_result"],
-        issues=[
-            Issue(severity=i.severity, code=i.code, message=i.message, line=i.line, col=i.col)
-            for i in checked.issues
-        ],
+        issues=list(checked.issues),
     )
     return report, spec.model_copy(update={"prompt_template": template, "check_type": check_type})
 
@@ -209,7 +179,7 @@ def content_sha256(spec: CheckSpec) -> str:
         "check_type": spec.check_type.value if spec.check_type else None,
         "policy": spec.policy.value,
         "declared": {
-            k: (v.value if hasattr(v, "value") else v) for k, v in _declared(spec).items()
+            k: (v.value if isinstance(v, OutputType) else v) for k, v in _declared(spec).items()
         },
         "limits": spec.limits or None,
     }
@@ -260,13 +230,18 @@ def split_ref(ref: str) -> tuple[str, int | None]:
     name, sep, version = ref.partition("@")
     if not sep:
         return name, None
-    if not version.isdigit() or int(version) < 1:
-        raise InvalidRequestError(f"bad check reference {ref!r}: use name, name@VERSION or an id")
+    if not (version.isascii() and version.isdigit()) or not 1 <= int(version) <= MAX_VERSION:
+        raise InvalidRequestError(
+            f"bad check reference {ref!r}: use name, name@VERSION (1 to {MAX_VERSION}) or an id"
+        )
     return name, int(version)
 
 
-def get_check(store: Store, tenant_id: str, ref: str, version: int | None = None) -> CheckVersion:
-    """A tenant's check by id, ``name``, ``name@N`` or name with ``version``."""
+def get_check(
+    store: CheckStore, tenant_id: str, ref: str, version: int | None = None
+) -> CheckVersion:
+    """A tenant's check by id (``chk_...`` or its UUID), ``name``, ``name@N``, or name + version."""
+    ref = check_id_from_uuid(ref) or ref
     if ref.startswith("chk_"):
         found = store.get_check_by_id(tenant_id, ref)
         if version is not None and found.version != version:
@@ -276,8 +251,9 @@ def get_check(store: Store, tenant_id: str, ref: str, version: int | None = None
     return store.get_check(tenant_id, name, version or ref_version)
 
 
-def delete_check(store: Store, tenant_id: str, ref: str, version: int | None = None) -> int:
+def delete_check(store: CheckStore, tenant_id: str, ref: str, version: int | None = None) -> int:
     """Soft-delete a name (every version) or one version; returns how many were hidden."""
+    ref = check_id_from_uuid(ref) or ref
     if ref.startswith("chk_"):
         found = store.get_check_by_id(tenant_id, ref)
         return store.delete_check(tenant_id, found.name, found.version)
@@ -295,8 +271,38 @@ def judge_models(params: dict[str, Any]) -> list[str] | None:
     return models
 
 
+def unsaved_code_check(
+    tenant_id: str, source: str, output_type: OutputType, name: str = "generated"
+) -> ResolvedCheck:
+    """Code that is not saved (the generator's attempts), under the restricted policy."""
+    version = CheckVersion(
+        id="",
+        tenant_id=tenant_id,
+        name=name,
+        version=0,
+        kind="code",
+        description=None,
+        tags=[],
+        source=source,
+        prompt_template=None,
+        check_type=None,
+        policy=Policy.RESTRICTED.value,
+        output_data_type=output_type.value,
+        requires_scenario_input=False,
+        requires_scenario_result=False,
+        limits=None,
+        sha256=hashlib.sha256(source.encode()).hexdigest(),
+        author_key_id=None,
+        created_at=utcnow(),
+    )
+    return ResolvedCheck("code", name, check=version)
+
+
+BUILTIN_PREFIX = "builtin:"
+
+
 def resolve(
-    store: Store, tenant_id: str, ref: str | CheckRef | dict[str, Any], builtins: dict[str, Builtin]
+    store: Store, tenant_id: str, ref: str | CheckRef | dict[str, Any], builtins: Builtins
 ) -> ResolvedCheck:
     """Resolve a run's check reference: the tenant's checks first, then built-ins."""
     if isinstance(ref, dict):
@@ -312,13 +318,23 @@ def resolve(
             raise InvalidRequestError("a check reference object needs `name` or `id`")
     else:
         key, version = ref, None
+    if key.startswith(BUILTIN_PREFIX):
+        # `builtin:NAME` always names the built-in, even when the tenant pushed a NAME
+        name = key.removeprefix(BUILTIN_PREFIX)
+        builtin = builtins.get(name)
+        if builtin is None or version is not None:
+            raise InvalidRequestError(
+                f"{key!r}: there is no built-in {name!r}; GET /v1/builtins lists them"
+            )
+        builtin.validate_params(params)
+        return ResolvedCheck(builtin.kind, builtin.name, None, None, params, None, builtin)
     try:
         check = get_check(store, tenant_id, key, version)
     except NotFoundError:
         builtin = builtins.get(key) if version is None else None
         if builtin is None:
             raise
-        builtin.check_params(params)
+        builtin.validate_params(params)
         return ResolvedCheck(builtin.kind, builtin.name, None, None, params, None, builtin)
     if check.kind == "model":
         judge_models(params)

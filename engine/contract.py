@@ -17,9 +17,11 @@ or a ``(score, explanation)`` tuple.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import math
 import sys
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -451,7 +453,8 @@ class ModelCheckType(StrEnum):
     """What the judge of a model check answers."""
 
     SCORE = "score"  # an integer score (1-5 unless the template says otherwise)
-    PASS_FAIL = "pass_fail"  # pass or fail (a bool score)
+    # pass or fail (a bool score); bandit B105: a check type name, not a password
+    PASS_FAIL = "pass_fail"  # nosec B105
 
 
 # --- Names a check file sees, imports it may make, parameters it may mistype -----------------
@@ -460,7 +463,9 @@ class ModelCheckType(StrEnum):
 #: other name from them fails when the check loads.
 CHECK_MODULE_EXPORTS: Mapping[str, frozenset[str]] = {
     "engine.checks": frozenset({"BaseCheck", "CheckResponse", "CodeBasedCheck"}),
-    "okareo.checks": frozenset({"BaseCheck", "CheckResponse", "CodeBasedCheck", "ModelBasedCheck"}),
+    "okareo.checks": frozenset(
+        {"BaseCheck", "CheckOutputType", "CheckResponse", "CodeBasedCheck", "ModelBasedCheck"}
+    ),
 }
 
 #: ``typing`` names bound in a check's namespace before it runs (both policies):
@@ -471,8 +476,6 @@ PRELUDE_TYPING_NAMES: tuple[str, ...] = ("Any", "Dict", "List", "Optional", "Tup
 
 def check_prelude() -> dict[str, Any]:
     """Names to bind in a check's module namespace before executing it."""
-    import typing
-
     return {name: getattr(typing, name) for name in PRELUDE_TYPING_NAMES}
 
 
@@ -645,8 +648,6 @@ PARAMETER_SUGGESTIONS: Mapping[str, str] = {
 
 def suggest_parameter(name: str) -> str | None:
     """The contract parameter ``name`` was probably meant to be, or None."""
-    import difflib
-
     if name in PARAMETER_SUGGESTIONS:
         return PARAMETER_SUGGESTIONS[name]
     close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)

@@ -8,6 +8,7 @@ directory (SQLite) unless ``--data-dir`` is given. Exits non-zero on failure.
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import sys
 import tempfile
@@ -17,6 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
+
+from engine.api import create_app
+from engine.auth import create_tenant
+from engine.cli.data import read_rows
+from engine.cli.run import render_summary
+from engine.export import record, write_records
+from engine.settings import Settings
+from engine.storage import open_store
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -31,15 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine.demo", description=__doc__)
     parser.add_argument("--examples", type=Path, default=EXAMPLES)
     parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "scorebox-demo-report.html",
+        help="Where to write the one-file HTML report of the run.",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="keep serving (the dashboard too) after the demo, until Ctrl-C",
+    )
     args = parser.parse_args(argv)
-
-    import uvicorn
-
-    from engine.api import create_app
-    from engine.auth import create_tenant
-    from engine.cli.run import read_rows, render_summary
-    from engine.settings import Settings
-    from engine.storage import open_store
 
     temp = tempfile.TemporaryDirectory(prefix="scorebox-demo-")
     data_dir = args.data_dir or Path(temp.name)
@@ -88,11 +101,48 @@ def main(argv: list[str] | None = None) -> int:
                 time.sleep(0.3)
                 run = client.get(f"/v1/runs/{run['id']}").json()
             render_summary(run["summary"], f"{len(rows)} rows of {rows_path.name}: {run['status']}")
+            results = client.get(
+                f"/v1/runs/{run['id']}/results", headers={"Accept": "application/x-ndjson"}
+            )
+            records = [
+                record(int(item["row_index"]), item, rows[int(item["row_index"])])
+                for item in (json.loads(line) for line in results.text.splitlines() if line)
+            ]
+            write_records(args.report, records, f"scorebox demo: run {run['id']}")
+            print(f"HTML report: {args.report}")
+            _print_dashboard(base, run["id"], key, args.data_dir, args.serve)
+            if args.serve:
+                _serve_until_interrupted(thread)
             return 0 if run["status"] == "succeeded" else 1
     finally:
         server.should_exit = True
         thread.join(timeout=60)
         temp.cleanup()
+
+
+def _print_dashboard(
+    base: str, run_id: str, key: str, data_dir: Path | None, serving: bool
+) -> None:
+    """The last lines: where to look at this run in the dashboard, and how to sign in."""
+    if serving:
+        print(f"dashboard: {base}/ui/runs/{run_id}  (sign in with the key {key}; Ctrl-C stops)")
+    elif data_dir is not None:
+        print(
+            f"to browse it: SCOREBOX_DATA_DIR={data_dir} scorebox serve, sign in with the key "
+            f"{key}, then open"
+        )
+        print(f"dashboard: http://127.0.0.1:8000/ui/runs/{run_id}")
+    else:
+        print("(the demo's data was temporary: rerun with --serve to browse it)")
+        print(f"dashboard: {base}/ui/runs/{run_id}")
+
+
+def _serve_until_interrupted(thread: threading.Thread) -> None:
+    try:
+        while thread.is_alive():
+            thread.join(timeout=1)
+    except KeyboardInterrupt:
+        print()
 
 
 if __name__ == "__main__":

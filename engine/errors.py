@@ -6,6 +6,7 @@ and for infrastructure::
 
     ScoreboxError                  root: catch this to catch everything below
     ├── ConfigurationError         settings are missing or inconsistent
+    │   └── RuntimeUnavailableError SCOREBOX_RUNTIME names a runtime the Docker engine lacks
     ├── NotFoundError              a check, run, tenant or key does not exist (or is not yours)
     ├── ConflictError              the request conflicts with stored state
     ├── InvalidRequestError        the request is malformed (bad rows, bad reference, bad limits)
@@ -25,7 +26,10 @@ and for infrastructure::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.validation import ValidationReport
 
 
 class ScoreboxError(Exception):
@@ -34,6 +38,10 @@ class ScoreboxError(Exception):
 
 class ConfigurationError(ScoreboxError):
     """Raised when settings are missing or inconsistent."""
+
+
+class RuntimeUnavailableError(ConfigurationError):
+    """Raised when SCOREBOX_RUNTIME names an OCI runtime the Docker engine does not offer."""
 
 
 class NotFoundError(ScoreboxError):
@@ -51,7 +59,7 @@ class InvalidRequestError(ScoreboxError):
 class CheckValidationError(InvalidRequestError):
     """Raised when a check fails validation; ``report`` says what to fix."""
 
-    def __init__(self, message: str, report: Any) -> None:
+    def __init__(self, message: str, report: ValidationReport) -> None:
         super().__init__(message)
         self.report = report
 

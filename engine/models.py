@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine.contract import Status
+from engine.json_limits import FreeJSON
 
 
 class Row(BaseModel):
@@ -17,10 +17,14 @@ class Row(BaseModel):
 
     id: str | int | None = Field(default=None, description="Client row id, echoed in results.")
     model_output: str = Field(description="The output of the model under evaluation.")
-    scenario_input: Any = Field(default=None, description="The scenario's input (str or JSON).")
-    scenario_result: Any = Field(default=None, description="The expected answer (str or JSON).")
+    scenario_input: FreeJSON = Field(
+        default=None, description="The scenario's input (str or JSON)."
+    )
+    scenario_result: FreeJSON = Field(
+        default=None, description="The expected answer (str or JSON)."
+    )
     model_input: str | None = Field(default=None, description="The exact input sent to the model.")
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form metadata.")
+    metadata: dict[str, FreeJSON] = Field(default_factory=dict, description="Free-form metadata.")
 
 
 class Limits(BaseModel):

@@ -27,6 +27,7 @@ the same name and write guards as plain assignments.
 
 from __future__ import annotations
 
+import _string  # type: ignore[import-not-found]  # what string.Formatter itself uses
 import ast
 import builtins
 import importlib
@@ -246,8 +247,6 @@ class _SafeFormatter(string.Formatter):
 
 
 def _formatter_field_name_split(field_name: str) -> tuple[Any, Iterable[tuple[bool, Any]]]:
-    import _string  # type: ignore[import-not-found]  # what string.Formatter itself uses
-
     return _string.formatter_field_name_split(field_name)  # type: ignore[no-any-return]
 
 
@@ -473,5 +472,6 @@ def exec_restricted(
     namespace = module.__dict__
     namespace.update(restricted_globals(module_name))
     sys.modules[module_name] = module
-    exec(code, namespace)
+    # bandit B102: runs only inside the sandbox container (the harness); the host never calls it
+    exec(code, namespace)  # nosec B102
     return namespace

@@ -4,18 +4,38 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from platformdirs import user_data_dir
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from engine.models import Limits
 
 
 def _default_data_dir() -> Path:
-    from platformdirs import user_data_dir
-
     return Path(user_data_dir("scorebox", appauthor=False))
+
+
+class _FlatLimitsSource(PydanticBaseSettingsSource):
+    """``SCOREBOX_ROW_TIMEOUT_SECONDS`` and friends set the default limits.
+
+    A settings source, so a keyword argument (``Settings(limits=...)``) wins over
+    them, as it wins over every other variable.
+    """
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        limits = {
+            name: value
+            for name in Limits.model_fields
+            if (value := os.environ.get(f"SCOREBOX_{name.upper()}")) is not None
+        }
+        return {"limits": limits} if limits else {}
 
 
 class Settings(BaseSettings):
@@ -40,6 +60,20 @@ class Settings(BaseSettings):
     pool_idle_seconds: float = Field(default=300.0, gt=0)
     max_parallel_jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
+    reuse: Literal["check", "never"] = Field(
+        default="check",
+        description="`check`: a container that ran a job may serve later jobs of the same "
+        "tenant, check version, policy and limits; `never`: one container per job.",
+    )
+    worker_max_jobs: int = Field(
+        default=1000, ge=1, description="Jobs a warm check worker serves before it is retired."
+    )
+    worker_max_age_seconds: float = Field(
+        default=900.0, gt=0, description="Life of a warm check worker."
+    )
+    worker_idle_seconds: float = Field(
+        default=120.0, gt=0, description="Idle time after which a warm check worker is retired."
+    )
     job_retries: int = Field(default=3, ge=0, le=20)
     limits: Limits = Field(default_factory=Limits)
     container_labels: dict[str, str] = Field(
@@ -85,24 +119,45 @@ class Settings(BaseSettings):
     quota_rows_per_run: int = Field(default=1_000_000, ge=1)
     quota_source_bytes: int = Field(default=256 * 1024, ge=1)
     quota_queued_runs: int = Field(default=20, ge=1, description="Runs queued or running.")
+    quota_evaluations_per_run: int = Field(
+        default=5_000_000, ge=1, description="Rows x check references in one run."
+    )
+    max_checks_per_request: int = Field(
+        default=50, ge=1, description="Check references in one /v1/score or run."
+    )
+    score_max_evaluations: int = Field(
+        default=5000, ge=1, description="Rows x check references of one POST /v1/score."
+    )
+    # Distributed mode: Celery on Redis, PostgreSQL as the one store (docs/deploy.md)
+    broker_url: str | None = Field(
+        default=None,
+        description="Celery broker (redis://host:6379/0); set: distributed mode, unset: embedded.",
+    )
+    chunk_lease_seconds: float = Field(
+        default=30.0, gt=0, description="A running chunk is re-queued this long after its worker."
+    )
+    queue_lease_seconds: float = Field(
+        default=120.0, gt=0, description="A queued chunk not started by then is sent again."
+    )
+    dispatch_interval_seconds: float = Field(
+        default=0.5, gt=0, description="How often API nodes feed the broker and re-queue."
+    )
+    broker_visibility_seconds: float = Field(
+        default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
+    )
 
-    @model_validator(mode="before")
     @classmethod
-    def _limits_from_flat_env(cls, data: Any) -> Any:
-        """``SCOREBOX_ROW_TIMEOUT_SECONDS`` and friends set the default limits."""
-        if not isinstance(data, dict):
-            return data
-        overrides = {}
-        for name in Limits.model_fields:
-            value = os.environ.get(f"SCOREBOX_{name.upper()}")
-            if value is not None:
-                overrides[name] = value
-        if overrides:
-            base = data.get("limits") or {}
-            if isinstance(base, Limits):
-                base = base.model_dump()
-            data = {**data, "limits": {**base, **overrides}}
-        return data
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments first, then the flat limit variables, then ``SCOREBOX_*``."""
+        flat = _FlatLimitsSource(settings_cls)
+        return init_settings, flat, env_settings, dotenv_settings, file_secret_settings
 
     @property
     def effective_database_url(self) -> str:
@@ -114,9 +169,14 @@ class Settings(BaseSettings):
         out = self.model_dump(mode="json")
         for key in ("llm_api_key", "admin_key"):
             out[key] = "****" if getattr(self, key) is not None else None
-        from sqlalchemy.engine import make_url
+        from sqlalchemy.engine import make_url  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
         out["database_url"] = make_url(self.effective_database_url).render_as_string(
             hide_password=True
         )
+        if self.broker_url:
+            parts = urlsplit(self.broker_url)
+            if parts.password:
+                netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+                out["broker_url"] = parts._replace(netloc=netloc).geturl()
         return out

@@ -7,8 +7,8 @@ that validates and agrees with every example, or after ``max_attempts`` with
 the best attempt and a report of what is still wrong. Nothing is saved.
 
 The LLM client and the way to run code are injected (an :class:`LLMClient`
-and an :class:`~engine.runner.Engine` or any :data:`RunRows` callable); this
-module opens no connection of its own.
+and a :data:`RunRows` callable, e.g. :func:`engine_runner`); this module opens
+no connection of its own.
 """
 
 from __future__ import annotations
@@ -16,42 +16,51 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from engine.contract import ModelCheckType, OutputType, Policy, Status
 from engine.errors import InvalidRequestError, LLMResponseError
+from engine.judging.model_check import run_model_check
+from engine.judging.templates import model_check_type, validate_template
 from engine.llm import LLMClient
-from engine.models import Row, RowResult
+from engine.models import Limits, Row, RowResult
+from engine.runner import CodeCheck
 from engine.settings import Settings
+from engine.validation import DeclaredCheck, ValidationReport, validate
 from generator.extract import extract_code, extract_template
-from generator.model_checks import model_check_type, validate_template
 from generator.models import (
     Agreement,
     Attempt,
-    CheckReport,
     Example,
     ExampleResult,
     GenerationResult,
-    Issue,
 )
-from generator.prompts import CheckSpec, feedback_message, initial_messages
+from generator.prompts import GenerationSpec, feedback_message, initial_messages
 
 #: Runs a code check on rows: ``(source, output_type, rows) -> one result per row``.
 RunRows = Callable[[str, OutputType, Sequence[Row]], list[RowResult]]
 #: Validates a code check: ``(source, spec) -> report``.
-ValidateCode = Callable[[str, CheckSpec], CheckReport]
-#: Judges rows with a model-check template (available once LLM-judged checks exist).
+ValidateCode = Callable[[str, GenerationSpec], ValidationReport]
+#: Judges rows with a model-check template (:func:`llm_judge` over ``engine.judging``).
 JudgeRows = Callable[[str, ModelCheckType, Sequence[Row]], list[RowResult]]
 
 #: Default per-row time limit while testing generated code, in seconds.
 EXAMPLE_ROW_TIMEOUT_SECONDS = 2.0
 
 
-class _RunsChecks(Protocol):
-    settings: Settings
+class SandboxRuns(Protocol):
+    """What :func:`engine_runner` needs of a sandbox runner (``engine.runner.Engine`` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
 
     def run_check(
-        self, check: Any, rows: Any, limits: Any = None, *, labels: Any = None
+        self,
+        check: CodeCheck,
+        rows: Sequence[Row],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
     ) -> list[RowResult]: ...
 
 
@@ -76,7 +85,7 @@ class GeneratorOptions:
 
 
 def engine_runner(
-    engine: _RunsChecks,
+    engine: SandboxRuns,
     row_timeout_seconds: float = EXAMPLE_ROW_TIMEOUT_SECONDS,
     labels: Mapping[str, str] | None = None,
 ) -> RunRows:
@@ -85,8 +94,6 @@ def engine_runner(
     The per-row time limit is lowered to ``row_timeout_seconds``; ``labels`` go
     on the containers (e.g. ``scorebox.tenant``).
     """
-    from engine.runner import CodeCheck
-
     base = engine.settings.limits
     limits = base.model_copy(
         update={"row_timeout_seconds": min(base.row_timeout_seconds, row_timeout_seconds)}
@@ -101,7 +108,6 @@ def engine_runner(
 
 def llm_judge(llm: LLMClient, *, low: int = 1, high: int = 5) -> JudgeRows:
     """A :data:`JudgeRows` over ``engine.judging`` (``score`` checks from ``low`` to ``high``)."""
-    from engine.judging.model_check import run_model_check
 
     def judge(template: str, kind: ModelCheckType, rows: Sequence[Row]) -> list[RowResult]:
         bounded = kind is ModelCheckType.SCORE
@@ -117,16 +123,14 @@ def llm_judge(llm: LLMClient, *, low: int = 1, high: int = 5) -> JudgeRows:
     return judge
 
 
-def restricted_validator(source: str, spec: CheckSpec) -> CheckReport:
+def restricted_validator(source: str, spec: GenerationSpec) -> ValidationReport:
     """:data:`ValidateCode` with ``engine.validation`` under the restricted policy."""
-    from engine.validation import DeclaredCheck, validate
-
     declared = DeclaredCheck(
         output_data_type=spec.output_type,
         requires_scenario_input=spec.requires_scenario_input,
         requires_scenario_result=spec.requires_scenario_result,
     )
-    return CheckReport.from_validation(validate(source, policy="restricted", declared=declared))
+    return validate(source, policy="restricted", declared=declared)
 
 
 def agrees(expected: bool | int | float, result: RowResult, tolerance: float = 1e-6) -> bool:
@@ -163,7 +167,7 @@ def _check_examples(examples: Sequence[Example], output_type: OutputType) -> Non
             )
 
 
-def _smoke_row(spec: CheckSpec) -> Row:
+def _smoke_row(spec: GenerationSpec) -> Row:
     """A row to prove a check runs when no examples are given."""
     return Row(
         model_output="The capital of France is Paris.",
@@ -172,15 +176,15 @@ def _smoke_row(spec: CheckSpec) -> Row:
     )
 
 
-def _template_report(template: str, spec: CheckSpec) -> tuple[str, CheckReport]:
+def _template_report(template: str, spec: GenerationSpec) -> tuple[str, ValidationReport]:
     parsed = validate_template(
         template,
         requires_scenario_input=spec.requires_scenario_input,
         requires_scenario_result=spec.requires_scenario_result,
     )
-    report = CheckReport(
+    report = ValidationReport(
         valid=parsed.valid,
-        issues=[Issue(**vars(i)) for i in parsed.issues],
+        issues=list(parsed.issues),
         signature=list(parsed.placeholders),
         output_data_type=spec.output_type,
         **parsed.requires(),
@@ -206,7 +210,7 @@ class _Generation:
 
     def __init__(
         self,
-        spec: CheckSpec,
+        spec: GenerationSpec,
         llm: LLMClient,
         run: RunRows | None,
         validate: ValidateCode,
@@ -325,7 +329,7 @@ class _Generation:
         )
 
 
-def _summary(best: Attempt | None, attempts: Sequence[Attempt], spec: CheckSpec) -> str:
+def _summary(best: Attempt | None, attempts: Sequence[Attempt], spec: GenerationSpec) -> str:
     what = "template" if spec.check_type == "model" else "check"
     if best is None:
         return f"no usable {what} in {len(attempts)} attempts: every reply was unusable"
@@ -363,7 +367,7 @@ def generate_check(
     max_attempts: int | None = None,
     *,
     llm: LLMClient,
-    run: RunRows | _RunsChecks | None,
+    run: RunRows | None,
     validate: ValidateCode | None = None,
     judge: JudgeRows | None = None,
     options: GeneratorOptions | None = None,
@@ -371,13 +375,12 @@ def generate_check(
 ) -> GenerationResult:
     """Generate a check from ``description``, test it on ``examples``, repair it; save nothing.
 
-    ``run`` is an :class:`~engine.runner.Engine` (examples run in its sandbox
-    under the restricted policy) or a :data:`RunRows` callable; None skips
-    running (validation only). ``check_type="model"`` produces a prompt template
-    instead, evaluated on the examples with ``judge`` when given. LLM failures
-    other than unusable replies (:class:`~engine.errors.LLMUnavailableError`,
-    :class:`~engine.errors.LLMRateLimitError`, ...) propagate after the
-    client's retries. ``on_attempt`` sees each attempt as it finishes.
+    ``run`` runs the examples (:func:`engine_runner` over a sandbox runner, or the
+    run service's :data:`RunRows`); None skips running (validation only).
+    ``check_type="model"`` produces a prompt template instead, evaluated on the
+    examples with ``judge`` when given. LLM failures other than unusable replies
+    (:class:`~engine.errors.LLMUnavailableError`, :class:`~engine.errors.LLMRateLimitError`,
+    ...) propagate after the client's retries. ``on_attempt`` sees each attempt as it finishes.
     """
     if check_type not in {"code", "model"}:
         raise InvalidRequestError(f"check_type must be 'code' or 'model', not {check_type!r}")
@@ -390,7 +393,7 @@ def generate_check(
     attempts_allowed = max_attempts if max_attempts is not None else options.max_attempts
     if attempts_allowed < 1:
         raise InvalidRequestError("max_attempts must be at least 1")
-    spec = CheckSpec(
+    spec = GenerationSpec(
         description=description.strip(),
         requires_scenario_input=requires_scenario_input,
         requires_scenario_result=requires_scenario_result,
@@ -399,15 +402,8 @@ def generate_check(
         examples=parsed,
         prior_code=prior_code,
     )
-    runner: RunRows | None
-    if run is None:
-        runner = None
-    elif hasattr(run, "run_check"):
-        runner = engine_runner(cast(_RunsChecks, run))
-    else:
-        runner = run
     generation = _Generation(
-        spec, llm, runner, validate or restricted_validator, judge, options, on_attempt
+        spec, llm, run, validate or restricted_validator, judge, options, on_attempt
     )
 
     attempts: list[Attempt] = []

@@ -33,7 +33,9 @@ from engine.contract import (
     Status,
     import_allowed,
 )
-from generator.models import Example, ExampleResult, Issue
+from engine.judging.templates import model_check_type
+from engine.validation import Issue
+from generator.models import Example, ExampleResult
 
 #: Longest row value shown in a prompt, in characters.
 MAX_VALUE_CHARS = 1500
@@ -41,7 +43,7 @@ Message = dict[str, str]
 
 
 @dataclass(frozen=True)
-class CheckSpec:
+class GenerationSpec:
     """What the user asked for."""
 
     description: str
@@ -166,7 +168,7 @@ def render_expected(value: bool | int | float) -> str:
     return repr(value)
 
 
-def _signature_rules(spec: CheckSpec) -> str:
+def _signature_rules(spec: GenerationSpec) -> str:
     flags = {
         "scenario_input": spec.requires_scenario_input,
         "scenario_result": spec.requires_scenario_result,
@@ -180,12 +182,14 @@ def _signature_rules(spec: CheckSpec) -> str:
     return "\n".join(lines)
 
 
-def task_prompt(spec: CheckSpec) -> str:
+def task_prompt(spec: GenerationSpec) -> str:
     """The first user message: description, signature rules, score type, examples, prior code."""
     if spec.check_type == "model":
-        used = [
-            f"{{{name}}}" for name in REQUIRABLE_PARAMETERS if getattr(spec, f"requires_{name}")
-        ]
+        requires = {
+            "scenario_input": spec.requires_scenario_input,
+            "scenario_result": spec.requires_scenario_result,
+        }
+        used = [f"{{{name}}}" for name in REQUIRABLE_PARAMETERS if requires[name]]
         rules = (
             f"- Use {' and '.join(used)} in the template.\n"
             if used
@@ -220,11 +224,9 @@ def task_prompt(spec: CheckSpec) -> str:
     return "\n".join(parts)
 
 
-def initial_messages(spec: CheckSpec) -> list[Message]:
+def initial_messages(spec: GenerationSpec) -> list[Message]:
     """The conversation's opening: system contract, then the task."""
     if spec.check_type == "model":
-        from generator.model_checks import model_check_type
-
         system = model_system_prompt(model_check_type(spec.output_type))
     else:
         system = code_system_prompt()

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian/Ubuntu machine to a working scorebox:
 #
-#   scripts/dev.sh setup               venv + Docker engine + sandbox image
+#   scripts/dev.sh setup               venv + Docker engine + gVisor (runsc) + sandbox image
 #   scripts/dev.sh demo                setup, then the demo
-#   scripts/dev.sh test [pytest args]  setup, then pytest (Docker tests included)
+#   scripts/dev.sh lint                ruff check, ruff format --check, mypy --strict, bandit (what CI gates on)
+#   scripts/dev.sh test [pytest args]  setup, lint, then pytest (Docker, PostgreSQL, Redis tests included)
 #
 # Idempotent and non-interactive; every step is skipped when already done.
 # As root it installs what is missing with apt-get (docker.io, debootstrap,
@@ -111,17 +112,89 @@ setup_postgres() {
     SCOREBOX_TEST_POSTGRES_URL="$("$ROOT/scripts/postgres.sh" start)" \
         || die "could not start PostgreSQL: see the output of scripts/postgres.sh above"
     export SCOREBOX_TEST_POSTGRES_URL
-    trap '"$ROOT/scripts/postgres.sh" stop "$SCOREBOX_TEST_POSTGRES_URL"' EXIT
+    STARTED_POSTGRES=1
+    trap cleanup EXIT
+}
+
+setup_redis() {
+    # A throwaway Redis server (distributed mode's broker) for tests/distributed (stopped on exit).
+    [[ -n "${SCOREBOX_TEST_REDIS_URL:-}" ]] && return 0
+    SCOREBOX_TEST_REDIS_URL="$("$ROOT/scripts/redis.sh" start)" \
+        || die "could not start Redis: see the output of scripts/redis.sh above"
+    export SCOREBOX_TEST_REDIS_URL
+    STARTED_REDIS=1
+    trap cleanup EXIT
+}
+
+setup_okareo() {
+    # The okareo SDK from PyPI in its own venv (.okareo-venv), for tests/okareo only.
+    "$ROOT/scripts/okareo_venv.sh" >/dev/null \
+        || die "could not make the okareo SDK venv: see the output of scripts/okareo_venv.sh above"
+}
+
+cleanup() {
+    if [[ -n "${STARTED_REDIS:-}" ]]; then
+        "$ROOT/scripts/redis.sh" stop "$SCOREBOX_TEST_REDIS_URL" || true
+    fi
+    if [[ -n "${STARTED_POSTGRES:-}" ]]; then
+        "$ROOT/scripts/postgres.sh" stop "$SCOREBOX_TEST_POSTGRES_URL" || true
+    fi
+}
+
+ensure_gvisor() {
+    # gVisor's runsc, registered with Docker, so the sandbox suites run under both runtimes.
+    if [[ -n "${DOCKER_HOST:-}" ]]; then
+        # A remote engine: it is that host's operator who installs runsc.
+        "$ROOT/scripts/gvisor.sh" check || [[ "${CI:-}" != "true" ]] \
+            || die "CI needs runsc on the Docker engine at $DOCKER_HOST"
+        return 0
+    fi
+    if is_root || [[ "${CI:-}" == "true" ]]; then
+        "$ROOT/scripts/gvisor.sh"
+    else
+        "$ROOT/scripts/gvisor.sh" check \
+            || say "runsc is not set up: run \`sudo scripts/gvisor.sh\` to test under gVisor too"
+    fi
+}
+
+ensure_chromium() {
+    # Debian's chromium for the dashboard's browser tests (Playwright drives it; it comes from
+    # the dev extra, and `playwright install` is never run: it downloads a browser).
+    [[ -x /usr/bin/chromium ]] && return 0
+    if is_root; then
+        apt_install chromium
+    elif [[ "${CI:-}" == "true" ]]; then
+        die "CI needs chromium for tests/browser: run \`sudo apt-get install -y chromium\`"
+    else
+        say "chromium is not installed: run \`sudo apt-get install -y chromium\` for tests/browser"
+    fi
 }
 
 setup() {
     ensure_venv
     ensure_docker
+    ensure_gvisor
     ensure_image
+    ensure_chromium
 }
 
 run_demo() {
-    "$VENV/bin/python" -m engine.demo
+    # The demo's data stays in .scorebox/demo, so its last line (the dashboard URL) can be opened.
+    local serve=()
+    [[ -t 0 && "${CI:-}" != "true" ]] && serve=(--serve)
+    "$VENV/bin/python" -m engine.demo --data-dir "$STATE/demo" "${serve[@]}"
+}
+
+run_lint() {
+    # Any lint, format or type error fails `scripts/dev.sh test`, hence CI (.ci/run).
+    # mypy's file list (engine, generator, the harness, tests) is [tool.mypy] files in pyproject.
+    say "lint: ruff check, ruff format --check, mypy --strict, bandit"
+    "$VENV/bin/ruff" check --quiet . || die "ruff check failed (\`.venv/bin/ruff check --fix .\` fixes some)"
+    "$VENV/bin/ruff" format --check --quiet . || die "ruff format failed: run \`.venv/bin/ruff format .\`"
+    "$VENV/bin/mypy" || die "mypy failed (errors above)"
+    # Accepted findings carry `# nosec BXXX` with the reason on the line above.
+    "$VENV/bin/bandit" -c pyproject.toml -q -r engine generator 2>/dev/null \
+        || die "bandit found a security issue (above): fix it, or accept it inline with \`# nosec BXXX\` and the reason"
 }
 
 run_tests() {
@@ -131,11 +204,18 @@ run_tests() {
     if [[ "$rc" -eq 5 ]]; then
         die "pytest collected no tests (arguments: ${*:-none}): that is a failure"
     fi
+    if [[ "$rc" -eq 0 && $# -eq 0 ]]; then
+        # The first pass ran with warm check workers (SCOREBOX_REUSE=check, the default);
+        # the sandbox and hostile-check suites run again with a container per job.
+        say "sandbox and hostile-check suites again with SCOREBOX_REUSE=never"
+        SCOREBOX_REUSE=never "$VENV/bin/pytest" -q tests/integration/test_sandbox.py \
+            tests/security -k "not runsc" || rc=$?
+    fi
     return "$rc"
 }
 
 usage() {
-    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -145,7 +225,8 @@ main() {
     case "$command" in
         setup) setup ;;
         demo) setup; run_demo ;;
-        test) setup; setup_postgres; run_tests "$@" ;;
+        lint) ensure_venv; run_lint ;;
+        test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; run_tests "$@" ;;
         *) usage ;;
     esac
 }

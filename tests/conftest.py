@@ -35,14 +35,72 @@ def _docker_ready(image: str) -> str | None:
     return None
 
 
+#: OCI runtimes the sandbox suites run under (SCOREBOX_TEST_RUNTIMES=runc narrows it locally).
+RUNTIMES = ("runc", "runsc")
+#: Tests under these paths (relative to the repository) run once per runtime.
+RUNTIME_PARAMETRISED = (
+    "tests/security/",
+    "tests/integration/test_sandbox.py",
+    "tests/integration/test_policies.py",
+)
+
+
+def _runtime_available(runtime: str) -> str | None:
+    """None when the Docker engine offers ``runtime``, else why not."""
+    try:
+        out = subprocess.run(
+            ["docker", "info", "--format", "{{range $name, $_ := .Runtimes}}{{$name}} {{end}}"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"docker CLI unusable: {exc}"
+    if runtime not in out.stdout.split():
+        return f"the Docker engine does not offer {runtime}: run `sudo scripts/gvisor.sh`"
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run the sandbox and hostile-check suites under every runtime in RUNTIMES."""
+    if "sandbox_runtime" not in metafunc.fixturenames:
+        return
+    where = metafunc.definition.path.relative_to(metafunc.config.rootpath).as_posix()
+    if not where.startswith(RUNTIME_PARAMETRISED):
+        return
+    wanted = os.environ.get("SCOREBOX_TEST_RUNTIMES", "")
+    runtimes = [r for r in RUNTIMES if not wanted or r in wanted.split(",")]
+    if _in_ci() and runtimes != list(RUNTIMES):
+        runtimes = list(RUNTIMES)  # CI always covers both
+    metafunc.parametrize("sandbox_runtime", runtimes, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def docker_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def sandbox_runtime(request: pytest.FixtureRequest) -> str | None:
+    """This test's OCI runtime: a parameter in the sandbox suites, else the default."""
+    runtime: str | None = getattr(request, "param", None)
+    if runtime in (None, "runc"):
+        return runtime
+    problem = _runtime_available(runtime)
+    if problem is not None:
+        if _in_ci() or os.environ.get("SCOREBOX_TEST_DOCKER") == "1":
+            pytest.fail(f"{runtime} tests must run here: {problem}", pytrace=False)
+        pytest.skip(problem)
+    return runtime
+
+
+@pytest.fixture(scope="session")
+def docker_settings(
+    tmp_path_factory: pytest.TempPathFactory, sandbox_runtime: str | None
+) -> Settings:
     """Settings for tests that need the real Docker engine and the sandbox image."""
     settings = Settings(
         data_dir=tmp_path_factory.mktemp("scorebox-data"),
         pool_size=0,
         max_parallel_jobs=2,
         container_labels={TEST_LABEL: "1"},
+        runtime=sandbox_runtime,
     )
     problem = _docker_ready(settings.image)
     if problem is not None:

@@ -2,27 +2,35 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
+from sqlalchemy import Engine as SAEngine
 
-from engine.api import problems
+from engine import web
+from engine.api import okareo, openapi, problems
+from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
+from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
-from engine.errors import ScoreboxError
+from engine.builtins import build_builtins
+from engine.distributed.preflight import check_distributed
+from engine.errors import RuntimeUnavailableError, ScoreboxError
+from engine.judging.usage import MeteredClient
+from engine.llm import LLMClient
+from engine.openai_client import create_llm_client
 from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
 from engine.runs.metrics import Metrics
-from engine.runs.registry import Builtin, load_builtins
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import SqlStore, create_db_engine, upgrade
+from engine.storage.llm_cache import SqlResponseCache, TenantResponseCache
 
 if TYPE_CHECKING:
-    from engine.runner import Engine
+    from engine.runner import SandboxRunner
 
 log = logging.getLogger("scorebox.api")
 
@@ -37,7 +45,7 @@ and keys with `scorebox tenant create NAME`). Errors are
 """
 
 
-def _llm_client(settings: Settings, db: Any) -> Any:
+def _llm_client(settings: Settings, db: SAEngine) -> LLMClient | None:
     """The one LLM client (judges, pairwise, generator): cached in the database and metered.
 
     None when no endpoint is configured; judges then answer ``judge_error`` saying so.
@@ -45,11 +53,8 @@ def _llm_client(settings: Settings, db: Any) -> Any:
     if settings.llm_base_url is None and settings.llm_api_key is None:
         return None
     try:
-        from engine.judging.usage import MeteredClient
-        from engine.llm import create_llm_client
-        from engine.storage.llm_cache import SqlResponseCache
-
-        return MeteredClient(create_llm_client(settings, cache=SqlResponseCache(db)))
+        cache = TenantResponseCache(SqlResponseCache(db))  # one tenant never reads another's
+        return MeteredClient(create_llm_client(settings, cache=cache))
     except ScoreboxError as exc:
         log.warning("LLM judges unavailable: %s", exc)
         return None
@@ -58,33 +63,43 @@ def _llm_client(settings: Settings, db: Any) -> Any:
 def create_app(
     settings: Settings,
     *,
-    engine_factory: Callable[[Settings], Engine] | None = None,
+    engine_factory: Callable[[Settings], SandboxRunner] | None = None,
 ) -> FastAPI:
     """The scorebox HTTP API. Storage, workers and the sandbox start with the app's lifespan."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.broker_url:
+            check_distributed(settings)  # PostgreSQL and a reachable broker, or refuse to start
         db = create_db_engine(settings.effective_database_url)
         if settings.migrate_on_start:
             upgrade(db)
         store = SqlStore(db)
         engines = EngineHolder(settings, engine_factory)
         try:
-            engines.get()  # start the warm pool now; scoring retries later if Docker is down
+            if not settings.broker_url:  # distributed API nodes run no sandbox work
+                engines.get()  # start the warm pool now; scoring retries later if Docker is down
+        except RuntimeUnavailableError:
+            raise  # SCOREBOX_RUNTIME the engine lacks: refuse to start, the message names the fix
         except ScoreboxError as exc:
             log.warning("sandbox not available yet: %s", exc)
         metrics = Metrics()
         llm = _llm_client(settings, db)
         app.state.llm = llm
-        builtins: Callable[[], Mapping[str, Builtin]] = functools.cache(
-            functools.partial(load_builtins, llm=llm)
-        )
+        builtins = build_builtins(llm)
         executors = Executors(
             CodeExecutor(engines), model=ModelExecutor(llm, settings.llm_concurrency)
         )
         service = RunService(settings, store, executors, metrics, builtins)
-        metrics.watch(service.scheduler.depth, engines.pool_sizes, service.scheduler.inflight)
-        app.state.services = Services(settings, store, service, engines, metrics)
+        if settings.broker_url:
+            from engine.distributed.celery_app import create_celery  # noqa: PLC0415 (lazy: celery is the optional [distributed] extra)
+            from engine.distributed.service import DistributedRunService  # noqa: PLC0415 (lazy: celery/redis are the optional [distributed] extra)
+
+            service = DistributedRunService(
+                settings, store, executors, metrics, builtins, create_celery(settings)
+            )
+        metrics.watch(service.queue_depth, engines.pool_sizes, service.jobs_in_flight)
+        app.state.services = Services(settings, store, service, engines, metrics, db)
         service.start()
         try:
             yield
@@ -94,6 +109,7 @@ def create_app(
             db.dispose()
 
     app = FastAPI(
+        dependencies=[Depends(reject_unknown_query)],  # ?limt=5 is a 422, not ignored
         title="scorebox",
         version="0.1.0",
         description=DESCRIPTION,
@@ -104,14 +120,20 @@ def create_app(
             {"name": "runs", "description": "Durable asynchronous runs of any size."},
             {"name": "admin", "description": "Tenants and keys (operator's admin key)."},
             {"name": "health", "description": "Liveness, readiness, metrics."},
+            {"name": okareo.TAG, "description": okareo.TAG_DESCRIPTION},
         ],
     )
     problems.install(app)
+    app.add_middleware(SurrogateGuard)  # a lone "\ud800" in any JSON body is a 422, not a 500
     app.include_router(checks.router)
     app.include_router(generate.router)
     app.include_router(judge.router)
     app.include_router(score.router)
     app.include_router(runs.router)
+    app.include_router(compare_routes.router)
     app.include_router(admin.router)
     app.include_router(health.router)
+    app.include_router(okareo.router)
+    web.install(app)  # the dashboard under /ui
+    openapi.install(app)  # every error documented as application/problem+json
     return app

@@ -10,10 +10,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engine.api.services import Services
 from engine.auth import Principal, authenticate, is_admin
 from engine.errors import AuthError, ForbiddenError
-from engine.llm import LLMClient, create_llm_client
+from engine.llm import LLMClient
+from engine.openai_client import create_llm_client
 from engine.runs.service import RunService
 from engine.settings import Settings
-from engine.storage import SqlStore
+from engine.storage import Store
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer sbx_...`")
 
@@ -26,7 +27,7 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_store(services: ServicesDep) -> SqlStore:
+def get_store(services: ServicesDep) -> Store:
     return services.store
 
 
@@ -38,7 +39,7 @@ def get_settings(services: ServicesDep) -> Settings:
     return services.settings
 
 
-StoreDep = Annotated[SqlStore, Depends(get_store)]
+StoreDep = Annotated[Store, Depends(get_store)]
 RunsDep = Annotated[RunService, Depends(get_runs)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]

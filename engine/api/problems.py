@@ -24,6 +24,7 @@ from engine.errors import (
     ScoreboxError,
     StorageError,
 )
+from engine.validation import ValidationReport
 
 log = logging.getLogger("scorebox.api")
 
@@ -64,20 +65,16 @@ def problem(
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
-def validation_errors(report: Any) -> list[dict[str, Any]]:
+def validation_errors(report: ValidationReport) -> list[dict[str, Any]]:
     """``errors[{code, message, line, col}]`` from a validation report's error issues."""
-    issues = getattr(report, "issues", None) or []
     out = []
-    for issue in issues:
-        get = issue.get if isinstance(issue, dict) else lambda k, i=issue: getattr(i, k, None)
-        if (get("severity") or "error") != "error":
-            continue
+    for issue in report.errors:
         out.append(
             {
-                "code": get("code"),
-                "message": get("message"),
-                "line": get("line"),
-                "col": get("col"),
+                "code": issue.code,
+                "message": issue.message,
+                "line": issue.line,
+                "col": issue.col,
             }
         )
     return out

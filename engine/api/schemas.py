@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.catalog import CheckRef, CheckSpec, Issue
+from engine.catalog import CheckRef, CheckSpec
+from engine.json_limits import FreeJSON
 from engine.models import Row
-from engine.runs.registry import Builtin
 from engine.runs.summary import CheckSummary
 from engine.storage import CheckVersion, Run, RunCheck, StoredResult
+from engine.validation import Issue
 
 CheckRefIn = str | CheckRef
 
@@ -51,18 +53,18 @@ class CheckOut(BaseModel):
     )
 
     @classmethod
-    def of_builtin(cls, builtin: Builtin) -> CheckOut:
-        """A built-in, with its description, parameters and output type."""
+    def of_builtin(cls, item: Mapping[str, Any]) -> CheckOut:
+        """A built-in from :func:`engine.builtins.describe` (the listing /v1/builtins shows)."""
         return cls(
             id=None,
-            name=builtin.name,
+            name=item["name"],
             version=None,
-            kind=builtin.kind,
+            kind=item["kind"],
             builtin=True,
-            description=builtin.description,
-            output_data_type=builtin.output_data_type,
+            description=item["description"],
+            output_data_type=item["output_data_type"],
             policy=None,
-            params=builtin.params_schema,
+            params=item["params_schema"],
         )
 
     @classmethod
@@ -109,7 +111,13 @@ class ScoreRequest(BaseModel):
         extra="forbid",
         json_schema_extra={
             "examples": [
-                {"checks": ["mentions_expected", "word_count@1"], "rows": [dict(_ROW_EXAMPLE)]}
+                {
+                    "checks": [
+                        "is_json",
+                        {"name": "regex_match", "params": {"pattern": "Settings"}},
+                    ],
+                    "rows": [dict(_ROW_EXAMPLE)],
+                }
             ]
         },
     )
@@ -150,7 +158,10 @@ class RunRequest(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "checks": ["mentions_expected", {"name": "word_count", "version": 1}],
+                    "checks": [
+                        "is_json",
+                        {"name": "regex_match", "params": {"pattern": "Settings"}},
+                    ],
                     "rows": [_ROW_EXAMPLE],
                     "labels": {"dataset": "support-v3"},
                 }
@@ -161,7 +172,7 @@ class RunRequest(BaseModel):
     checks: list[CheckRefIn] = Field(min_length=1)
     rows: list[Row] = Field(min_length=1)
     limits: dict[str, Any] | None = Field(default=None, description=_LIMITS_DOC)
-    labels: dict[str, Any] = Field(default_factory=dict, description="Free-form, echoed back.")
+    labels: dict[str, FreeJSON] = Field(default_factory=dict, description="Free-form, echoed back.")
 
 
 class RunCheckOut(BaseModel):

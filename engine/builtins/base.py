@@ -127,7 +127,7 @@ def _describe_errors(name: str, exc: ValidationError, model: type[BaseModel]) ->
 
 @dataclass(frozen=True)
 class BuiltinCheck(Generic[P]):
-    """A built-in check as the registry exposes it (see ``engine.runs.registry``)."""
+    """A built-in check as the registry exposes it (see :func:`engine.builtins.build_builtins`)."""
 
     name: str
     description: str

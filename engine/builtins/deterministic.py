@@ -69,12 +69,13 @@ def _length(text: str, unit: str) -> int:
 
 
 def _compression_ratio(row: Row, params: CompressionRatioParams) -> Outcome:
+    """Okareo's published formula: ``len(model_output) / len(scenario_input)``."""
     source = require_text(row, "scenario_input")
-    out_len = _length(row.model_output, params.unit)
-    if out_len == 0:
-        raise SkipRow("model_output is empty: the compression ratio is undefined")
     in_len = _length(source, params.unit)
-    return Outcome(in_len / out_len, f"{in_len} / {out_len} {params.unit}")
+    if in_len == 0:
+        raise SkipRow("scenario_input is empty: the compression ratio is undefined")
+    out_len = _length(row.model_output, params.unit)
+    return Outcome(out_len / in_len, f"{out_len} / {in_len} {params.unit}")
 
 
 # --- levenshtein ----------------------------------------------------------------------------
@@ -384,8 +385,9 @@ def deterministic_builtins() -> list[BuiltinCheck[Any]]:
     return [
         BuiltinCheck(
             "compression_ratio",
-            "Length of scenario_input divided by length of model_output (characters, or "
-            "words with unit=words); above 1 means the output is shorter.",
+            "Length of model_output divided by length of scenario_input (Okareo's "
+            "len(model_output) / len(scenario_input); characters, or words with unit=words); "
+            "below 1 means the output is shorter.",
             OutputType.FLOAT,
             CompressionRatioParams,
             per_row(_compression_ratio),

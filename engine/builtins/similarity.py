@@ -2,12 +2,12 @@
 
 * ``fuzzy_match``: rapidfuzz ``fuzz.WRatio`` with ``utils.default_process``
   (lower-cased, non-alphanumerics to spaces, trimmed), divided by 100.
-* ``bleu``: sentence BLEU (Papineni et al.) up to 4-grams with uniform weights,
-  clipped counts and the brevity penalty ``exp(1 - r/c)`` when the candidate is
-  shorter; orders longer than the candidate are left out (sacrebleu's
-  "effective order"); no smoothing, so a zero precision at any used order gives 0.
-* ``rouge_1`` .. ``rouge_5``: ROUGE-N F1 on clipped n-gram overlap.
-* ``rouge_l``: ROUGE-L F1 on the longest common subsequence of tokens.
+* ``bleu``: NLTK's ``sentence_bleu`` (up to 4-grams, uniform weights, brevity
+  penalty) with ``SmoothingFunction().method1`` (a zero n-gram count becomes
+  0.1), so "Paris is nice." against "Paris is lovely." is 0.24, not 0.
+* ``rouge_1`` .. ``rouge_5``, ``rouge_l``: Google's ``rouge-score``
+  (``RougeScorer``, F-measure), with the tokenizer below in place of its
+  ASCII-only default.
 
 Tokens (BLEU, ROUGE) are runs of Unicode letters and digits, lower-cased. Two
 empty texts score 1.0; one empty text scores 0.0.
@@ -15,14 +15,13 @@ empty texts score 1.0; one empty text scores 0.0.
 
 from __future__ import annotations
 
-import math
 import re
-from collections import Counter
-from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
+from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from rapidfuzz import fuzz, utils
-from rapidfuzz.distance import LCSseq
+from rouge_score import rouge_scorer
 
 Metric = Literal[
     "fuzzy_match", "bleu", "rouge_1", "rouge_2", "rouge_3", "rouge_4", "rouge_5", "rouge_l"
@@ -39,6 +38,7 @@ METRICS: tuple[str, ...] = (
 )
 
 _TOKEN = re.compile(r"[^\W_]+")
+_SMOOTHING = SmoothingFunction().method1
 
 
 def tokens(text: str) -> list[str]:
@@ -46,16 +46,16 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def _ngrams(words: Sequence[str], n: int) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(words[i : i + n]) for i in range(len(words) - n + 1))
+class _Tokenizer:
+    """rouge-score's tokenizer interface over :func:`tokens`."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return tokens(text)
 
 
-def _f1(overlap: int, candidate_total: int, reference_total: int) -> float:
-    if overlap == 0 or candidate_total == 0 or reference_total == 0:
-        return 0.0
-    precision = overlap / candidate_total
-    recall = overlap / reference_total
-    return 2 * precision * recall / (precision + recall)
+@lru_cache(maxsize=8)
+def _scorer(rouge_type: str) -> rouge_scorer.RougeScorer:
+    return rouge_scorer.RougeScorer([rouge_type], tokenizer=_Tokenizer())
 
 
 def fuzzy_match(candidate: str, reference: str) -> float:
@@ -63,35 +63,27 @@ def fuzzy_match(candidate: str, reference: str) -> float:
     return float(fuzz.WRatio(candidate, reference, processor=utils.default_process)) / 100.0
 
 
+def _rouge(candidate: str, reference: str, rouge_type: str) -> float:
+    # rouge-score's argument order is (target, prediction)
+    return float(_scorer(rouge_type).score(reference, candidate)[rouge_type].fmeasure)
+
+
 def rouge_n(candidate: str, reference: str, n: int) -> float:
-    """ROUGE-N F1."""
-    cand, ref = _ngrams(tokens(candidate), n), _ngrams(tokens(reference), n)
-    overlap = sum((cand & ref).values())
-    return _f1(overlap, sum(cand.values()), sum(ref.values()))
+    """ROUGE-N F1 (rouge-score)."""
+    return _rouge(candidate, reference, f"rouge{n}")
 
 
 def rouge_l(candidate: str, reference: str) -> float:
-    """ROUGE-L F1 (longest common subsequence of tokens)."""
-    cand, ref = tokens(candidate), tokens(reference)
-    lcs = int(LCSseq.similarity(cand, ref)) if cand and ref else 0
-    return _f1(lcs, len(cand), len(ref))
+    """ROUGE-L F1 (rouge-score; longest common subsequence of tokens)."""
+    return _rouge(candidate, reference, "rougeL")
 
 
-def bleu(candidate: str, reference: str, max_order: int = 4) -> float:
-    """Sentence BLEU with effective order and brevity penalty (no smoothing)."""
+def bleu(candidate: str, reference: str) -> float:
+    """Sentence BLEU (NLTK, smoothing method1)."""
     cand, ref = tokens(candidate), tokens(reference)
     if not cand or not ref:
         return 0.0
-    order = min(max_order, len(cand))
-    log_sum = 0.0
-    for n in range(1, order + 1):
-        cand_ngrams = _ngrams(cand, n)
-        matched = sum((cand_ngrams & _ngrams(ref, n)).values())
-        if matched == 0:
-            return 0.0
-        log_sum += math.log(matched / sum(cand_ngrams.values()))
-    penalty = 1.0 if len(cand) > len(ref) else math.exp(1 - len(ref) / len(cand))
-    return penalty * math.exp(log_sum / order)
+    return float(sentence_bleu([ref], cand, smoothing_function=_SMOOTHING))
 
 
 def similarity(metric: str, candidate: str, reference: str) -> float:

@@ -22,28 +22,33 @@ from engine.models import Row
 
 FormatType = Literal["bullets", "paragraphs"]
 
-_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|\d+\.)[ \t]+(.*\w.*)$", re.MULTILINE)
+# Cohere's _extract_markdown_bullets, verbatim: a line that starts with -, *, +, • or
+# "N." and has a word character after it (no space needed after the marker).
+_BULLET_LINE = re.compile(r"^[ \t]*(?:[-*+•]|[\d]+\.).*\w+.*$", re.MULTILINE)
+_BULLET = re.compile(r"^[ \t]*(?:[-*+•]|[\d]+\.)(.*\w+.*)$", re.MULTILINE)
 
 
 def bullets(text: str) -> list[str]:
-    """The text of every bullet line (marker removed), in order."""
-    return [m.group(1).strip() for m in _BULLET.finditer(text)]
+    """The text of every bullet line (marker removed), in order (Cohere's extractor)."""
+    return [m.group(1) for m in _BULLET.finditer(text) if m.group(1).strip()]
 
 
 def paragraphs(text: str) -> list[str]:
-    """The non-blank lines, stripped."""
-    return [line.strip() for line in text.split("\n") if line.strip()]
+    """The non-blank lines (Cohere: ``completion.split("\\n")`` without blank items)."""
+    return [line for line in text.split("\n") if line.strip()]
 
 
 def is_only_bullets(text: str) -> bool:
-    """Every non-blank line is a bullet (and there is at least one)."""
-    lines = paragraphs(text)
-    return bool(lines) and all(_BULLET.match(line) for line in lines)
+    """Cohere's ``_is_only_bullets``: nothing but whitespace is left once every bullet
+    line is removed (so an empty text counts, as in the published code)."""
+    for line in _BULLET_LINE.findall(text):
+        text = text.replace(line, "")
+    return text.strip() == ""
 
 
 def is_only_paragraphs(text: str) -> bool:
-    """There is text and no line is a bullet."""
-    return bool(text.strip()) and not bullets(text)
+    """Cohere's ``_is_only_paragraphs``: no line is a bullet."""
+    return not _BULLET_LINE.findall(text)
 
 
 class FormatParams(BaseModel):
@@ -131,8 +136,6 @@ def _length(row: Row, params: LengthParams) -> Outcome:
     if low is None and high is None and number is None:
         raise SkipRow("nothing to check: set min_words, max_words or number (params or metadata)")
     items = bullets(row.model_output) if kind == "bullets" else paragraphs(row.model_output)
-    if not items:
-        return Outcome(False, f"no {kind} found")
     if number is not None and len(items) != number:
         return Outcome(False, f"{len(items)} {kind}, expected {number}")
     for index, item in enumerate(items, start=1):
@@ -140,6 +143,7 @@ def _length(row: Row, params: LengthParams) -> Outcome:
         if (low is not None and words < low) or (high is not None and words > high):
             bounds = f"{low if low is not None else 0}..{high if high is not None else '∞'}"
             return Outcome(False, f"item {index} has {words} words, expected {bounds}")
+    # Cohere's score_length: no items and no `number` passes (nothing is out of bounds)
     return Outcome(True, f"{len(items)} {kind}")
 
 

@@ -1,4 +1,5 @@
-"""LLM judging: reply parsing, model-check templates, built-in judges, model checks, pairwise.
+"""LLM judging: reply parsing, model-check templates, model checks, pairwise (the judged
+built-ins are in :mod:`engine.builtins.judged`).
 
 Pure parts (``parse``, ``templates``) do no I/O; the rest talk to an
 :class:`engine.llm.LLMClient` and turn every LLM failure into a ``judge_error``

@@ -58,7 +58,8 @@ _PAIR_LABEL = re.compile(
 _BRACKETED = re.compile(r"\[\[\s*([A-Za-z]+)\s*\]\]")
 
 _PASS_WORDS = {
-    "pass": True,
+    # bandit B105: a verdict word, not a password
+    "pass": True,  # nosec B105
     "passed": True,
     "yes": True,
     "true": True,

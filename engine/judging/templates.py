@@ -1,8 +1,7 @@
 """Prompt templates of model checks: parse, validate, normalise, render. Pure.
 
 Lives in the engine because the engine renders templates when it judges rows
-(``engine.judging.model_check``) and the service validates them at save;
-``generator.model_checks`` re-exports it.
+(``engine.judging.model_check``) and the service validates them at save.
 
 A template uses ``{placeholder}`` for row fields (the names come from
 :data:`engine.contract.MODEL_CHECK_PLACEHOLDERS`) and ``{{`` / ``}}`` for
@@ -25,20 +24,10 @@ from engine.contract import (
     ModelCheckType,
     OutputType,
 )
+from engine.validation import Issue
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|\{|\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
-
-
-@dataclass(frozen=True)
-class TemplateIssue:
-    """One problem in a template, with its 1-based line and column."""
-
-    severity: Literal["error", "warning"]
-    code: str
-    message: str
-    line: int
-    col: int
 
 
 @dataclass(frozen=True)
@@ -47,7 +36,7 @@ class TemplateReport:
 
     template: str  # legacy placeholders rewritten
     placeholders: tuple[str, ...]  # distinct, in order of first use
-    issues: tuple[TemplateIssue, ...]
+    issues: tuple[Issue, ...]
 
     @property
     def valid(self) -> bool:
@@ -79,7 +68,7 @@ def validate_template(
     requires_scenario_result: bool | None = None,
 ) -> TemplateReport:
     """Check every placeholder; normalise legacy names; compare with declared flags."""
-    issues: list[TemplateIssue] = []
+    issues: list[Issue] = []
     names: list[str] = []
     out: list[str] = []
     last = 0
@@ -87,7 +76,7 @@ def validate_template(
 
     def issue(severity: Literal["error", "warning"], code: str, msg: str, offset: int) -> None:
         line, col = _position(template, offset)
-        issues.append(TemplateIssue(severity, code, msg, line, col))
+        issues.append(Issue(severity=severity, code=code, message=msg, line=line, col=col))
 
     for match in _TOKEN.finditer(template):
         out.append(template[last : match.start()])

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from engine.catalog import ResolvedCheck, judge_models
 from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError
+from engine.judging.model_check import run_model_check
+from engine.llm import LLMClient
 from engine.models import Limits, Row, RowResult
+from engine.runner import CodeCheck, SandboxRunner
 from engine.sandbox.backend import BackendHealth
 from engine.settings import Settings
-
-if TYPE_CHECKING:
-    from engine.runner import Engine
 
 ResultCallback = Callable[[int, RowResult], None]
 
@@ -35,21 +35,21 @@ class CheckExecutor(Protocol):
 class EngineHolder:
     """Creates the sandbox :class:`~engine.runner.Engine` on first use (Docker may start later)."""
 
-    def __init__(self, settings: Settings, factory: Callable[[Settings], Engine] | None = None):
+    def __init__(
+        self, settings: Settings, factory: Callable[[Settings], SandboxRunner] | None = None
+    ):
         self.settings = settings
         self._factory = factory
-        self._engine: Engine | None = None
+        self._engine: SandboxRunner | None = None
         self._lock = threading.Lock()
 
-    def get(self) -> Engine:
+    def get(self) -> SandboxRunner:
         with self._lock:
             if self._engine is None:
                 if self._factory is not None:
                     self._engine = self._factory(self.settings)
                 else:
-                    from engine.runner import Engine
-
-                    self._engine = Engine(self.settings)
+                    self._engine = SandboxRunner(self.settings)
             return self._engine
 
     @property
@@ -76,7 +76,7 @@ class EngineHolder:
 
 
 class CodeExecutor:
-    """Code checks: the sandbox, through the Engine."""
+    """Code checks: the sandbox, through the SandboxRunner."""
 
     def __init__(self, engines: EngineHolder) -> None:
         self.engines = engines
@@ -89,8 +89,6 @@ class CodeExecutor:
         labels: Mapping[str, str],
         on_result: ResultCallback,
     ) -> None:
-        from engine.runner import CodeCheck
-
         version = check.check
         if version is None or version.source is None:
             raise InvalidRequestError(f"check {check.name!r} has no source")
@@ -137,7 +135,7 @@ class BuiltinExecutor:
 class ModelExecutor:
     """Model checks: the prompt template judged by the LLM (``engine.judging``)."""
 
-    def __init__(self, llm: Any, concurrency: int = 8) -> None:
+    def __init__(self, llm: LLMClient | None, concurrency: int = 8) -> None:
         self.llm = llm
         self.concurrency = concurrency
 
@@ -149,8 +147,6 @@ class ModelExecutor:
         labels: Mapping[str, str],
         on_result: ResultCallback,
     ) -> None:
-        from engine.judging.model_check import run_model_check
-
         version = check.check
         if version is None or not version.prompt_template:
             raise InvalidRequestError(f"check {check.name!r} has no prompt template")

@@ -18,6 +18,7 @@ class Quotas:
     rows_per_run: int
     source_bytes: int
     queued_runs: int
+    evaluations_per_run: int
 
     @classmethod
     def names(cls) -> list[str]:
@@ -30,6 +31,7 @@ def default_quotas(settings: Settings) -> Quotas:
         rows_per_run=settings.quota_rows_per_run,
         source_bytes=settings.quota_source_bytes,
         queued_runs=settings.quota_queued_runs,
+        evaluations_per_run=settings.quota_evaluations_per_run,
     )
 
 
@@ -67,6 +69,37 @@ def check_rows(quotas: Quotas, rows: int) -> None:
             f"{rows} rows exceed this tenant's quota of {quotas.rows_per_run} rows per run: "
             "split the data into several runs",
             retry_after_seconds=3600,
+        )
+
+
+def check_references(settings: Settings, count: int) -> None:
+    """At most ``max_checks_per_request`` check references (before any is resolved)."""
+    if count > settings.max_checks_per_request:
+        raise InvalidRequestError(
+            f"checks: {count} check references, over the limit of "
+            f"{settings.max_checks_per_request} per request (SCOREBOX_MAX_CHECKS_PER_REQUEST): "
+            "split them over several requests"
+        )
+
+
+def check_evaluations(quotas: Quotas, rows: int, checks: int) -> None:
+    """The work of a run is rows x checks: at most the tenant's ``evaluations_per_run``."""
+    if rows * checks > quotas.evaluations_per_run:
+        raise QuotaExceededError(
+            f"{rows} rows x {checks} checks = {rows * checks} evaluations exceed this tenant's "
+            f"quota of {quotas.evaluations_per_run} evaluations per run: split the rows or "
+            "the checks into several runs",
+            retry_after_seconds=3600,
+        )
+
+
+def check_score_evaluations(settings: Settings, quotas: Quotas, rows: int, checks: int) -> None:
+    """``/v1/score`` is synchronous: its rows x checks stay under a smaller cap."""
+    cap = min(settings.score_max_evaluations, quotas.evaluations_per_run)
+    if rows * checks > cap:
+        raise InvalidRequestError(
+            f"{rows} rows x {checks} checks = {rows * checks} evaluations, over the "
+            f"{cap}-evaluation limit of /v1/score: submit a run (POST /v1/runs) instead"
         )
 
 

@@ -20,28 +20,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.auth import Principal
-from engine.catalog import CheckRef, ResolvedCheck, resolve
-from engine.contract import Status
-from engine.errors import InvalidRequestError, NotFoundError, QuotaExceededError, ScoreboxError
-from engine.judging.usage import UsageMeter, metering
+from engine.builtins import Builtins
+from engine.catalog import CheckRef, ResolvedCheck, resolve, unsaved_code_check
+from engine.contract import OutputType, Status
+from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import Limits, Row, RowResult
 from engine.runner import as_rows
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
-from engine.runs.quotas import Quotas, check_queued, check_rows, effective_quotas
-from engine.runs.registry import Builtin
+from engine.runs.quotas import (
+    Quotas,
+    check_evaluations,
+    check_queued,
+    check_references,
+    check_rows,
+    check_score_evaluations,
+    effective_quotas,
+)
 from engine.runs.scheduler import FairScheduler, WorkItem
 from engine.runs.summary import CheckSummary, from_stats, summarize
+from engine.runs.work import (
+    ChunkSpec,
+    ChunkStopped,
+    execute_chunk,
+    resolve_run_check,
+    score_batch,
+)
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store, new_id, utcnow
 
 log = logging.getLogger("scorebox.runs")
 
 Ref = str | CheckRef | dict[str, Any]
-
-#: Results buffered before a write; a kill loses at most these (they are re-scored).
-FLUSH_ROWS = 100
-FLUSH_SECONDS = 1.0
 
 
 def effective_limits(settings: Settings, *overrides: Mapping[str, Any] | None) -> Limits:
@@ -82,40 +92,6 @@ class _RunState:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-class _ResultWriter:
-    """Buffers one chunk's results and writes them idempotently."""
-
-    def __init__(
-        self, store: Store, run_id: str, check_index: int, indices: Sequence[int], metrics: Metrics
-    ) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.check_index = check_index
-        self.indices = indices
-        self.metrics = metrics
-        self._buffer: list[tuple[int, int, RowResult]] = []
-        self._lock = threading.Lock()
-        self._last = time.monotonic()
-
-    def add(self, index: int, result: RowResult) -> None:
-        with self._lock:
-            self._buffer.append((self.check_index, self.indices[index], result))
-            if len(self._buffer) >= FLUSH_ROWS or time.monotonic() - self._last > FLUSH_SECONDS:
-                self._flush_locked()
-
-    def flush(self) -> None:
-        with self._lock:
-            self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        batch, self._buffer = self._buffer, []
-        self._last = time.monotonic()
-        if batch:
-            self.store.save_results(self.run_id, batch)
-            for _, _, result in batch:
-                self.metrics.rows.labels(result.status.value).inc()
-
-
 class RunService:
     """Submits, executes, resumes and reports runs; scores small batches synchronously."""
 
@@ -125,13 +101,13 @@ class RunService:
         store: Store,
         executors: Executors,
         metrics: Metrics,
-        builtins: Callable[[], Mapping[str, Builtin]],
+        builtins: Builtins,
     ) -> None:
         self.settings = settings
         self.store = store
         self.executors = executors
         self.metrics = metrics
-        self._builtins = builtins
+        self.builtins = builtins
         self.scheduler = FairScheduler(self._concurrency)
         self._states: dict[str, _RunState] = {}
         self._states_lock = threading.Lock()
@@ -175,6 +151,14 @@ class RunService:
             finally:
                 self.scheduler.finish(item)
 
+    def queue_depth(self) -> int:
+        """Work waiting for a worker (the ``scorebox_queue_depth`` gauge)."""
+        return self.scheduler.depth()
+
+    def jobs_in_flight(self) -> int:
+        """Work being scored (the ``scorebox_jobs_in_flight`` gauge)."""
+        return self.scheduler.inflight()
+
     # ---- quotas -----------------------------------------------------------------------
 
     def quotas(self, tenant_id: str) -> Quotas:
@@ -193,29 +177,16 @@ class RunService:
 
     # ---- resolution -------------------------------------------------------------------
 
-    def builtins(self) -> Mapping[str, Builtin]:
-        return self._builtins()
-
     def resolve_checks(self, principal: Principal, refs: Sequence[Ref]) -> list[ResolvedCheck]:
         if not refs:
             raise InvalidRequestError("name at least one check")
-        builtins = dict(self._builtins())
-        return [resolve(self.store, principal.tenant_id, ref, builtins) for ref in refs]
+        return [resolve(self.store, principal.tenant_id, ref, self.builtins) for ref in refs]
 
     def _reresolve(self, run: Run) -> list[ResolvedCheck]:
         """The checks a stored run uses (deleted versions included: the run owns them)."""
-        builtins = dict(self._builtins())
-        out: list[ResolvedCheck] = []
-        for rc in run.checks:
-            if rc.id is not None:
-                version = self.store.get_check_by_id(run.tenant_id, rc.id, include_deleted=True)
-                out.append(ResolvedCheck(rc.kind, rc.name, rc.version, rc.id, rc.params, version))
-            else:
-                builtin = builtins.get(rc.name)
-                if builtin is None:
-                    raise NotFoundError(f"built-in check {rc.name!r} is no longer available")
-                out.append(ResolvedCheck(rc.kind, rc.name, None, None, rc.params, None, builtin))
-        return out
+        return [
+            resolve_run_check(self.store, run.tenant_id, rc, self.builtins) for rc in run.checks
+        ]
 
     def _limits_for(self, check: ResolvedCheck, request: Mapping[str, Any] | None) -> Limits:
         own = check.check.limits if check.check is not None else None
@@ -233,11 +204,13 @@ class RunService:
     ) -> Run:
         """Store a run with its rows and queue it; returns it ``queued``."""
         quotas = self.quotas(principal.tenant_id)
+        check_references(self.settings, len(refs))
         resolved = self.resolve_checks(principal, refs)
         row_list = as_rows(rows)
         if not row_list:
             raise InvalidRequestError("a run needs at least one row")
         check_rows(quotas, len(row_list))
+        check_evaluations(quotas, len(row_list), len(resolved))
         check_queued(quotas, self.store.count_active_runs(principal.tenant_id))
         effective_limits(self.settings, limits)  # reject bad limits before storing anything
         run = Run(
@@ -303,29 +276,22 @@ class RunService:
             if first:
                 self.store.set_run_status(run.id, RunStatus.RUNNING)
             check = state.resolved[check_index]
-            data = self.store.load_rows(run.id, indices)
-            rows = [Row.model_validate(data[i]) for i in indices]
-            writer = _ResultWriter(self.store, run.id, check_index, indices, self.metrics)
-            labels = {"scorebox.tenant": run.tenant_id, "scorebox.run": run.id}
-            started = time.monotonic()
-            outcome = "ok"
-            meter = UsageMeter()
-            try:
-                with metering(meter):
-                    self.executors.for_check(check).score(
-                        check, rows, state.limits[check_index], labels, writer.add
-                    )
-            except Exception:
-                outcome = "error"
-                raise
-            finally:
-                writer.flush()
-                usage = meter.snapshot()
-                if usage.calls or usage.cached_calls:
-                    with state.lock:
-                        self.store.add_run_usage(run.id, usage.as_dict())
-                self.metrics.jobs.labels(check.kind, outcome).inc()
-                self.metrics.job_seconds.labels(check.kind).observe(time.monotonic() - started)
+            spec = ChunkSpec(
+                run.tenant_id,
+                run.id,
+                check_index,
+                run.checks[check_index],
+                tuple(indices),
+                state.limits[check_index],
+            )
+            outcome = execute_chunk(
+                self.store, self.executors, self.metrics, spec, check, lambda: state.stopped
+            )
+            if outcome.usage:
+                with state.lock:
+                    self.store.add_run_usage(run.id, outcome.usage)
+        except ChunkStopped:
+            pass
         except ScoreboxError as exc:
             self._fail(state, str(exc))
         except Exception as exc:
@@ -416,16 +382,22 @@ class RunService:
         ``settings.score_wait_seconds``.
         """
         started_at = time.monotonic()
-        resolved = self.resolve_checks(principal, refs)
-        row_list = as_rows(rows)
-        if not row_list:
-            raise InvalidRequestError("send at least one row")
-        if len(row_list) > self.settings.score_max_rows:
-            raise InvalidRequestError(
-                f"{len(row_list)} rows is over the {self.settings.score_max_rows}-row limit of "
-                "/v1/score: submit a run (POST /v1/runs) instead"
-            )
-        effective_limits(self.settings, limits)
+        resolved, row_list = self._score_request(principal, refs, rows, limits)
+        return self.score_resolved(principal, resolved, row_list, limits, started_at=started_at)
+
+    def score_resolved(
+        self,
+        principal: Principal,
+        resolved: Sequence[ResolvedCheck],
+        row_list: Sequence[Row],
+        limits: Mapping[str, Any] | None = None,
+        *,
+        started_at: float | None = None,
+    ) -> ScoreOutcome:
+        """Score resolved checks now, like :meth:`score` (the tenant's concurrency, metrics)."""
+        started_at = time.monotonic() if started_at is None else started_at
+        resolved = list(resolved)
+        row_list = list(row_list)
         results: list[list[RowResult | None]] = [[None] * len(row_list) for _ in resolved]
         group = f"score:{secrets.token_hex(6)}"
         labels = {"scorebox.tenant": principal.tenant_id}
@@ -464,6 +436,54 @@ class RunService:
             item.finished.wait()
             if item.error is not None:
                 raise item.error
+        return self._score_outcome(resolved, row_list, results, started_at)
+
+    def code_runner(
+        self, principal: Principal, limits: Mapping[str, Any] | None = None
+    ) -> Callable[[str, OutputType, Sequence[Row]], list[RowResult]]:
+        """Runs unsaved code on rows as ``principal``'s tenant, under the restricted policy.
+
+        The generator's self-tests go through here, so they wait for the tenant's
+        sandbox slots (``concurrent_jobs``) and are metered like ``/v1/score``.
+        """
+
+        def run(source: str, output_type: OutputType, rows: Sequence[Row]) -> list[RowResult]:
+            check = unsaved_code_check(principal.tenant_id, source, output_type)
+            return self.score_resolved(principal, [check], rows, limits).results[0]
+
+        return run
+
+    def _score_request(
+        self,
+        principal: Principal,
+        refs: Sequence[Ref],
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Mapping[str, Any] | None,
+    ) -> tuple[list[ResolvedCheck], list[Row]]:
+        """A /v1/score request's checks and rows, validated (both modes)."""
+        check_references(self.settings, len(refs))
+        resolved = self.resolve_checks(principal, refs)
+        row_list = as_rows(rows)
+        if not row_list:
+            raise InvalidRequestError("send at least one row")
+        if len(row_list) > self.settings.score_max_rows:
+            raise InvalidRequestError(
+                f"{len(row_list)} rows is over the {self.settings.score_max_rows}-row limit of "
+                "/v1/score: submit a run (POST /v1/runs) instead"
+            )
+        quotas = self.quotas(principal.tenant_id)
+        check_score_evaluations(self.settings, quotas, len(row_list), len(resolved))
+        effective_limits(self.settings, limits)
+        return resolved, row_list
+
+    def _score_outcome(
+        self,
+        resolved: list[ResolvedCheck],
+        row_list: list[Row],
+        results: Sequence[Sequence[RowResult | None]],
+        started_at: float,
+    ) -> ScoreOutcome:
+        """Results in order (a row without one is ``sandbox_error``), summaries, metrics."""
         final: list[list[RowResult]] = []
         for check, check_results in zip(resolved, results, strict=True):
             final.append(
@@ -500,19 +520,15 @@ class RunService:
         def run() -> None:
             def deliver(index: int, result: RowResult) -> None:
                 results[ci][chunk[index]] = result
-                self.metrics.rows.labels(result.status.value).inc()
 
-            started = time.monotonic()
-            outcome = "ok"
-            try:
-                self.executors.for_check(check).score(
-                    check, [rows[i] for i in chunk], limits, labels, deliver
-                )
-            except Exception:
-                outcome = "error"
-                raise
-            finally:
-                self.metrics.jobs.labels(check.kind, outcome).inc()
-                self.metrics.job_seconds.labels(check.kind).observe(time.monotonic() - started)
+            score_batch(
+                self.executors,
+                self.metrics,
+                check,
+                [rows[i] for i in chunk],
+                limits,
+                labels,
+                deliver,
+            )
 
         return run

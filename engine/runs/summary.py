@@ -40,7 +40,12 @@ def summarize(
     check_id: str | None = None,
     kind: str = "code",
 ) -> CheckSummary:
-    """Summary of one check's results held in memory."""
+    """Summary of one check's results held in memory (the same rules as stored runs)."""
+    return from_stats(score_stats(results), check, version, check_id, kind)
+
+
+def score_stats(results: Iterable[RowResult]) -> ScoreStats:
+    """The aggregates :meth:`engine.storage.RunStore.score_stats` computes in the database."""
     counts: Counter[str] = Counter()
     scores: list[float] = []
     bools = 0
@@ -49,25 +54,21 @@ def summarize(
         if result.status is Status.OK and result.score is not None:
             scores.append(float(result.score))
             bools += isinstance(result.score, bool)
-    return CheckSummary(
-        check=check,
-        version=version,
-        id=check_id,
-        kind=kind,
+    return ScoreStats(
         counts=dict(counts),
-        scored=len(scores),
+        ok_count=len(scores),
         mean=statistics.fmean(scores) if scores else None,
         min=min(scores) if scores else None,
         max=max(scores) if scores else None,
         p50=statistics.median(scores) if scores else None,
-        pass_rate=(statistics.fmean(scores) if scores and bools == len(scores) else None),
+        bool_scores=bools,
     )
 
 
 def from_stats(
     stats: ScoreStats, check: str, version: int | None, check_id: str | None, kind: str
 ) -> CheckSummary:
-    """Summary from aggregates the database computed."""
+    """The summary of a check's aggregates; a pass rate only when every ok score is a bool."""
     is_bool = stats.ok_count > 0 and stats.bool_scores == stats.ok_count
     return CheckSummary(
         check=check,

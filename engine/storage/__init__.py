@@ -13,19 +13,30 @@ from engine.storage.records import (
     StoredResult,
     Tenant,
 )
-from engine.storage.repository import SqlStore, Store, new_id, utcnow
+from engine.storage.repository import (
+    CheckStore,
+    RunStore,
+    SqlStore,
+    Store,
+    TenantStore,
+    new_id,
+    utcnow,
+)
 
 __all__ = [
     "ApiKey",
+    "CheckStore",
     "CheckVersion",
     "Run",
     "RunCheck",
     "RunStatus",
+    "RunStore",
     "ScoreStats",
     "SqlStore",
     "Store",
     "StoredResult",
     "Tenant",
+    "TenantStore",
     "create_db_engine",
     "new_id",
     "open_store",

@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
@@ -57,8 +61,6 @@ def create_db_engine(url: str) -> Engine:
 
 def alembic_config(engine: Engine) -> Any:
     """An Alembic config pointing at the packaged migrations and ``engine``."""
-    from alembic.config import Config
-
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option(
@@ -70,8 +72,6 @@ def alembic_config(engine: Engine) -> Any:
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to ``revision`` (idempotent)."""
-    from alembic import command
-
     try:
         command.upgrade(alembic_config(engine), revision)
     except SQLAlchemyError as exc:
@@ -80,16 +80,12 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def current_revision(engine: Engine) -> str | None:
     """The schema revision the database is at (None before the first migration)."""
-    from alembic.runtime.migration import MigrationContext
-
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
 def head_revision() -> str | None:
     """The newest revision the packaged migrations know."""
-    from alembic.script import ScriptDirectory
-
     return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
 

@@ -5,18 +5,29 @@
 parameters), so re-running a run costs no LLM calls. A database hiccup never
 fails a judgement: a failed read is a miss and a failed write is dropped, both
 logged. :class:`ScopedResponseCache` keeps tenants' entries apart.
+
+The service shares one LLM client between tenants, so its cache is a
+:class:`TenantResponseCache`: each entry belongs to the tenant whose work made
+it (``with cache_scope(tenant_id):`` around a run's chunk, a ``/v1/score`` batch,
+or a route's LLM calls; :func:`scoped_llm` does it for a route). With no scope
+set the cache is bypassed, so nothing is ever shared by omission. One tenant
+never learns from a cache hit whether another has judged the same text.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from engine.llm import Completion, ResponseCache, Usage
+from engine.llm import Completion, LLMClient, Message, ResponseCache, Usage
 from engine.storage.database import session_factory
 from engine.storage.tables import LLMCacheRow
 
@@ -100,3 +111,72 @@ class ScopedResponseCache:
 
     def put(self, key: str, completion: Completion) -> None:
         self._inner.put(self._key(key), completion)
+
+
+_SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "scorebox_llm_cache_scope", default=None
+)
+
+
+@contextmanager
+def cache_scope(scope: str | None) -> Iterator[None]:
+    """LLM replies cached in this context belong to ``scope`` (a tenant id) alone."""
+    token = _SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _SCOPE.reset(token)
+
+
+class TenantResponseCache:
+    """Keys every entry by the current :func:`cache_scope`; without one, a pass-through miss."""
+
+    def __init__(self, inner: ResponseCache) -> None:
+        self._inner = inner
+
+    @staticmethod
+    def _key(key: str) -> str | None:
+        scope = _SCOPE.get()
+        if not scope:
+            return None
+        return hashlib.sha256(f"{scope}\x00{key}".encode()).hexdigest()
+
+    def get(self, key: str) -> Completion | None:
+        scoped = self._key(key)
+        return None if scoped is None else self._inner.get(scoped)
+
+    def put(self, key: str, completion: Completion) -> None:
+        scoped = self._key(key)
+        if scoped is not None:
+            self._inner.put(scoped, completion)
+
+
+class _ScopedClient:
+    """An :class:`LLMClient` whose calls run inside ``cache_scope(scope)``."""
+
+    def __init__(self, inner: LLMClient, scope: str) -> None:
+        self.inner = inner
+        self.scope = scope
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        with cache_scope(self.scope):
+            return self.inner.complete(
+                messages,
+                model=model,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                response_format=response_format,
+            )
+
+
+def scoped_llm(llm: LLMClient, tenant_id: str) -> LLMClient:
+    """``llm`` with its cache entries scoped to ``tenant_id`` (for routes that call it)."""
+    return _ScopedClient(llm, tenant_id)

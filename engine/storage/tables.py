@@ -153,3 +153,48 @@ class LLMCacheRow(Base):
 
 
 Index("ix_check_versions_tenant_name", CheckVersionRow.tenant_id, CheckVersionRow.name)
+# The dashboard's row table (migration 0005): filter by status, sort by score, keyset by row.
+Index(
+    "ix_row_results_run_check_status_row",
+    ResultRow.run_id,
+    ResultRow.check_index,
+    ResultRow.status,
+    ResultRow.row_index,
+)
+Index(
+    "ix_row_results_run_check_score_row",
+    ResultRow.run_id,
+    ResultRow.check_index,
+    ResultRow.score_num,
+    ResultRow.row_index,
+)
+
+
+class RunChunkRow(Base):
+    """Distributed mode: one chunk of a run and where it is (pending, queued, running, done).
+
+    PostgreSQL is the truth; the broker only carries chunks that are ``queued``.
+    ``epoch`` changes at each dispatch, so a stale broker message cannot claim
+    the chunk; ``lease_until`` lets any API node re-queue a chunk whose worker
+    or broker message was lost.
+    """
+
+    __tablename__ = "run_chunks"
+    __table_args__ = (
+        Index("ix_run_chunks_state_tenant", "state", "tenant_id"),
+        Index("ix_run_chunks_run_state", "run_id", "state"),
+    )
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    check_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    chunk_no: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(String(40))
+    row_start: Mapped[int] = mapped_column(Integer)
+    row_stop: Mapped[int] = mapped_column(Integer)
+    limits: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(16))
+    epoch: Mapped[int] = mapped_column(Integer, default=0)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    worker: Mapped[str | None] = mapped_column(String(200))

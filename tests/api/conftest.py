@@ -21,6 +21,7 @@ from sqlalchemy.engine import make_url
 
 from engine import auth
 from engine.api import create_app
+from engine.runner import SandboxRunner
 from engine.settings import Settings
 from engine.storage import SqlStore, open_store
 from tests.conftest import TEST_LABEL, _in_ci
@@ -117,9 +118,11 @@ def make_api(database_url: str, tmp_path: Any) -> Iterator[AppFactory]:
     """Start the app (lifespan included) with settings overrides; stopped at teardown."""
     opened: list[tuple[TestClient, SqlStore]] = []
 
-    def factory(**overrides: Any) -> Api:
+    def factory(
+        engine_factory: Callable[[Settings], SandboxRunner] | None = None, **overrides: Any
+    ) -> Api:
         settings = api_settings(database_url, tmp_path, **overrides)
-        client = TestClient(create_app(settings))
+        client = TestClient(create_app(settings, engine_factory=engine_factory))
         client.__enter__()
         store = open_store(settings.effective_database_url, migrate=False)
         opened.append((client, store))

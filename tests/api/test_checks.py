@@ -147,3 +147,19 @@ def test_model_check_versions_and_legacy_placeholders(api: Api) -> None:
     )
     assert bad.status_code == 422
     assert bad.json()["errors"][0]["code"]
+
+
+def test_checks_and_builtins_list_the_same_builtins(api: Api) -> None:
+    h = api.tenant()
+    builtins = api.client.get("/v1/builtins", headers=h).json()["builtins"]
+    checks = [c for c in api.client.get("/v1/checks", headers=h).json()["checks"] if c["builtin"]]
+    assert [b["name"] for b in builtins] == [c["name"] for c in checks]
+    assert [b["name"] for b in builtins] == sorted(b["name"] for b in builtins)
+    for b, c in zip(builtins, checks, strict=True):
+        assert (c["kind"], c["output_data_type"], c["params"]) == (
+            b["kind"],
+            b["output_data_type"],
+            b["params_schema"],
+        )
+    one = api.client.get("/v1/checks/fluency", headers=h).json()
+    assert one == next(c for c in checks if c["name"] == "fluency")

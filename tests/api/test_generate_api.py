@@ -100,3 +100,18 @@ def test_llm_outage_is_502(make_api: AppFactory, fake_llm: FakeLLM) -> None:
     assert reply.status_code == 502
     assert reply.headers["content-type"].startswith("application/problem+json")
     assert "500" in reply.json()["detail"]
+
+
+@pytest.mark.docker
+def test_generator_sandbox_runs_go_through_the_run_service(
+    docker_settings: Any, make_api: AppFactory, fake_llm: FakeLLM
+) -> None:
+    api = _app(make_api, fake_llm, pool_size=1)
+    h = api.tenant()
+    fake_llm.reply(f"```python\n{CASE_SENSITIVE}```").reply(f"Fixed:\n```python\n{GOOD}```")
+    reply = api.client.post("/v1/checks/generate", headers=h, json=REQUEST)
+    assert reply.status_code == 200, reply.text
+    metrics = api.client.get("/metrics").text
+    # two attempts on three examples, metered like /v1/score (the engine was called directly)
+    assert 'scorebox_rows_scored_total{status="ok"} 6.0' in metrics
+    assert "scorebox_score_request_seconds_count 2.0" in metrics

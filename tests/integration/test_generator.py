@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from engine.contract import Policy, Status
-from engine.llm import OpenAIClient
-from engine.runner import CodeCheck, Engine
+from engine.openai_client import OpenAIClient
+from engine.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 from generator.models import GenerationResult
 from generator.pipeline import GeneratorOptions, RunRows, engine_runner, generate_check
@@ -56,14 +56,14 @@ def fenced(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[Engine]:
+def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
     # docker_settings labels every container as a test container
-    with Engine(docker_settings) as eng:
+    with SandboxRunner(docker_settings) as eng:
         yield eng
 
 
 @pytest.fixture(scope="module")
-def run(engine: Engine) -> RunRows:
+def run(engine: SandboxRunner) -> RunRows:
     return engine_runner(engine, row_timeout_seconds=1.0)
 
 
@@ -72,7 +72,7 @@ def generate(fake: FakeLLM, run: RunRows, **kwargs: Any) -> GenerationResult:
         "description": "The answer names the expected city, ignoring case.",
         "requires_scenario_result": True,
         "examples": EXAMPLES,
-        "llm": OpenAIClient(fake.settings(llm_max_retries=2), backoff_base_seconds=0.01),
+        "llm": OpenAIClient(fake.settings(llm_max_retries=2)),
         "run": run,
         "options": GeneratorOptions(max_attempts=3),
         # shown by pytest when a test fails
@@ -179,7 +179,7 @@ def test_llm_429_and_500_are_retried(fake_llm: FakeLLM, run: RunRows) -> None:
 
 
 def test_generated_check_runs_under_the_restricted_policy(
-    fake_llm: FakeLLM, run: RunRows, engine: Engine
+    fake_llm: FakeLLM, run: RunRows, engine: SandboxRunner
 ) -> None:
     fake_llm.reply(fenced(GOOD))
     result = generate(fake_llm, run)

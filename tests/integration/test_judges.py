@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-from engine.builtins import builtins
+from engine.builtins import build_builtins
 from engine.contract import Status
 from engine.judging.model_check import run_model_check
 from engine.judging.pairwise import compare
 from engine.judging.usage import MeteredClient, UsageMeter, metering
-from engine.llm import OpenAIClient
 from engine.models import Row
+from engine.openai_client import OpenAIClient
 from engine.settings import Settings
 from engine.storage.database import create_db_engine, upgrade
 from engine.storage.llm_cache import ScopedResponseCache, SqlResponseCache
@@ -23,7 +23,7 @@ from tests.fake_llm import FakeLLM, Reply
 
 
 def client(fake: FakeLLM, **overrides: Any) -> OpenAIClient:
-    return OpenAIClient(fake.settings(**overrides), backoff_base_seconds=0.01)
+    return OpenAIClient(fake.settings(**overrides))
 
 
 def user_prompt(body: dict[str, Any]) -> str:
@@ -48,7 +48,7 @@ def test_every_reply_form_is_parsed(
     fake_llm: FakeLLM, reply: str, score: int, explanation: str | None
 ) -> None:
     fake_llm.reply(reply)
-    [result] = builtins(client(fake_llm))["fluency"].score([ROW], {})
+    [result] = build_builtins(client(fake_llm))["fluency"].score([ROW], {})
     assert result.status is Status.OK, result
     assert result.score == score
     assert result.explanation == explanation
@@ -60,7 +60,7 @@ def test_every_reply_form_is_parsed(
 
 def test_json_mode_asks_for_structured_output(fake_llm: FakeLLM) -> None:
     fake_llm.reply('{"explanation": "Tight.", "score": 5}')
-    [result] = builtins(client(fake_llm))["conciseness"].score([ROW], {"json_mode": True})
+    [result] = build_builtins(client(fake_llm))["conciseness"].score([ROW], {"json_mode": True})
     assert (result.score, result.explanation) == (5, "Tight.")
     assert fake_llm.requests[0]["response_format"] == {"type": "json_object"}
     assert fake_llm.requests[0]["temperature"] == 0.0
@@ -69,7 +69,7 @@ def test_json_mode_asks_for_structured_output(fake_llm: FakeLLM) -> None:
 @pytest.mark.parametrize("reply", ["It is quite good overall.", "SCORE: 9", '{"score": "great"}'])
 def test_unparseable_reply_is_judge_error_never_a_default(fake_llm: FakeLLM, reply: str) -> None:
     fake_llm.reply(reply)
-    [result] = builtins(client(fake_llm))["coherence"].score([ROW], {})
+    [result] = build_builtins(client(fake_llm))["coherence"].score([ROW], {})
     assert result.status is Status.JUDGE_ERROR
     assert result.score is None
     assert "unparseable judge reply" in (result.error or "")
@@ -77,7 +77,7 @@ def test_unparseable_reply_is_judge_error_never_a_default(fake_llm: FakeLLM, rep
 
 def test_429_then_success_is_retried(fake_llm: FakeLLM) -> None:
     fake_llm.error(429, retry_after="0").reply("SCORE: 5")
-    [result] = builtins(client(fake_llm))["relevance"].score([ROW], {})
+    [result] = build_builtins(client(fake_llm))["relevance"].score([ROW], {})
     assert (result.status, result.score) == (Status.OK, 5)
     assert len(fake_llm.requests) == 2
 
@@ -95,7 +95,7 @@ def test_server_down_is_judge_error_with_a_clear_message_and_the_batch_completes
         llm_max_retries=1,
         llm_timeout_seconds=2,
     )
-    registry = builtins(OpenAIClient(settings, backoff_base_seconds=0.01))
+    registry = build_builtins(OpenAIClient(settings))
     rows = [ROW, Row(model_output="second", scenario_result="second"), Row(model_output="third")]
     judged = registry["fluency"].score(rows, {})
     assert [r.status for r in judged] == [Status.JUDGE_ERROR] * 3
@@ -121,7 +121,7 @@ def test_cache_hit_on_rerun_costs_no_requests_and_usage_is_metered(
         )
         meter = UsageMeter()
         with metering(meter):
-            results = builtins(llm)["fluency"].score(rows, {})
+            results = build_builtins(llm)["fluency"].score(rows, {})
         return results, meter
 
     first, first_usage = run_once()
@@ -142,7 +142,7 @@ def test_cache_hit_on_rerun_costs_no_requests_and_usage_is_metered(
     scoped = OpenAIClient(
         fake_llm.settings(), cache=ScopedResponseCache(SqlResponseCache(engine), "tenant-b")
     )
-    builtins(scoped)["fluency"].score(rows[:1], {})
+    build_builtins(scoped)["fluency"].score(rows[:1], {})
     assert len(fake_llm.requests) == 4
     engine.dispose()
 
@@ -194,7 +194,9 @@ def _by_model(replies: dict[str, str]) -> Any:
 
 def test_ensemble_reports_mean_and_agreement(fake_llm: FakeLLM) -> None:
     fake_llm.responder = _by_model({"m1": "SCORE: 4", "m2": "SCORE: 5", "m3": "SCORE: 4"})
-    [result] = builtins(client(fake_llm))["coherence"].score([ROW], {"models": ["m1", "m2", "m3"]})
+    [result] = build_builtins(client(fake_llm))["coherence"].score(
+        [ROW], {"models": ["m1", "m2", "m3"]}
+    )
     assert result.score == pytest.approx(13 / 3, abs=1e-4)
     assert (result.explanation or "").startswith(
         "ensemble of 3 judges: mean 4.3333; agreement 0.67 (2 of 3 gave 4)"
@@ -204,7 +206,7 @@ def test_ensemble_reports_mean_and_agreement(fake_llm: FakeLLM) -> None:
 
 def test_ensemble_survives_one_failing_judge(fake_llm: FakeLLM) -> None:
     fake_llm.responder = _by_model({"m1": "SCORE: 2", "m2": "500"})
-    [result] = builtins(client(fake_llm, llm_max_retries=0))["fluency"].score(
+    [result] = build_builtins(client(fake_llm, llm_max_retries=0))["fluency"].score(
         [ROW], {"models": ["m1", "m2"]}
     )
     assert (result.status, result.score) == (Status.OK, 2)
@@ -216,7 +218,7 @@ def test_uniqueness_sees_the_other_rows_and_summary_variants_need_the_source(
 ) -> None:
     fake_llm.responder = lambda body: Reply(text="SCORE: 3")
     rows = [Row(model_output=f"answer {c}") for c in "xyz"]
-    results = builtins(client(fake_llm))["uniqueness"].score(rows, {})
+    results = build_builtins(client(fake_llm))["uniqueness"].score(rows, {})
     assert [r.score for r in results] == [3, 3, 3]
     for body in fake_llm.requests:
         prompt = user_prompt(body)
@@ -224,7 +226,7 @@ def test_uniqueness_sees_the_other_rows_and_summary_variants_need_the_source(
         graded = prompt.split("TEXT TO GRADE:")[1].split(">>>")[0]
         assert sum(f"answer {c}" in others for c in "xyz") == 2
         assert graded.strip("\n<") not in others
-    summary = builtins(client(fake_llm))["consistency_summary"].score(
+    summary = build_builtins(client(fake_llm))["consistency_summary"].score(
         [Row(model_output="s", scenario_input="source"), Row(model_output="s")], {}
     )
     assert [r.status for r in summary] == [Status.OK, Status.SKIPPED]
@@ -233,7 +235,7 @@ def test_uniqueness_sees_the_other_rows_and_summary_variants_need_the_source(
 
 def test_cohere_completeness_reads_the_prompt(fake_llm: FakeLLM) -> None:
     fake_llm.reply("Covers everything.\nSCORE: 5")
-    [result] = builtins(client(fake_llm))["completeness"].score([ROW], {})
+    [result] = build_builtins(client(fake_llm))["completeness"].score([ROW], {})
     assert (result.score, result.explanation) == (5, "Covers everything.")
     prompt = user_prompt(fake_llm.requests[0])
     assert "PROMPT:\n<<<\nDescribe the cat.\n>>>" in prompt
@@ -279,16 +281,16 @@ def test_model_check_score_on_the_templates_own_scale(fake_llm: FakeLLM) -> None
 def test_a_run_mixing_code_checks_builtins_and_judges(
     fake_llm: FakeLLM, docker_settings: Settings
 ) -> None:
-    from engine.runner import Engine
+    from engine.runner import SandboxRunner
 
     fake_llm.responder = lambda body: Reply(text="SCORE: 4")
     rows = [
         Row(id=i, model_output=text, scenario_result="Paris", scenario_input="Capital of France?")
         for i, text in enumerate(["Paris", "Lyon", '{"city": "Paris"}'])
     ]
-    registry = builtins(client(fake_llm))
+    registry = build_builtins(client(fake_llm))
     results: dict[str, list[Any]] = {}
-    with Engine(docker_settings) as engine:
+    with SandboxRunner(docker_settings) as engine:
         results["code"] = engine.run_check(
             "def evaluate(model_output: str) -> int:\n    return len(model_output)\n", rows
         )

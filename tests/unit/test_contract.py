@@ -127,7 +127,12 @@ REJECTED = [
     pytest.param((1,), None, "got 1 items", id="tuple-of-one"),
     pytest.param((1, "a", "b"), None, "got 3 items", id="tuple-of-three"),
     pytest.param((CheckResponse(score=1), "x"), None, "bool, int or float", id="nested-response"),
-    pytest.param(CheckResponse(score=1, metadata=[1]), None, "metadata", id="metadata-not-dict"),
+    pytest.param(
+        CheckResponse(score=1, metadata=[1]),  # type: ignore[arg-type]  # the invalid value under test
+        None,
+        "metadata",
+        id="metadata-not-dict",
+    ),
     pytest.param({"score": 1, "other": 2}, None, "bool, int or float", id="dict-extra-keys"),
     pytest.param(float64(math.nan), None, "finite", id="numpy-nan"),
     pytest.param(ndarray(1.0), None, "bool, int or float", id="numpy-array"),

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import socket
 import time
+from typing import Any
 
-import httpx
+import httpx2
 import openai
 import pytest
 
@@ -16,22 +17,16 @@ from engine.errors import (
     LLMResponseError,
     LLMUnavailableError,
 )
-from engine.llm import (
-    Completion,
-    MemoryResponseCache,
-    OpenAIClient,
-    cache_key,
-    retry_after_seconds,
-    translate_error,
-)
+from engine.llm import Completion, MemoryResponseCache, cache_key
+from engine.openai_client import OpenAIClient, translate_error
 from engine.settings import Settings
 from tests.fake_llm import FakeLLM
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-def client(fake: FakeLLM, **overrides: object) -> OpenAIClient:
-    return OpenAIClient(fake.settings(**overrides), backoff_base_seconds=0.01)
+def client(fake: FakeLLM, **overrides: Any) -> OpenAIClient:
+    return OpenAIClient(fake.settings(**overrides))
 
 
 def test_success_returns_text_model_usage(fake_llm: FakeLLM) -> None:
@@ -133,7 +128,7 @@ def test_connection_refused_is_clear() -> None:
         llm_base_url=f"http://127.0.0.1:{port}/v1", llm_api_key="k", llm_max_retries=1
     )
     with pytest.raises(LLMUnavailableError, match=r"cannot connect.*SCOREBOX_LLM_BASE_URL"):
-        OpenAIClient(settings, backoff_base_seconds=0.01).complete(MESSAGES)
+        OpenAIClient(settings).complete(MESSAGES)
 
 
 def test_unconfigured_names_the_variables() -> None:
@@ -173,26 +168,11 @@ def test_memory_cache_is_bounded() -> None:
     assert cache.get("c") is not None
 
 
-@pytest.mark.parametrize(
-    ("headers", "expected"),
-    [
-        ({"Retry-After": "3"}, 3.0),
-        ({"retry-after": "0.5"}, 0.5),
-        ({"retry-after-ms": "250"}, 0.25),
-        ({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),
-        ({}, None),
-        ({"Retry-After": "soon"}, None),
-    ],
-)
-def test_retry_after(headers: dict[str, str], expected: float | None) -> None:
-    assert retry_after_seconds(headers) == expected
-
-
-_REQUEST = httpx.Request("POST", "http://127.0.0.1/v1/chat/completions")
+_REQUEST = httpx2.Request("POST", "http://127.0.0.1/v1/chat/completions")
 
 
 def _status(cls: type[openai.APIStatusError], code: int) -> openai.APIStatusError:
-    return cls("boom", response=httpx.Response(code, request=_REQUEST), body=None)
+    return cls("boom", response=httpx2.Response(code, request=_REQUEST), body=None)
 
 
 @pytest.mark.parametrize(
@@ -211,7 +191,7 @@ def _status(cls: type[openai.APIStatusError], code: int) -> openai.APIStatusErro
         (_status(openai.ConflictError, 409), LLMUnavailableError),
         (_status(openai.UnprocessableEntityError, 422), LLMError),
         (
-            openai.APIResponseValidationError(httpx.Response(200, request=_REQUEST), body=None),
+            openai.APIResponseValidationError(httpx2.Response(200, request=_REQUEST), body=None),
             LLMResponseError,
         ),
         (openai.OpenAIError("other"), LLMError),
@@ -223,3 +203,18 @@ def test_every_openai_error_maps_to_an_engine_error(
     out = translate_error(exc, base_url="http://127.0.0.1/v1", model="m")
     assert type(out) is expected
     assert "http://127.0.0.1/v1" in str(out)
+
+
+def test_retry_after_is_honoured_by_the_sdk_retries(fake_llm: FakeLLM) -> None:
+    fake_llm.error(429, retry_after="1.5").reply("ok")
+    started = time.monotonic()
+    assert client(fake_llm).complete(MESSAGES).text == "ok"
+    assert time.monotonic() - started >= 1.4  # waited as asked, not the 0.5 s default backoff
+    assert len(fake_llm.requests) == 2
+
+
+def test_retry_after_beyond_two_minutes_is_not_waited_for(fake_llm: FakeLLM) -> None:
+    fake_llm.error(429, retry_after="600")
+    with pytest.raises(LLMRateLimitError, match="429"):
+        client(fake_llm).complete(MESSAGES)
+    assert len(fake_llm.requests) == 1

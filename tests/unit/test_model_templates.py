@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.contract import MODEL_CHECK_PLACEHOLDERS, ModelCheckType, OutputType
-from generator.model_checks import model_check_type, render_template, validate_template
+from engine.judging.templates import model_check_type, render_template, validate_template
 
 
 @pytest.mark.parametrize("name", MODEL_CHECK_PLACEHOLDERS)

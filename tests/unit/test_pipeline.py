@@ -21,11 +21,11 @@ from engine.contract import (
     resolve_entrypoint,
 )
 from engine.errors import InvalidRequestError, LLMUnavailableError
-from engine.llm import OpenAIClient
 from engine.models import Row, RowResult
-from generator.models import CheckReport, Issue
+from engine.openai_client import OpenAIClient
+from engine.validation import Issue, ValidationReport
 from generator.pipeline import GeneratorOptions, agrees, generate_check, llm_judge
-from generator.prompts import CheckSpec
+from generator.prompts import GenerationSpec
 from tests.fake_llm import FakeLLM, Reply
 
 
@@ -44,11 +44,11 @@ def run_in_process(source: str, output_type: OutputType, rows: Sequence[Row]) ->
     return out
 
 
-def validate_simply(source: str, spec: CheckSpec) -> CheckReport:
+def validate_simply(source: str, spec: GenerationSpec) -> ValidationReport:
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
-        return CheckReport(
+        return ValidationReport(
             valid=False,
             issues=[Issue(severity="error", code="syntax", message=str(exc), line=exc.lineno)],
         )
@@ -64,7 +64,7 @@ def validate_simply(source: str, spec: CheckSpec) -> CheckReport:
     implied = requires_from_parameters(params)
     if implied["requires_scenario_result"] != spec.requires_scenario_result:
         issues.append(Issue(severity="error", code="requires-mismatch", message="scenario_result"))
-    return CheckReport(valid=not issues, issues=issues, signature=params)
+    return ValidationReport(valid=not issues, issues=issues, signature=params)
 
 
 GOOD = "```python\ndef evaluate(model_output: str) -> bool:\n    return 'yes' in model_output\n```"
@@ -102,7 +102,7 @@ def test_good_code_first_time(fake_llm: FakeLLM) -> None:
 
 def test_disagreement_is_fed_back_then_repaired(fake_llm: FakeLLM) -> None:
     fake_llm.reply(WRONG).reply(GOOD)
-    seen = []
+    seen: list[object] = []
     result = generate(fake_llm, on_attempt=seen.append)
     assert result.accepted and len(result.attempts) == 2 and len(seen) == 2
     feedback = fake_llm.last_message(1)

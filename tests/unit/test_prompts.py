@@ -17,9 +17,10 @@ from engine.contract import (
     Status,
     import_allowed,
 )
-from generator.models import Example, ExampleResult, Issue
+from engine.validation import Issue
+from generator.models import Example, ExampleResult
 from generator.prompts import (
-    CheckSpec,
+    GenerationSpec,
     code_system_prompt,
     feedback_message,
     importable_modules,
@@ -64,10 +65,10 @@ def test_model_system_prompt_lists_the_placeholders(kind: ModelCheckType) -> Non
     assert ("PASS or FAIL" in prompt) == (kind is ModelCheckType.PASS_FAIL)
 
 
-def _spec(**kwargs: object) -> CheckSpec:
+def _spec(**kwargs: object) -> GenerationSpec:
     values: dict[str, object] = {"description": "mentions the expected city"}
     values.update(kwargs)
-    return CheckSpec(**values)  # type: ignore[arg-type]
+    return GenerationSpec(**values)  # type: ignore[arg-type]
 
 
 def test_task_prompt_signature_rules_and_type() -> None:

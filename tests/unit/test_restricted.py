@@ -61,7 +61,7 @@ def _run(namespace: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[An
     return results
 
 
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {"model_output": "The quick brown fox jumps over the lazy dog again and again today."},
     {
         "model_output": "print('hi')",

@@ -39,13 +39,6 @@ def test_validate_normalises_legacy_and_rejects_unknown() -> None:
     assert not validate_template("Judge {model_output} by {criteria}").valid
 
 
-def test_generator_reexports_the_same_functions() -> None:
-    from generator import model_checks
-
-    assert model_checks.validate_template is validate_template
-    assert model_checks.render_template is render_template
-
-
 @pytest.mark.parametrize(
     ("kind", "needle"),
     [

@@ -424,7 +424,7 @@ DEFECTS: list[Any] = [
     pytest.param("def evaluate(model_output):\n    return 1\n", S, DeclaredCheck(requires_scenario_input=True), "requires-mismatch", 1, 1, id="requires-declared-true"),  # noqa: E501
     pytest.param("def evaluate(model_output, scenario_result):\n    return 1\n", S, DeclaredCheck(requires_scenario_result=False), "requires-mismatch", 1, 1, id="requires-declared-false"),  # noqa: E501
     pytest.param("def evaluate(model_output) -> Score:\n    return 1\n", S, None, "undefined-name", 1, 31, id="undefined-name"),  # noqa: E501
-    pytest.param("from okareo.checks import CodeBasedCheck, CheckOutputType\ndef evaluate(model_output):\n    return 1\n", S, None, "unknown-import-name", 1, 43, id="unknown-import-name"),  # noqa: E501
+    pytest.param("from okareo.checks import CodeBasedCheck, CheckKind\ndef evaluate(model_output):\n    return 1\n", S, None, "unknown-import-name", 1, 43, id="unknown-import-name"),  # noqa: E501
     pytest.param("from .helpers import score\ndef evaluate(model_output):\n    return score(model_output)\n", S, None, "relative-import", 1, 1, id="relative-import"),  # noqa: E501
     pytest.param("def evaluate(model_output):\n    import subprocess\n    return 1\n", S, None, "unusable-import", 2, 12, id="unusable-import"),  # noqa: E501
     pytest.param("import json, torch\ndef evaluate(model_output):\n    return 1\n", S, None, "unavailable-import", 1, 14, id="unavailable-import"),  # noqa: E501

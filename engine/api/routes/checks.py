@@ -11,9 +11,11 @@ from engine import catalog
 from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
-from engine.catalog import CheckReport, CheckSpec
+from engine.builtins import describe
+from engine.catalog import CheckSpec
 from engine.contract import Policy
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.validation import ValidationReport
 
 router = APIRouter(prefix="/v1/checks", tags=["checks"])
 
@@ -89,12 +91,14 @@ async def upload_check(
 
 @router.post(
     "/validate",
-    response_model=CheckReport,
+    response_model=ValidationReport,
     summary="Validate a check without saving it",
     description="Always 200 with the report (`valid`, `issues`); nothing is stored.",
     responses=responses(401, 422),
 )
-def validate_check(spec: ValidateRequest, runs: RunsDep, principal: PrincipalDep) -> CheckReport:
+def validate_check(
+    spec: ValidateRequest, runs: RunsDep, principal: PrincipalDep
+) -> ValidationReport:
     report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id))
     return report
 
@@ -117,9 +121,7 @@ def list_checks(
     own = [CheckOut.of(c) for c in store.list_checks(principal.tenant_id, all_versions)]
     builtins = []
     if include_builtins:
-        builtins = [
-            CheckOut.of_builtin(b) for b in sorted(runs.builtins().values(), key=lambda b: b.name)
-        ]
+        builtins = [CheckOut.of_builtin(item) for item in describe(runs.builtins)]
     return CheckList(checks=own + builtins)
 
 
@@ -136,15 +138,16 @@ def get_check(
     store: StoreDep,
     runs: RunsDep,
     principal: PrincipalDep,
-    version: Annotated[int | None, Query(ge=1)] = None,
+    version: Annotated[int | None, Query(ge=1, le=catalog.MAX_VERSION)] = None,
 ) -> CheckOut:
     try:
         return CheckOut.of(catalog.get_check(store, principal.tenant_id, ref, version))
     except NotFoundError:
-        builtin = runs.builtins().get(ref) if version is None else None
+        builtin = runs.builtins.get(ref) if version is None else None
         if builtin is None:
             raise
-        return CheckOut.of_builtin(builtin)
+        [item] = describe({builtin.name: builtin})
+        return CheckOut.of_builtin(item)
 
 
 @router.delete(
@@ -160,6 +163,6 @@ def delete_check(
     ref: str,
     store: StoreDep,
     principal: PrincipalDep,
-    version: Annotated[int | None, Query(ge=1)] = None,
+    version: Annotated[int | None, Query(ge=1, le=catalog.MAX_VERSION)] = None,
 ) -> Deleted:
     return Deleted(deleted=catalog.delete_check(store, principal.tenant_id, ref, version))

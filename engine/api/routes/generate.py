@@ -15,8 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.api.deps import LLMDep, PrincipalDep, ServicesDep
 from engine.api.problems import responses
 from engine.contract import MAX_SOURCE_BYTES, OutputType
+from engine.storage.llm_cache import scoped_llm
 from generator.models import Example, GenerationResult
-from generator.pipeline import GeneratorOptions, engine_runner, generate_check, llm_judge
+from generator.pipeline import (
+    EXAMPLE_ROW_TIMEOUT_SECONDS,
+    GeneratorOptions,
+    generate_check,
+    llm_judge,
+)
 
 router = APIRouter(prefix="/v1/checks", tags=["checks"])
 
@@ -81,8 +87,9 @@ def generate(
     body: GenerateRequest, services: ServicesDep, principal: PrincipalDep, llm: LLMDep
 ) -> GenerationResult:
     settings = services.settings
+    llm = scoped_llm(llm, principal.tenant_id)  # its cached replies are this tenant's alone
     run = (
-        engine_runner(services.engines.get(), labels={"scorebox.tenant": principal.tenant_id})
+        services.runs.code_runner(principal, {"row_timeout_seconds": EXAMPLE_ROW_TIMEOUT_SECONDS})
         if body.check_type == "code"
         else None
     )

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
 from engine.api.deps import ServicesDep
+from engine.distributed.preflight import check_broker
 from engine.errors import ScoreboxError
 from engine.runs.metrics import CONTENT_TYPE
 
@@ -51,6 +52,14 @@ def readyz(services: ServicesDep) -> JSONResponse:
         checks["database"] = {"ok": True, "detail": "ok"}
     except ScoreboxError as exc:
         checks["database"] = {"ok": False, "detail": str(exc)}
+    if services.settings.broker_url:
+        try:
+            check_broker(services.settings.broker_url, timeout_seconds=2.0)
+            checks["broker"] = {"ok": True, "detail": "ok"}
+        except ScoreboxError as exc:
+            checks["broker"] = {"ok": False, "detail": str(exc)}
+        ready = all(c["ok"] for c in checks.values())
+        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
     try:
         health = services.engines.health()
         checks["docker"] = {"ok": health.engine_ok, "detail": health.detail}

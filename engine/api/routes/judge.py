@@ -12,10 +12,11 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.api.deps import LLMDep, PrincipalDep
+from engine.api.deps import LLMDep, PrincipalDep, RunsDep
 from engine.api.problems import responses
-from engine.builtins import builtins, describe
+from engine.builtins import describe
 from engine.judging.pairwise import compare
+from engine.storage.llm_cache import scoped_llm
 
 router = APIRouter(tags=["judging"])
 
@@ -84,6 +85,7 @@ class BuiltinList(BaseModel):
     responses=responses(401, 422, 503),
 )
 def pairwise(body: PairwiseRequest, principal: PrincipalDep, llm: LLMDep) -> PairwiseResponse:
+    llm = scoped_llm(llm, principal.tenant_id)  # its cached replies are this tenant's alone
     result = compare(body.input, body.output_a, body.output_b, llm, body.criteria, model=body.model)
     return PairwiseResponse(
         status="judge_error" if result.error else "ok",
@@ -102,5 +104,5 @@ def pairwise(body: PairwiseRequest, principal: PrincipalDep, llm: LLMDep) -> Pai
     summary="Every built-in check with its parameters and output type",
     responses=responses(401),
 )
-def list_builtins(principal: PrincipalDep) -> BuiltinList:
-    return BuiltinList(builtins=[BuiltinInfo(**item) for item in describe(builtins(None))])
+def list_builtins(runs: RunsDep, principal: PrincipalDep) -> BuiltinList:
+    return BuiltinList(builtins=[BuiltinInfo(**item) for item in describe(runs.builtins)])

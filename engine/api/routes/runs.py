@@ -8,17 +8,22 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
+from pydantic import TypeAdapter, ValidationError
 
 from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
-from engine.storage import Run, SqlStore
+from engine.export import record, to_csv
+from engine.json_limits import FreeJSON, json_problem
+from engine.storage import Run, RunStatus, RunStore
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 NDJSON = "application/x-ndjson"
+#: Results are numbered by 32-bit integers; no run holds more.
+MAX_OFFSET = 2**31 - 1
 
 
 def _accepted(run: Run, response: Response) -> RunOut:
@@ -42,14 +47,49 @@ def create_run(
     return _accepted(run, response)
 
 
+_ANY_LIST = TypeAdapter(list[Any])
+_CHECK_REF = TypeAdapter(CheckRef)
+_LIMITS = TypeAdapter(dict[str, Any] | None)
+_LABELS = TypeAdapter(dict[str, FreeJSON])
+
+
+def _form_json(field: str, raw: str, adapter: TypeAdapter[Any]) -> Any:
+    """A JSON form field validated against its type; a 422 naming the field otherwise."""
+    try:
+        value = json.loads(raw)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidRequestError(f"{field}: not JSON: {exc}") from exc
+    problem = json_problem(value, field, max_depth=None)
+    if problem is not None:
+        raise InvalidRequestError(problem)
+    return _form_value(field, value, adapter)
+
+
+def _form_value(field: str, value: Any, adapter: TypeAdapter[Any]) -> Any:
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in (field, *first["loc"]))
+        raise InvalidRequestError(f"{where}: {first['msg']}") from None
+
+
 def _parse_checks(raw: str) -> list[str | CheckRef]:
     text = raw.strip()
     if text.startswith("["):
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequestError(f"checks: not JSON: {exc}") from exc
-        return [v if isinstance(v, str) else CheckRef.model_validate(v) for v in values]
+        values = _form_json("checks", text, _ANY_LIST)
+        out: list[str | CheckRef] = []
+        for index, value in enumerate(values):
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, dict):
+                out.append(_form_value(f"checks[{index}]", value, _CHECK_REF))
+            else:
+                raise InvalidRequestError(
+                    f"checks[{index}]: expected a check reference, a string (name, name@2, "
+                    "an id) or an object {name, version, params}"
+                )
+        return out
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
@@ -64,6 +104,9 @@ def _ndjson_rows(data: bytes) -> list[dict[str, Any]]:
             raise InvalidRequestError(f"rows line {number}: not JSON: {exc.msg}") from exc
         if not isinstance(value, dict):
             raise InvalidRequestError(f"rows line {number}: expected a JSON object")
+        problem = json_problem(value, f"rows line {number}", max_depth=None)
+        if problem is not None:
+            raise InvalidRequestError(problem)
         rows.append(value)
     return rows
 
@@ -82,16 +125,16 @@ async def upload_run(
     principal: PrincipalDep,
     response: Response,
     file: Annotated[UploadFile, File(description="NDJSON rows.")],
-    checks: Annotated[str, Form(examples=["mentions_expected,word_count@1"])],
+    checks: Annotated[str, Form(examples=["is_json,levenshtein_distance"])],
     limits: Annotated[str | None, Form()] = None,
     labels: Annotated[str | None, Form()] = None,
 ) -> RunOut:
     try:
         rows = _ndjson_rows(await file.read())
-        limit_values = json.loads(limits) if limits else None
-        label_values = json.loads(labels) if labels else {}
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidRequestError(f"upload: {exc}") from exc
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidRequestError(f"file: {exc}") from exc
+    limit_values = _form_json("limits", limits, _LIMITS) if limits else None
+    label_values = _form_json("labels", labels, _LABELS) if labels else {}
     run = runs.submit_run(principal, _parse_checks(checks), rows, limit_values, label_values)
     return _accepted(run, response)
 
@@ -102,8 +145,28 @@ def list_runs(
     runs: RunsDep,
     principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000, description="Runs to skip.")] = 0,
+    status: Annotated[RunStatus | None, Query(description="Only runs with this status.")] = None,
+    label: Annotated[
+        str | None,
+        Query(description="Only runs with this label, as KEY=VALUE.", max_length=1000),
+    ] = None,
 ) -> RunList:
-    found = store.list_runs(principal.tenant_id, limit)
+    wanted: tuple[str, str] | None = None
+    if label is not None:
+        key, sep, value = label.partition("=")
+        if not sep or not key:
+            raise InvalidRequestError(
+                f"label {label!r}: expected KEY=VALUE, e.g. label=suite=nightly"
+            )
+        wanted = (key, value)
+    found = store.list_runs(
+        principal.tenant_id,
+        limit,
+        offset,
+        None if status is None else status.value,
+        wanted,
+    )
     return RunList(runs=[RunOut.of(r, store.count_results(r.id)) for r in found])
 
 
@@ -131,7 +194,7 @@ def cancel_run(run_id: str, runs: RunsDep, principal: PrincipalDep) -> RunOut:
     return RunOut.of(run, done, summary)
 
 
-def _page(store: SqlStore, run: Run, offset: int, limit: int, check_index: int | None) -> list[Any]:
+def _page(store: RunStore, run: Run, offset: int, limit: int, check_index: int | None) -> list[Any]:
     stored = store.results_page(run.id, offset, limit, check_index)
     ids = store.load_rows(run.id, [s.row_index for s in stored])
     return [result_item(run, s, ids.get(s.row_index, {}).get("id")) for s in stored]
@@ -142,7 +205,8 @@ def _page(store: SqlStore, run: Run, offset: int, limit: int, check_index: int |
     response_model=ResultsPage,
     summary="A run's results",
     description="Ordered by row, then check. JSON pages with `offset`/`limit`, or every result "
-    "from `offset` on as NDJSON with `Accept: application/x-ndjson`. Filter with `check=NAME`.",
+    "from `offset` on as NDJSON with `Accept: application/x-ndjson`, or as CSV (one line per row "
+    "and check, with the row's inputs) with `Accept: text/csv`. Filter with `check=NAME`.",
     responses=responses(
         401, 404, ok={200: {"content": {NDJSON: {"example": '{"row_index": 0, "check": "x"}\n'}}}}
     ),
@@ -152,7 +216,7 @@ def get_results(
     request: Request,
     store: StoreDep,
     principal: PrincipalDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
     check: Annotated[str | None, Query(description="Only this check (name or name@N).")] = None,
 ) -> Any:
@@ -163,6 +227,29 @@ def get_results(
         if not matches:
             raise InvalidRequestError(f"run {run.id} has no check {check!r}")
         check_index = matches[0]
+    if "text/csv" in request.headers.get("accept", ""):
+
+        def csv_stream() -> Iterator[bytes]:
+            position, header = offset, True
+            while True:
+                items = _page(store, run, position, 2000, check_index)
+                if not items:
+                    return
+                rows = store.load_rows(run.id, sorted({i.row_index for i in items}))
+                records = [
+                    record(i.row_index, i.model_dump(mode="json"), rows.get(i.row_index))
+                    for i in items
+                ]
+                text = to_csv(records)
+                yield (text if header else text.split("\r\n", 1)[1]).encode()
+                header = False
+                position += len(items)
+
+        return StreamingResponse(
+            csv_stream(),
+            media_type="text/csv",
+            headers={"Content-Disposition": f'attachment; filename="{run.id}.csv"'},
+        )
     if NDJSON in request.headers.get("accept", ""):
 
         def stream() -> Iterator[bytes]:

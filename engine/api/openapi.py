@@ -1,0 +1,123 @@
+"""The OpenAPI document, made to say what the service really answers (checked by schemathesis).
+
+FastAPI documents a 422 as ``application/json`` with its own ``HTTPValidationError``
+body and knows nothing of the errors the app raises itself. scorebox answers every
+error as ``application/problem+json`` (:mod:`engine.api.problems`), so this pass:
+
+- gives every 4xx and 5xx response the ``Problem`` schema under that media type;
+- adds the statuses any operation can get: 401 behind an API key, 403 on admin
+  routes, 404 with a path parameter, 400 for a body that is not JSON at all, 422
+  for a request that fails validation.
+
+``tests/api/test_api_fuzz.py`` holds the document to the service's behaviour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from engine.api.problems import PROBLEM_JSON
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "title": "Problem",
+    "description": "An error (RFC 9457): what went wrong and how to fix it.",
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string", "examples": ["about:blank"]},
+        "title": {"type": "string", "examples": ["Invalid request"]},
+        "status": {"type": "integer", "examples": [422]},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "description": "Validation errors: what to fix, and where in a check's source.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "code": {"type": ["string", "null"]},
+                    "message": {"type": ["string", "null"]},
+                    "line": {"type": ["integer", "null"]},
+                    "col": {"type": ["integer", "null"]},
+                },
+            },
+        },
+    },
+}
+
+_DESCRIPTIONS = {
+    "400": "Malformed body (not JSON, or not UTF-8)",
+    "401": "Unauthorized: no API key, or an unknown one",
+    "403": "Forbidden: not the admin key, or admin routes are off",
+    "404": "Not found (or another tenant's)",
+    "422": "Invalid request",
+}
+_METHODS = {"get", "put", "post", "delete", "patch", "head", "options"}
+
+
+def _needs(path: str, operation: dict[str, Any]) -> set[str]:
+    """Error statuses this operation can answer whatever its route declares."""
+    statuses: set[str] = set()
+    if path.startswith(("/v1/", "/v0/")):
+        statuses.add("401")
+    if path.startswith("/v1/admin"):
+        statuses.add("403")
+    parameters = operation.get("parameters") or []
+    if any(p.get("in") == "path" for p in parameters):
+        statuses.add("404")
+    if "requestBody" in operation:
+        statuses |= {"400", "422"}
+    if parameters:
+        statuses.add("422")
+    return statuses
+
+
+def problem_responses(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with every error response a Problem, and the missing statuses added."""
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = PROBLEM_SCHEMA
+    reference = {"$ref": "#/components/schemas/Problem"}
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            if method not in _METHODS:
+                continue
+            responses: dict[str, Any] = operation.setdefault("responses", {})
+            for status in _needs(path, operation):
+                responses.setdefault(status, {"description": _DESCRIPTIONS[status]})
+            for status, response in responses.items():
+                if not (status.isdigit() and int(status) >= 400):
+                    continue
+                example = None
+                for media in (response.get("content") or {}).values():
+                    example = media.get("example", example)
+                content: dict[str, Any] = {"schema": reference}
+                if example is not None:
+                    content["example"] = example
+                response["content"] = {PROBLEM_JSON: content}
+                if status == "422":
+                    response["description"] = _DESCRIPTIONS["422"]
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    return document
+
+
+def install(app: FastAPI) -> None:
+    """Serve the adjusted document at ``/openapi.json`` (built once, on first request)."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+                tags=app.openapi_tags,
+            )
+            app.openapi_schema = problem_responses(document)
+        return app.openapi_schema
+
+    setter: Callable[[], dict[str, Any]] = openapi
+    app.openapi = setter  # type: ignore[method-assign]

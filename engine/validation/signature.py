@@ -1,0 +1,191 @@
+"""Rules about the entry point's signature, annotations, output type and declared inputs."""
+
+from __future__ import annotations
+
+import ast
+
+from engine import contract
+from engine.contract import OutputType
+from engine.validation.base import _ValidationBase
+from engine.validation.facts import (
+    _BUILTIN_NAMES,
+    _FIX_RETURN,
+    _PARAMS,
+    _annotation_members,
+    _Facts,
+)
+from engine.validation.report import MethodKind
+
+
+class _SignatureRules(_ValidationBase):
+    """Rules about ``evaluate``'s signature, annotations, output type and declared inputs."""
+
+    def signature(self, fn: ast.FunctionDef, kind: MethodKind, facts: _Facts) -> None:
+        args = fn.args
+        positional = [*args.posonlyargs, *args.args]
+        n_defaults = len(args.defaults)
+        has_default = {a.arg: i >= len(positional) - n_defaults for i, a in enumerate(positional)}
+        has_default.update(
+            {a.arg: d is not None for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True)}
+        )
+        skip_first = False
+        if kind in {"method", "classmethod"}:
+            first = positional[0] if positional else None
+            receiver = "the Check instance" if kind == "method" else "the Check class"
+            if first is None and args.vararg is None:
+                self.add(
+                    "missing-self",
+                    f"evaluate is a {kind} but takes no parameter to receive {receiver}: add "
+                    "@staticmethod above it (as in Okareo's examples) or take `self` first",
+                    fn,
+                )
+            elif first is not None and first.arg in contract.PARAMETER_NAMES:
+                self.add(
+                    "missing-self",
+                    f"evaluate is a {kind}, so its first parameter `{first.arg}` would receive "
+                    f"{receiver}, not the row: add @staticmethod above it (as in Okareo's "
+                    "examples) or take `self` first",
+                    first,
+                )
+            else:
+                skip_first = first is not None
+        names: list[str] = []
+        posonly = {id(a) for a in args.posonlyargs}
+        params = positional[1:] if skip_first else positional
+        for arg in [*params, *args.kwonlyargs]:
+            name = arg.arg
+            if name not in contract.PARAMETER_NAMES:
+                if not has_default.get(name, False):
+                    self.unknown_parameter(arg)
+                continue
+            if name in names:
+                self.add(
+                    "duplicate-parameter",
+                    f"`{name}` is named twice: remove the second one",
+                    arg,
+                )
+                continue
+            if id(arg) in posonly:
+                self.add(
+                    "positional-only-parameter",
+                    f"`{name}` comes before `/`, but scorebox passes arguments by name: "
+                    "remove the `/`",
+                    arg,
+                )
+            names.append(name)
+        if args.vararg is not None:
+            self.add(
+                "var-positional",
+                f"`*{args.vararg.arg}` is not supported: arguments are passed by name; name the "
+                f"parameters you need ({_PARAMS}) or take `**kwargs` to receive them all",
+                args.vararg,
+            )
+        self.report.signature = names
+        self.report.var_keyword = args.kwarg is not None
+        if not facts.star_import:
+            self.annotation_names(fn, facts)
+        self.output_type(fn)
+        self.requires(fn)
+
+    def unknown_parameter(self, arg: ast.arg) -> None:
+        suggestion = contract.suggest_parameter(arg.arg)
+        hint = f" (did you mean `{suggestion}`?)" if suggestion else ""
+        self.add(
+            "unknown-parameter",
+            f"`{arg.arg}` is not a parameter scorebox can pass{hint}: evaluate may take any of "
+            f"{_PARAMS}, bound by name (a helper parameter needs a default value)",
+            arg,
+        )
+
+    def annotation_names(self, fn: ast.FunctionDef, facts: _Facts) -> None:
+        """Annotations run when ``def`` runs: an undefined name there stops the check loading."""
+        if self.lazy_annotations:
+            return
+        args = fn.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+        annotations = [a.annotation for a in every if a is not None and a.annotation is not None]
+        if fn.returns is not None:
+            annotations.append(fn.returns)
+        known = facts.bound | _BUILTIN_NAMES | set(contract.PRELUDE_TYPING_NAMES)
+        reported: set[str] = set()
+        for annotation in annotations:
+            for node in ast.walk(annotation):
+                if isinstance(node, ast.Name) and node.id not in known and node.id not in reported:
+                    reported.add(node.id)
+                    self.add(
+                        "undefined-name",
+                        f"`{node.id}` in evaluate's annotations is never defined or imported, "
+                        "so the check fails to load: import it (e.g. `from typing import ...`)",
+                        node,
+                    )
+
+    def output_type(self, fn: ast.FunctionDef) -> None:
+        declared = self.declared.output_data_type
+        annotated: OutputType | None = None
+        if fn.returns is not None:
+            members = _annotation_members(fn.returns)
+            for node, what in members.bad:
+                self.add(
+                    "bad-return-annotation",
+                    f"evaluate is annotated to return {what}, which is not a score: {_FIX_RETURN}",
+                    node,
+                )
+            if members.none and not members.bad:
+                if members.scores or members.opaque:
+                    self.add(
+                        "optional-return",
+                        "the return annotation admits None, and returning None is an "
+                        "invalid_score at run time: always return a score",
+                        fn.returns,
+                    )
+                else:
+                    self.add(
+                        "bad-return-annotation",
+                        f"evaluate is annotated to return None: {_FIX_RETURN}",
+                        fn.returns,
+                    )
+            if not members.opaque and not members.bad:
+                if len(members.scores) == 1:
+                    annotated = next(iter(members.scores))
+                elif members.scores == {OutputType.INT, OutputType.FLOAT}:
+                    annotated = OutputType.FLOAT  # ints are widened to float
+        if (
+            declared is not None
+            and annotated is not None
+            and declared is not annotated
+            and not (declared is OutputType.FLOAT and annotated is OutputType.INT)
+        ):
+            self.add(
+                "output-type-mismatch",
+                f"evaluate is annotated to return {annotated.value} but output_data_type is "
+                f"declared {declared.value}: change the annotation or the declaration",
+                fn.returns or fn,
+            )
+            annotated = None
+        self.report.output_data_type = declared or annotated
+
+    def requires(self, fn: ast.FunctionDef) -> None:
+        for name in contract.REQUIRABLE_PARAMETERS:
+            field_name = f"requires_{name}"
+            implied = name in self.report.signature
+            value: bool | None = getattr(self.declared, field_name)
+            if value is None or value == implied:
+                setattr(self.report, field_name, implied)
+                continue
+            if value and self.report.var_keyword:  # read from **kwargs: declared wins
+                setattr(self.report, field_name, True)
+                continue
+            setattr(self.report, field_name, implied)
+            if value:
+                message = (
+                    f"{field_name} is declared true but evaluate does not take `{name}`: add the "
+                    f"parameter, or declare {field_name} false"
+                )
+            else:
+                message = (
+                    f"{field_name} is declared false but evaluate takes `{name}`, so rows "
+                    f"without it are skipped: declare it true, or remove the parameter"
+                )
+            self.add("requires-mismatch", message, fn)
+
+    # -- imports and policy

@@ -1,0 +1,89 @@
+"""API behaviour above the sandbox on the shipped fake backend (no Docker): fairness, quotas.
+
+The Docker-backed versions of these tests stay (tests/api/test_fairness.py and the
+quota tests); these run the same service logic in milliseconds per row.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.contract import Status
+from engine.runner import CodeCheck, SandboxRunner
+from engine.sandbox.fake import FakeBackend, fake_engine_factory
+from engine.sandbox.protocol import Job, JobRow, RowRecord
+from engine.settings import Settings
+from tests.api.conftest import TRIVIAL_CHECK, AppFactory
+
+
+def test_fake_backend_answers_rows_and_records_jobs() -> None:
+    def handler(job: Job, row: JobRow) -> bool | RowRecord:
+        if row.model_output == "boom":
+            return RowRecord(t="row", i=row.i, status=Status.ERROR, error="boom", ms=0.0)
+        return row.model_output == "yes"
+
+    backend = FakeBackend(handler)
+    with SandboxRunner(Settings(pool_size=0), backend=backend) as engine:
+        results = engine.run_check(
+            CodeCheck(source=TRIVIAL_CHECK, name="t"),
+            [{"model_output": "yes"}, {"model_output": "no"}, {"model_output": "boom"}],
+            labels={"scorebox.tenant": "x"},
+        )
+    assert [(r.status, r.score) for r in results] == [
+        (Status.OK, True),
+        (Status.OK, False),
+        (Status.ERROR, None),
+    ]
+    assert len(backend.calls) == 1
+    assert backend.calls[0].job.source == TRIVIAL_CHECK
+    assert backend.calls[0].labels["scorebox.tenant"] == "x"
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_small_tenant_not_stuck_behind_big_run_on_the_fake_sandbox(
+    make_api: AppFactory,
+) -> None:
+    rows_total = 4000
+    factory = fake_engine_factory(lambda job, row: row.model_output == "yes", row_seconds=0.002)
+    api = make_api(engine_factory=factory, pool_size=0, run_chunk_rows=200, job_max_rows=200)
+    a, b = api.tenant("big"), api.tenant("small")
+    api.push(a, "t", TRIVIAL_CHECK)
+    api.push(b, "t", TRIVIAL_CHECK)
+    rows = [{"model_output": "yes" if i % 2 else "no"} for i in range(rows_total)]
+    started = time.monotonic()
+    reply = api.client.post("/v1/runs", headers=a, json={"checks": ["t"], "rows": rows})
+    run_id = reply.json()["id"]
+    while api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]["done"] == 0:
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    reply = api.client.post(
+        "/v1/score", headers=b, json={"checks": ["t"], "rows": [{"model_output": "yes"}]}
+    )
+    latency = time.monotonic() - t0
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["results"][0]["score"] is True
+    done_when_b_finished = api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]
+    run = api.wait_run(a, run_id, timeout=300)
+    total = time.monotonic() - started
+    assert run["status"] == "succeeded"
+    assert run["summary"][0]["counts"] == {"ok": rows_total}
+    assert run["summary"][0]["pass_rate"] == 0.5
+    assert done_when_b_finished["done"] < rows_total, "A finished before B was measured"
+    assert latency < 0.5 * total
+    assert all(c.labels["scorebox.tenant"] for c in factory.backend.calls)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+def test_queued_runs_quota_on_the_fake_sandbox(make_api: AppFactory) -> None:
+    factory = fake_engine_factory(row_seconds=0.01)
+    api = make_api(engine_factory=factory, pool_size=0, quota_queued_runs=1)
+    h = api.tenant()
+    api.push(h, "t", TRIVIAL_CHECK)
+    body = {"checks": ["t"], "rows": [{"model_output": "x"}] * 200}
+    first = api.client.post("/v1/runs", headers=h, json=body)
+    assert first.status_code in (200, 201, 202), first.text
+    second = api.client.post("/v1/runs", headers=h, json=body)
+    assert second.status_code == 429, second.text
+    assert api.wait_run(h, first.json()["id"], timeout=120)["status"] == "succeeded"

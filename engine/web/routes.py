@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import (
     HTMLResponse,
     JSONResponse,
@@ -167,8 +167,23 @@ def runs_page(
     )
 
 
+def _table_query(
+    check: str | None = None,
+    status: str | None = None,
+    min_score: Annotated[str | None, Query(alias="min")] = None,
+    max_score: Annotated[str | None, Query(alias="max")] = None,
+    q: str | None = None,
+    sort: str | None = None,
+) -> None:
+    """Declares the row table's filter parameters, which ``_filter`` reads (a bad value
+    falls back to the default instead of failing the page)."""
+
+
+TABLE_QUERY = Depends(_table_query)
+
+
 def _filter(request: Request, run: Run) -> table.TableFilter:
-    """The table's filter from the query string (each route declares these parameters)."""
+    """The table's filter from the query string (declared by ``TABLE_QUERY``)."""
     q = request.query_params
 
     def number(name: str) -> float | None:
@@ -230,17 +245,11 @@ def _table(request: Request, run: Run, after: str | None) -> dict[str, Any]:
     }
 
 
-@router.get("/runs/{run_id}", response_class=HTMLResponse)
+@router.get("/runs/{run_id}", response_class=HTMLResponse, dependencies=[TABLE_QUERY])
 def run_page(
     request: Request,
     run_id: str,
     after: str | None = None,
-    check: str | None = None,
-    status: str | None = None,
-    min_score: Annotated[str | None, Query(alias="min")] = None,
-    max_score: Annotated[str | None, Query(alias="max")] = None,
-    q: str | None = None,
-    sort: str | None = None,
 ) -> HTMLResponse:
     principal, session = _who(request)
     try:
@@ -259,17 +268,11 @@ def run_page(
     )
 
 
-@router.get("/runs/{run_id}/rows", response_class=HTMLResponse)
+@router.get("/runs/{run_id}/rows", response_class=HTMLResponse, dependencies=[TABLE_QUERY])
 def rows_page(
     request: Request,
     run_id: str,
     after: str | None = None,
-    check: str | None = None,
-    status: str | None = None,
-    min_score: Annotated[str | None, Query(alias="min")] = None,
-    max_score: Annotated[str | None, Query(alias="max")] = None,
-    q: str | None = None,
-    sort: str | None = None,
 ) -> HTMLResponse:
     """The row table alone (filters, pages): no summary to compute, so it stays fast."""
     principal, session = _who(request)
@@ -279,17 +282,11 @@ def rows_page(
     return _page(request, "rows.html", session, run=run, **_table(request, run, after))
 
 
-@router.get("/runs/{run_id}/export.{fmt}")
+@router.get("/runs/{run_id}/export.{fmt}", dependencies=[TABLE_QUERY])
 def export(
     request: Request,
     run_id: str,
     fmt: str,
-    check: str | None = None,
-    status: str | None = None,
-    min_score: Annotated[str | None, Query(alias="min")] = None,
-    max_score: Annotated[str | None, Query(alias="max")] = None,
-    q: str | None = None,
-    sort: str | None = None,
 ) -> Response:
     principal, session = _who(request)
     run = _run_or_404(request, principal, run_id)

@@ -110,15 +110,9 @@ def docker_settings(
     return settings
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _remove_test_containers() -> Iterator[None]:
-    """Remove test-labelled containers this pytest process made and left behind.
-
-    Scoped by the owner label (host:pid) so a concurrent test session on the same
-    engine keeps its containers.
-    """
-    yield
-    from engine.sandbox.docker_backend import LABEL_OWNER, owner_label
+def remove_test_containers(owner: str) -> None:
+    """``docker rm -f`` the test-labelled containers whose owner label (host:pid) is ``owner``."""
+    from engine.sandbox.docker_backend import LABEL_OWNER
 
     try:
         ids = subprocess.run(
@@ -129,16 +123,29 @@ def _remove_test_containers() -> Iterator[None]:
                 "--filter",
                 f"label={TEST_LABEL}",
                 "--filter",
-                f"label={LABEL_OWNER}={owner_label()}",
+                f"label={LABEL_OWNER}={owner}",
             ],
             capture_output=True,
             text=True,
-            timeout=30,
+            timeout=60,
             check=False,
         ).stdout.split()
         if ids:
             subprocess.run(
-                ["docker", "rm", "-f", *ids], capture_output=True, timeout=60, check=False
+                ["docker", "rm", "-f", *ids], capture_output=True, timeout=120, check=False
             )
     except (OSError, subprocess.TimeoutExpired):
         pass
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_test_containers() -> Iterator[None]:
+    """Remove test-labelled containers this pytest process made and left behind.
+
+    Scoped by the owner label (host:pid) so a concurrent test session on the same
+    engine keeps its containers.
+    """
+    yield
+    from engine.sandbox.docker_backend import owner_label
+
+    remove_test_containers(owner_label())

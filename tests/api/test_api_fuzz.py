@@ -9,15 +9,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
@@ -29,21 +23,14 @@ from engine import auth
 from engine.storage import open_store
 from tests.conftest import TEST_LABEL, _in_ci
 from tests.fake_llm import FakeLLM, Reply
+from tests.live_server import serving
 
-SCOREBOX = str(Path(sys.executable).with_name("scorebox"))
 EXAMPLES = int(os.environ.get("SCOREBOX_FUZZ_EXAMPLES", "12"))
 CALL_TIMEOUT_SECONDS = 60.0  # "no hang": any single call past this fails the test
 #: Schema-valid is not semantically valid here: a check whose code does not parse, a run
 #: naming a check that does not exist, a template without placeholders are all 422 by design
 #: (DESIGN.md section 7), so "every schema-valid request gets a 2xx" cannot hold.
 EXCLUDED_CHECKS = [schemathesis.checks.positive_data_acceptance]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class LiveServer:
@@ -69,7 +56,6 @@ def live_server(
     data = tmp_path_factory.mktemp("fuzz")
     llm = FakeLLM().start()
     llm.responder = lambda body: Reply(text="Looks fine.\nSCORE: 4")
-    port = _free_port()
     admin_key = secrets.token_urlsafe(24)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SCOREBOX_", "OPENAI_"))}
     env.update(
@@ -84,39 +70,13 @@ def live_server(
         SCOREBOX_CONTAINER_LABELS=f'{{"{TEST_LABEL}": "1"}}',
         SCOREBOX_ROW_TIMEOUT_SECONDS="2",
     )
-    log = (data / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [SCOREBOX, "serve", "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(
-                    f"scorebox serve did not start: {(data / 'serve.log').read_text()[-3000:]}"
-                )
-            time.sleep(0.3)
-        store = open_store(f"sqlite:///{data / 'scorebox.db'}", migrate=False)
-        tenant = auth.create_tenant(store, "fuzz")
-        store.engine.dispose()
-        yield LiveServer(base, tenant.secret, admin_key)
+        with serving(env, data / "serve.log", "--log-level", "warning") as base:
+            store = open_store(f"sqlite:///{data / 'scorebox.db'}", migrate=False)
+            tenant = auth.create_tenant(store, "fuzz")
+            store.engine.dispose()
+            yield LiveServer(base, tenant.secret, admin_key)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
         llm.stop()
 
 

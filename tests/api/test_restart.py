@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
 from tests.conftest import TEST_LABEL
+from tests.live_server import free_port, spawn_serve, stop, wait_healthy
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -29,12 +28,6 @@ CHECK = (
     "import time\n\ndef evaluate(model_output: str) -> int:\n"
     "    time.sleep(0.004)\n    return len(model_output)\n"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _serve(database_url: str, data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -48,26 +41,13 @@ def _serve(database_url: str, data_dir: Path, port: int, log: Path) -> subproces
         "SCOREBOX_JOB_MAX_ROWS": "100",
         "SCOREBOX_CONTAINER_LABELS": json.dumps({TEST_LABEL: "1"}),
     }
-    command = [sys.executable, "-c", "from engine.cli import main; main()", "serve"]
-    return subprocess.Popen(
-        [*command, "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-    )
-
-
-def _wait_up(client: httpx.Client, proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the server exited during start-up"
-        try:
-            if client.get("/healthz").status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("the server did not start")
+    proc = spawn_serve(env, port, log, "--log-level", "warning")
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc, log, timeout=90)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
 
 
 def test_kill_and_restart_mid_run(
@@ -75,14 +55,13 @@ def test_kill_and_restart_mid_run(
 ) -> None:
     store = open_store(database_url)
     key = auth.create_tenant(store, "durable").secret
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "server.log"
     headers = {"Authorization": f"Bearer {key}"}
     proc = _serve(database_url, tmp_path, port, log)
     procs = [proc]
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=60) as c:
-            _wait_up(c, proc)
             assert c.post("/v1/checks", json={"name": "len", "source": CHECK}).status_code == 201
             rows = [{"id": i, "model_output": "x" * (i % 17)} for i in range(ROWS)]
             run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": rows}).json()["id"]
@@ -100,7 +79,6 @@ def test_kill_and_restart_mid_run(
             started = time.monotonic()
             proc = _serve(database_url, tmp_path, port, log)
             procs.append(proc)
-            _wait_up(c, proc)
             final: dict[str, Any] = {}
             while time.monotonic() - started < 240:
                 final = c.get(f"/v1/runs/{run_id}").json()
@@ -115,12 +93,7 @@ def test_kill_and_restart_mid_run(
             ).text.splitlines()
     finally:
         for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop(p, timeout=60)
 
     results = [json.loads(line) for line in lines]
     assert sorted(r["row_index"] for r in results) == list(range(ROWS))

@@ -12,9 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +25,7 @@ from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
 from tests.conftest import TEST_LABEL, _in_ci
+from tests.live_server import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SCOREBOX_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -62,12 +60,6 @@ def _unavailable(message: str) -> None:
     if _must_run():
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -130,7 +122,6 @@ def dashboard(
     key = auth.create_tenant(store, "browser-a").secret
     other = auth.create_tenant(store, "browser-b").secret
     store.engine.dispose()
-    port = _free_port()
     env = {
         **os.environ,
         "SCOREBOX_DATA_DIR": str(workdir),
@@ -142,38 +133,12 @@ def dashboard(
     }
     if docker_settings.runtime:
         env["SCOREBOX_RUNTIME"] = docker_settings.runtime
-    log = (workdir / "server.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli import main; main()", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (workdir / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "scorebox serve did not start in 120 s"
-            time.sleep(0.2)
+    with serving(env, workdir / "server.log") as url:
         with httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
         ) as client:
             run_a, run_b = _seed(client)
         yield Dashboard(url, key, other, run_a, run_b)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="session")

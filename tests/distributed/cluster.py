@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,11 @@ import httpx
 from sqlalchemy import text
 
 from engine import auth
-from engine.sandbox.docker_backend import LABEL_OWNER
 from engine.storage import SqlStore, open_store
-from tests.conftest import TEST_LABEL
+from tests.conftest import TEST_LABEL, remove_test_containers
+from tests.live_server import CLI, free_port, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-c", "from engine.cli import main; main()"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Cluster:
@@ -91,16 +83,7 @@ class Cluster:
         port = free_port()
         self.ports[name] = port
         proc = self._spawn(name, ["serve", "--port", str(port), "--log-level", "warning"])
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"server {name} exited:\n{self.log(name)[-3000:]}"
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, f"server {name} did not start"
-            time.sleep(0.2)
+        wait_healthy(f"http://127.0.0.1:{port}", proc, self.tmp / f"{name}.log")
 
     def kill(self, name: str) -> None:
         """``kill -9``."""
@@ -124,25 +107,7 @@ class Cluster:
                 proc.wait(timeout=30)
         host = socket.gethostname()
         for pid in self.pids:
-            ids = subprocess.run(
-                [
-                    "docker",
-                    "ps",
-                    "-aq",
-                    "--filter",
-                    f"label={TEST_LABEL}",
-                    "--filter",
-                    f"label={LABEL_OWNER}={host}:{pid}",
-                ],
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            ).stdout.split()
-            if ids:
-                subprocess.run(
-                    ["docker", "rm", "-f", *ids], capture_output=True, timeout=120, check=False
-                )
+            remove_test_containers(f"{host}:{pid}")
         self.store.engine.dispose()
 
     # ---- API ----------------------------------------------------------------------------

@@ -17,7 +17,8 @@ import pytest
 
 from engine.settings import Settings
 from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
-from tests.distributed.cluster import CLI, ROOT, Cluster, free_port, wait_done, wait_run
+from tests.distributed.cluster import ROOT, Cluster, wait_done, wait_run
+from tests.live_server import CLI, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
 

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from engine.settings import Settings
+from tests.live_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"^```sh runnable\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -34,18 +34,12 @@ def test_the_readme_has_a_runnable_session() -> None:
     assert any(name.startswith("README.md") for name, _ in sessions())
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize(("name", "script"), sessions(), ids=[n for n, _ in sessions()])
 def test_session_runs(name: str, script: str, tmp_path: Path, docker_settings: Settings) -> None:
     log = tmp_path / "session.log"
     env = {
         **os.environ,
-        "SCOREBOX_PORT": str(_free_port()),
+        "SCOREBOX_PORT": str(free_port()),
         "SCOREBOX_DATA_DIR": str(tmp_path / "data"),
         "SCOREBOX_IMAGE": docker_settings.image,
         "SCOREBOX_CONTAINER_LABELS": json.dumps(docker_settings.container_labels),

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Iterator
@@ -29,6 +27,7 @@ from engine.settings import Settings
 from engine.storage import open_store
 from tests.conftest import TEST_LABEL, _in_ci
 from tests.fake_llm import MODEL, FakeLLM
+from tests.live_server import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -53,12 +52,6 @@ def okareo_python() -> str:
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     return proc.stdout.strip().splitlines()[-1]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -131,7 +124,6 @@ def okareo_server(
     other = auth.create_tenant(store, "okareo-b").secret
     store.engine.dispose()
     llm = FakeLLM().start()
-    port = _free_port()
     env = {
         **os.environ,
         "SCOREBOX_DATA_DIR": str(workdir),
@@ -145,32 +137,8 @@ def okareo_server(
         "SCOREBOX_LLM_MODEL": MODEL,
         "SCOREBOX_LLM_MAX_RETRIES": "0",
     }
-    log = (workdir / "server.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli import main; main()", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (workdir / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "scorebox serve did not start in 120 s"
-            time.sleep(0.2)
-        yield Server(url, key, other, okareo_python, workdir, llm)
+        with serving(env, workdir / "server.log") as url:
+            yield Server(url, key, other, okareo_python, workdir, llm)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
         llm.stop()

@@ -1,0 +1,84 @@
+"""``scorebox serve`` as a real process on a loopback port, for the tests that need one.
+
+``serving`` is the whole life: a free port, the process, ``/healthz`` answering, and
+SIGTERM (then SIGKILL) after. Its parts are here too for tests that restart a server on the
+same port (``spawn_serve``, ``wait_healthy``, ``stop``).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+CLI = [sys.executable, "-c", "from engine.cli import main; main()"]
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def spawn_serve(
+    env: Mapping[str, str], port: int, log: Path, *args: str
+) -> subprocess.Popen[bytes]:
+    """Start ``scorebox serve --port PORT ARGS``; its output is appended to ``log``."""
+    with log.open("ab") as out:  # the child has its own copy of the descriptor
+        return subprocess.Popen(
+            [*CLI, "serve", "--port", str(port), *args],
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-3000:] if log.exists() else ""
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 120) -> None:
+    """Wait until ``GET /healthz`` is 200; fail with the log's tail if the server exits first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"scorebox serve exited:\n{_tail(log)}"
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, (
+            f"scorebox serve did not start in {timeout:.0f} s:\n{_tail(log)}"
+        )
+        time.sleep(0.2)
+
+
+def stop(proc: subprocess.Popen[bytes], timeout: float = 90) -> None:
+    """SIGTERM, and SIGKILL if it has not exited within ``timeout`` seconds."""
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@contextmanager
+def serving(env: Mapping[str, str], log: Path, *args: str, timeout: float = 120) -> Iterator[str]:
+    """A ``scorebox serve`` on a free loopback port with ``env``: its base URL while it runs."""
+    port = free_port()
+    proc = spawn_serve(env, port, log, *args)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_healthy(url, proc, log, timeout)
+        yield url
+    finally:
+        stop(proc)

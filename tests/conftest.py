@@ -10,7 +10,7 @@ import pytest
 
 from engine.settings import Settings
 
-pytest_plugins = ["tests.fake_llm"]
+pytest_plugins = ["tests.fake_llm", "pytester"]
 
 TEST_LABEL = "scorebox.test"
 

@@ -13,6 +13,7 @@ from engine.cli.image import image
 from engine.cli.judge import judge
 from engine.cli.run import run
 from engine.cli.serve import serve
+from engine.cli.suite import init
 from engine.cli.tenant import tenant
 from engine.cli.worker import worker
 
@@ -29,6 +30,7 @@ main.add_command(serve)
 main.add_command(tenant)
 main.add_command(db)
 main.add_command(run)
+main.add_command(init)
 main.add_command(doctor)
 main.add_command(judge)
 main.add_command(worker)

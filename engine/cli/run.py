@@ -14,6 +14,7 @@ import click
 
 from engine.cli.data import parse_map, read_rows
 from engine.cli.remote import Remote, server_options
+from engine.cli.suite import find_suite, suite_checks, suite_data
 from engine.export import (
     DEFAULT_FAIL_ON,
     EXIT_COULD_NOT_RUN,
@@ -358,6 +359,13 @@ def _fail_on(value: str) -> tuple[str, ...]:
 
 @click.group("run", invoke_without_command=True)
 @click.option(
+    "--suite",
+    "suite_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A suite file (default: ./scorebox.yaml when no --check is given); the flags "
+    "below override it. See docs/suite.md.",
+)
+@click.option(
     "--check",
     "checks",
     multiple=True,
@@ -397,9 +405,9 @@ def _fail_on(value: str) -> tuple[str, ...]:
 )
 @click.option(
     "--fail-on",
-    default=",".join(DEFAULT_FAIL_ON),
-    show_default=True,
-    help="Exit 3 when any row has one of these statuses (comma-separated, or none).",
+    default=None,
+    help="Exit 3 when any row has one of these statuses (comma-separated, or none). "
+    f"Default: the suite's fail_on, else {','.join(DEFAULT_FAIL_ON)}.",
 )
 @click.option(
     "--threshold",
@@ -424,13 +432,14 @@ def _fail_on(value: str) -> tuple[str, ...]:
 @click.pass_context
 def run(
     ctx: click.Context,
+    suite_file: Path | None,
     checks: tuple[str, ...],
     data: Path | None,
     maps: tuple[str, ...],
     params: tuple[str, ...],
     labels: tuple[str, ...],
     outputs: tuple[Path, ...],
-    fail_on: str,
+    fail_on: str | None,
     thresholds: tuple[str, ...],
     max_failures: int | None,
     local: bool,
@@ -448,24 +457,46 @@ def run(
     2 usage error, 3 checks fell below a gate (--fail-on, --threshold,
     --max-failures), 130 interrupted.
 
+    With no --check, the run is the suite file ./scorebox.yaml (or --suite FILE):
+    data, checks with params and thresholds, gates, labels and outputs, each
+    overridden by its flag (`scorebox init` writes an example).
+
     Subcommands (list, show, results, cancel) manage runs on a server.
     """
     if ctx.invoked_subcommand is not None:
         return
+    plan = find_suite(suite_file, checks)
+    if plan is not None:
+        suite = plan.suite
+        data = data or suite_data(plan)
+        maps = (*(f"{k}={v}" for k, v in suite.map.items()), *maps)
+        labels = (*(f"{k}={v}" for k, v in suite.labels.items()), *labels)
+        outputs = outputs or plan.outputs
+        if fail_on is None:
+            fail_on = ",".join(suite.fail_on) or "none"
+        if max_failures is None:
+            max_failures = suite.max_failures
+        if not checks:
+            checks = tuple(suite_checks(plan))
+            thresholds = (*(f"{k}={v!r}" for k, v in plan.thresholds.items()), *thresholds)
     if not checks or data is None:
         raise click.UsageError(
-            "name at least one --check and a --data file (or a subcommand: "
+            "name at least one --check and a --data file, or a suite file (or a subcommand: "
             + ", ".join(sorted(run.commands))
             + ")"
         )
-    gates = Gates(_fail_on(fail_on), parse_thresholds(thresholds), max_failures)
+    gates = Gates(
+        _fail_on(",".join(DEFAULT_FAIL_ON) if fail_on is None else fail_on),
+        parse_thresholds(thresholds),
+        max_failures,
+    )
     for path in outputs:
         if path.suffix.lower() not in (".jsonl", ".ndjson", ".csv", ".tsv", ".html", ".htm"):
             raise click.BadParameter(
                 f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
             )
     refs = check_refs(checks, parse_params(params))
-    rows = read_rows(data, parse_map(maps))
+    rows = read_rows(data, parse_map(maps))  # later --map pairs win
     progress = not no_progress and not as_json
     label_map = dict(pair.partition("=")[::2] for pair in labels)
     if server and not local:

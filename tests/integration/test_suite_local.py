@@ -18,7 +18,6 @@ from engine.cli import main
 from engine.settings import Settings
 from engine.testing import assert_suite
 
-pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.docker
 
 

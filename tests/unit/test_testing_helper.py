@@ -18,8 +18,6 @@ from engine.errors import InvalidRequestError
 from engine.testing import assert_scores
 from tests.fake_llm import FakeLLM, Reply
 
-pytest_plugins = ["pytester"]
-
 ROWS = [
     {"id": "a", "model_output": "Paris is the capital.", "scenario_input": "Capital?"},
     {"id": "b", "model_output": "Lyon, I think", "scenario_input": "Capital?"},

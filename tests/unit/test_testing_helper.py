@@ -203,3 +203,10 @@ def test_pytest_scorebox_finds_the_suite_beside_other_tests(pytester: pytest.Pyt
     broken = pytester.runpytest("--scorebox", "-p", "no:cacheprovider", "scorebox.yaml")
     broken.assert_outcomes(failed=1)
     broken.stdout.fnmatch_lines(["*scorebox.yaml:1: checks[[]0[]]: a check is a name*"])
+
+
+def test_the_plugin_is_registered_through_the_pytest11_entry_point() -> None:
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep.value for ep in entry_points(group="pytest11")}
+    assert found.get("scorebox") == "engine.pytest_plugin"

@@ -103,7 +103,11 @@ ensure_image() {
             say "debootstrap is not installed; the build needs it (and root) unless debian:bookworm-slim can be pulled"
         fi
     fi
-    "$VENV/bin/scorebox" image build
+    local built
+    built="$("$VENV/bin/scorebox" image build | tee /dev/stderr | tail -n 1)"
+    # This checkout's own content-hashed tag: `latest` is shared by every checkout on the
+    # engine, and another one's build may retag it while this one's tests run.
+    BUILT_IMAGE="${built%% *}"
 }
 
 setup_postgres() {
@@ -199,6 +203,10 @@ run_lint() {
 
 run_tests() {
     export SCOREBOX_TEST_DOCKER=1
+    if [[ -z "${SCOREBOX_IMAGE:-}" && -n "${BUILT_IMAGE:-}" ]]; then
+        export SCOREBOX_IMAGE="$BUILT_IMAGE"
+        say "tests use the sandbox image built from this checkout: $SCOREBOX_IMAGE"
+    fi
     local rc=0
     "$VENV/bin/pytest" "$@" || rc=$?
     if [[ "$rc" -eq 5 ]]; then

@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import Any
 
 #: Version of the host <-> harness job protocol; bumped on any incompatible change.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 #: Largest accepted check source, in bytes (UTF-8).
 MAX_SOURCE_BYTES = 256 * 1024

@@ -14,11 +14,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.contract import OutputType, Policy, Status, missing_inputs
+from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
 from engine.errors import InvalidRequestError, SandboxError
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
-from engine.sandbox.protocol import Job, JobRow, LoadedRecord, RowRecord
+from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.settings import Settings
 
 ResultCallback = Callable[[int, RowResult], None]
@@ -233,31 +233,25 @@ class SandboxRunner:
             output_type=check.output_type,
             row_timeout_seconds=limits.row_timeout_seconds,
             max_output_bytes=limits.max_output_bytes,
-            rows=[
-                JobRow(
-                    i=k,
-                    model_output=row.model_output,
-                    scenario_input=row.scenario_input,
-                    scenario_result=row.scenario_result,
-                    model_input=row.model_input,
-                    metadata=row.metadata,
-                )
-                for k, (_, row) in enumerate(pending)
-            ],
+            rows=[row for _, row in pending],
         )
         done = 0
         loaded = False
-        parameters: list[str] = []
+        required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
         with self._slots:
             events = self.backend.execute(job, limits, labels)
             try:
                 for event in events:
                     if isinstance(event, LoadedRecord):
                         loaded = True
-                        parameters = event.parameters
+                        required = set(REQUIRABLE_PARAMETERS) & set(event.parameters)
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
-                        lacks = missing_inputs(parameters, row.model_dump())
+                        lacks = (
+                            missing_inputs(list(required), row.model_dump(include=required))
+                            if required
+                            else []
+                        )
                         if (event.status is Status.SKIPPED) != bool(lacks):
                             # Closing ``events`` below destroys the container.
                             detail = "the check broke the result protocol: " + (

@@ -42,10 +42,8 @@ from engine.sandbox.pool import CheckWorkers, WarmPool
 from engine.sandbox.protocol import (
     DoneRecord,
     Job,
-    LoadedRecord,
-    ProtocolError,
     RowRecord,
-    parse_record,
+    parse_records,
 )
 from engine.settings import Settings
 
@@ -342,6 +340,8 @@ class DockerBackend:
             destroy=self._discard,
             size=settings.pool_size,
             idle_seconds=settings.pool_idle_seconds,
+            max_size=settings.pool_max_size,
+            refills=settings.pool_refills,
         )
         self.workers = CheckWorkers(
             destroy=self._discard_worker,
@@ -515,23 +515,13 @@ class DockerBackend:
                             return
                         continue
                     line += payload
-                    while True:
-                        newline = line.find(b"\n")
-                        if newline < 0:
-                            break
-                        raw = bytes(line[:newline])
-                        del line[: newline + 1]
-                        try:
-                            record = parse_record(raw, job.nonce, limits.max_record_bytes)
-                        except ProtocolError as exc:
-                            self._kill(container)
-                            yield end(
-                                Termination.PROTOCOL_ERROR,
-                                f"the check broke the result protocol: {exc}",
-                            )
-                            return
-                        if record is None:
-                            continue
+                    last = line.rfind(b"\n")
+                    if last < 0:
+                        continue
+                    complete = bytes(line[:last]).split(b"\n")
+                    del line[: last + 1]
+                    records, error = parse_records(complete, job.nonce, limits.max_record_bytes)
+                    for record in records:
                         if isinstance(record, DoneRecord):
                             if expected_row != len(job.rows):
                                 self._kill(container)
@@ -555,8 +545,14 @@ class DockerBackend:
                             expected_row += 1
                             dirty = dirty or record.status in DIRTY_STATUSES
                         step_deadline = time.monotonic() + row_allowance
-                        assert isinstance(record, LoadedRecord | RowRecord)
                         yield record
+                    if error is not None:
+                        self._kill(container)
+                        yield end(
+                            Termination.PROTOCOL_ERROR,
+                            f"the check broke the result protocol: {error}",
+                        )
+                        return
                     if len(line) > limits.max_record_bytes:
                         self._kill(container)
                         yield end(

@@ -65,7 +65,7 @@ class FakeBackend:
         with self._lock:
             self.calls.append(FakeCall(job, limits, dict(labels)))
         yield LoadedRecord(t="loaded", ok=True)
-        for row in job.rows:
+        for row in job.job_rows():
             started = time.perf_counter()
             if self.row_seconds:
                 time.sleep(self.row_seconds)

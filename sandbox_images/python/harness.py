@@ -337,6 +337,8 @@ def read_job(stdin: Reader, idle_exit: float) -> dict[str, Any] | None:
     job: dict[str, Any] = json.loads(body)
     if job.get("protocol") != contract.PROTOCOL_VERSION:
         raise ValueError(f"protocol {job.get('protocol')} != {contract.PROTOCOL_VERSION}")
+    for index, row in enumerate(job["rows"]):  # a row's index in the job is its record's "i"
+        row["i"] = index
     return job
 
 

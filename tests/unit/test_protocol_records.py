@@ -7,8 +7,16 @@ from typing import Any
 
 import pytest
 
+from engine.models import Row
 from engine.sandbox.docker_backend import _Frames
-from engine.sandbox.protocol import ProtocolError, RowRecord, parse_record
+from engine.sandbox.protocol import (
+    DoneRecord,
+    Job,
+    ProtocolError,
+    RowRecord,
+    parse_record,
+    parse_records,
+)
 
 NONCE = "n" * 32
 
@@ -71,3 +79,58 @@ def test_attach_frames_are_handed_on_before_they_are_complete() -> None:
     nxt = bytes([1, 0, 0, 0]) + (3).to_bytes(4, "big") + b"abc"
     assert list(frames.feed(nxt[:5])) == []
     assert list(frames.feed(nxt[5:])) == [(1, b"abc")]
+
+
+# -- a read's records are parsed at once --------------------------------------------
+
+
+def test_a_batch_of_lines_parses_in_order_ignoring_foreign_lines() -> None:
+    lines = [
+        line(OK),
+        b"something the check printed",
+        line({**OK, "i": 1, "score": False}),
+        line({"t": "done", "rows": 2}),
+    ]
+    records, error = parse_records(lines, NONCE, 65536)
+    assert error is None
+    assert [type(r) for r in records] == [RowRecord, RowRecord, DoneRecord]
+    assert [r.score for r in records if isinstance(r, RowRecord)] == [True, False]
+
+
+def test_a_bad_record_keeps_the_ones_before_it_and_names_the_fault() -> None:
+    lines = [line(OK), line({**OK, "i": 1, "status": "sandbox_error", "score": None}), line(OK)]
+    records, error = parse_records(lines, NONCE, 65536)
+    assert len(records) == 1
+    assert error is not None and "host's to give" in str(error)
+
+
+def test_two_records_on_one_line_are_refused_not_split() -> None:
+    # Joined into one JSON array, "a, b" on one line would parse as two records.
+    body = json.dumps(OK) + ", " + json.dumps({**OK, "i": 1})
+    records, error = parse_records([NONCE.encode() + b" " + body.encode()], NONCE, 65536)
+    assert records == []
+    assert error is not None
+
+
+def test_an_oversized_line_in_a_batch_is_refused() -> None:
+    big = line({**OK, "explanation": "x" * 5000})
+    records, error = parse_records([line(OK), big], NONCE, 4096)
+    assert len(records) == 1
+    assert error is not None and "exceeds 4096" in str(error)
+
+
+def test_job_rows_go_without_client_ids_and_are_known_by_index() -> None:
+    job = Job(
+        nonce=NONCE,
+        source="def evaluate(model_output):\n    return 1\n",
+        row_timeout_seconds=1,
+        max_output_bytes=1024,
+        rows=[Row(id="secret-id", model_output="a"), Row(id=7, model_output="b")],
+    )
+    header, _, body = job.encode().partition(b"\n")
+    assert int(header) == len(body)
+    sent = json.loads(body)
+    assert [r["model_output"] for r in sent["rows"]] == ["a", "b"]
+    assert all("id" not in r for r in sent["rows"])
+    assert sent["source"] == job.source and sent["protocol"] == job.protocol
+    assert [r.i for r in job.job_rows()] == [0, 1]

@@ -27,11 +27,11 @@ class ScriptedBackend:
             yield JobEnd(Termination.SANDBOX_ERROR, "engine hiccup")
             return
         yield LoadedRecord(t="loaded", ok=True, parameters=["model_output"])
-        for row in job.rows:
+        for i, row in enumerate(job.rows):
             if row.model_output in self.die_on:
                 yield JobEnd(self.die_on[row.model_output], f"died on {row.model_output}")
                 return
-            yield RowRecord(t="row", i=row.i, status=Status.OK, score=len(row.model_output), ms=1)
+            yield RowRecord(t="row", i=i, status=Status.OK, score=len(row.model_output), ms=1)
         yield JobEnd(Termination.DONE)
 
     def health(self) -> BackendHealth:

@@ -58,6 +58,16 @@ class Settings(BaseSettings):
     runtime: str | None = Field(default=None, description="OCI runtime, e.g. runsc.")
     pool_size: int = Field(default=2, ge=0, le=256, description="Warm containers per profile.")
     pool_idle_seconds: float = Field(default=300.0, gt=0)
+    pool_max_size: int = Field(
+        default=8,
+        ge=0,
+        le=256,
+        description="Cap on warm containers per profile: the pool grows past pool_size on "
+        "cold starts (a take that found none ready), up to this, and shrinks as they idle.",
+    )
+    pool_refills: int = Field(
+        default=2, ge=1, le=32, description="Warm containers started at once when refilling."
+    )
     max_parallel_jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
     reuse: Literal["check", "never"] = Field(

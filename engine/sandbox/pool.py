@@ -30,18 +30,39 @@ def profile_key(limits: Limits) -> str:
 
 
 class WarmPool:
-    """Keeps ``size`` started containers ready per profile; refills in the background."""
+    """Keeps started containers ready per profile; refills in the background.
 
-    def __init__(self, create: Create, destroy: Destroy, size: int, idle_seconds: float) -> None:
+    Each profile starts with a target of ``size`` ready containers. A ``take`` that finds
+    none ready (a cold start for the caller) raises the target by one, up to ``max_size``,
+    so a burst of first requests is met warm next time; a container that sits unused for
+    ``idle_seconds`` is destroyed and lowers the target again, never below ``size``.
+    Up to ``refills`` containers are created at once (starting one is mostly waiting on
+    the engine, so creations overlap well).
+    """
+
+    def __init__(
+        self,
+        create: Create,
+        destroy: Destroy,
+        size: int,
+        idle_seconds: float,
+        *,
+        max_size: int | None = None,
+        refills: int = 2,
+    ) -> None:
         self._create = create
         self._destroy = destroy
         self.size = size
+        self.max_size = max(size, max_size if max_size is not None else size)
+        self.refills = max(1, refills)
         self.idle_seconds = idle_seconds
         self._cond = threading.Condition()
         self._profiles: dict[str, Limits] = {}
         self._ready: dict[str, deque[tuple[Any, float]]] = {}
+        self._target: dict[str, int] = {}
+        self._inflight: dict[str, int] = {}
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._failures = 0
 
     def ensure_profile(self, limits: Limits) -> str:
@@ -53,11 +74,15 @@ class WarmPool:
             if key not in self._profiles:
                 self._profiles[key] = limits
                 self._ready[key] = deque()
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(
-                    target=self._refill_loop, name="scorebox-pool", daemon=True
-                )
-                self._thread.start()
+                self._target[key] = self.size
+                self._inflight[key] = 0
+            if not self._threads and not self._closed:
+                for n in range(self.refills):
+                    thread = threading.Thread(
+                        target=self._refill_loop, name=f"scorebox-pool-{n}", daemon=True
+                    )
+                    thread.start()
+                    self._threads.append(thread)
             self._cond.notify_all()
         return key
 
@@ -68,7 +93,11 @@ class WarmPool:
         key = self.ensure_profile(limits)
         with self._cond:
             ready = self._ready[key]
-            container = ready.popleft()[0] if ready else None
+            if ready:
+                container = ready.popleft()[0]
+            else:
+                container = None
+                self._target[key] = min(self.max_size, self._target[key] + 1)
             self._cond.notify_all()
         return container
 
@@ -82,18 +111,24 @@ class WarmPool:
         with self._cond:
             return {key: len(ready) for key, ready in self._ready.items()}
 
+    def targets(self) -> dict[str, int]:
+        """How many ready containers the pool aims at per profile key (grows with misses)."""
+        with self._cond:
+            return dict(self._target)
+
     def _next_shortfall(self) -> tuple[str, Limits] | None:
         for key, limits in self._profiles.items():
-            if len(self._ready[key]) < self.size:
+            if len(self._ready[key]) + self._inflight[key] < self._target[key]:
                 return key, limits
         return None
 
     def _recycle_idle(self) -> list[Any]:
         cutoff = time.monotonic() - self.idle_seconds
         stale: list[Any] = []
-        for ready in self._ready.values():
+        for key, ready in self._ready.items():
             while ready and ready[0][1] < cutoff:
                 stale.append(ready.popleft()[0])
+                self._target[key] = max(self.size, self._target[key] - 1)
         return stale
 
     def _refill_loop(self) -> None:
@@ -106,6 +141,8 @@ class WarmPool:
                 if want is None and not stale:
                     self._cond.wait(timeout=min(5.0, self.idle_seconds / 2))
                     continue
+                if want is not None:
+                    self._inflight[want[0]] += 1
             for container in stale:
                 self._destroy(container)
             if want is None:
@@ -115,14 +152,18 @@ class WarmPool:
                 container = self._create(limits, {"scorebox.pool": key})
                 self._failures = 0
             except Exception:
+                with self._cond:
+                    self._inflight[key] -= 1
                 self._failures += 1
                 log.warning("warm pool could not start a container", exc_info=True)
                 time.sleep(min(30.0, 0.5 * 2**self._failures))
                 continue
             with self._cond:
+                self._inflight[key] -= 1
                 closed = self.closed
                 if not closed:
                     self._ready[key].append((container, time.monotonic()))
+                    self._cond.notify_all()
             if closed:
                 self._destroy(container)
                 return
@@ -132,8 +173,8 @@ class WarmPool:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
+            threads = list(self._threads)
+        for thread in threads:
             thread.join(timeout=60)
         with self._cond:
             for ready in self._ready.values():

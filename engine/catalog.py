@@ -36,7 +36,7 @@ from engine.models import Limits
 from engine.runs.quotas import Quotas, check_source
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
 from engine.storage.okareo import check_id_from_uuid
-from engine.validation import ValidationReport, validate
+from engine.validation import Issue, ValidationReport, validate
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).
 MAX_VERSION = 2**31 - 1
@@ -299,6 +299,16 @@ def unsaved_code_check(
 
 
 BUILTIN_PREFIX = "builtin:"
+
+
+def shadow_warning(name: str) -> Issue:
+    """The warning a saved check gets when its name is a built-in's."""
+    return Issue(
+        severity="warning",
+        code="shadows-builtin",
+        message=f"{name!r} shadows the built-in {name}; use {BUILTIN_PREFIX}{name} to reach "
+        "the built-in",
+    )
 
 
 def resolve(

@@ -11,7 +11,7 @@ from fastapi import Depends, FastAPI
 from sqlalchemy import Engine as SAEngine
 
 from engine import web
-from engine.api import okareo, openapi, problems
+from engine.api import docs, okareo, openapi, problems
 from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
@@ -114,6 +114,9 @@ def create_app(
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        generate_unique_id_function=openapi.operation_id,
+        docs_url=None,  # served from the package by engine.api.docs (works offline)
+        redoc_url=None,
         openapi_tags=[
             {"name": "checks", "description": "Create, version, validate, list, delete checks."},
             {"name": "scoring", "description": "Score a small batch now."},
@@ -135,5 +138,6 @@ def create_app(
     app.include_router(health.router)
     app.include_router(okareo.router)
     web.install(app)  # the dashboard under /ui
+    docs.install(app)  # /docs and /redoc with their assets from the package
     openapi.install(app)  # every error documented as application/problem+json
     return app

@@ -19,6 +19,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 
 from engine.api.problems import PROBLEM_JSON
 
@@ -104,6 +105,48 @@ def problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
+def operation_id(route: APIRoute) -> str:
+    """An operation's id: the handler's name (``okareo_`` before the /v0 ones), not FastAPI's
+    generated ``upload_check_v1_checks_upload_post``."""
+    return ("okareo_" if route.path.startswith("/v0") else "") + route.name
+
+
+def _pascal(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part)
+
+
+def form_names(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with FastAPI's generated form schemas (``Body_upload_check``) renamed
+    after their operation (``UploadCheckForm``), every reference updated."""
+    schemas = document.get("components", {}).get("schemas", {})
+    renames = {
+        name: _pascal(name.removeprefix("Body_")) + "Form"
+        for name in schemas
+        if name.startswith("Body_")
+    }
+    for old, new in renames.items():
+        if new in schemas:
+            raise RuntimeError(f"OpenAPI: cannot rename {old} to {new}, which exists")
+        schema = schemas.pop(old)
+        schema["title"] = new
+        schemas[new] = schema
+    prefix = "#/components/schemas/"
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.removeprefix(prefix) in renames:
+                node["$ref"] = prefix + renames[ref.removeprefix(prefix)]
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    return document
+
+
 def install(app: FastAPI) -> None:
     """Serve the adjusted document at ``/openapi.json`` (built once, on first request)."""
 
@@ -116,7 +159,7 @@ def install(app: FastAPI) -> None:
                 routes=app.routes,
                 tags=app.openapi_tags,
             )
-            app.openapi_schema = problem_responses(document)
+            app.openapi_schema = form_names(problem_responses(document))
         return app.openapi_schema
 
     setter: Callable[[], dict[str, Any]] = openapi

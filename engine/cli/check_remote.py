@@ -12,7 +12,23 @@ from engine.cli.remote import Remote, with_remote
 
 @click.command("push")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--name", default=None, help="Check name (default: the file name without .py).")
+@click.option(
+    "--name", default=None, help="Check name (default: the file name without its extension)."
+)
+@click.option(
+    "--kind",
+    type=click.Choice(["code", "model"]),
+    default=None,
+    help="code (Python) or model (a prompt template for an LLM judge). Default: .py is code; "
+    ".txt, .md, .prompt and .tmpl are model; any other file is code when it defines "
+    "`evaluate` or `class Check`, else model (the server decides by the same rule).",
+)
+@click.option(
+    "--check-type",
+    type=click.Choice(["score", "pass_fail"]),
+    default=None,
+    help="Model checks: what the judge answers (default: score).",
+)
 @click.option("--description", default=None)
 @click.option("--tag", "tags", multiple=True)
 @click.option("--policy", type=click.Choice(["standard", "restricted"]), default="standard")
@@ -20,26 +36,38 @@ from engine.cli.remote import Remote, with_remote
 def push(
     file: Path,
     name: str | None,
+    kind: str | None,
+    check_type: str | None,
     description: str | None,
     tags: tuple[str, ...],
     policy: str,
     remote: Remote,
 ) -> None:
-    """Upload FILE as a new version of a check (unchanged content keeps its version)."""
+    """Upload FILE as a new version of a check (unchanged content keeps its version).
+
+    FILE is a Python check or a model check's prompt template (see --kind). A name
+    that is a built-in's shadows the built-in for this tenant: a warning says so, and
+    `builtin:NAME` still reaches the built-in.
+    """
     data = {"name": name or file.stem, "policy": policy}
+    if kind:
+        data["kind"] = kind
+    if check_type:
+        data["check_type"] = check_type
     if description:
         data["description"] = description
     if tags:
         data["tags"] = ",".join(tags)
+    media = "text/x-python" if file.suffix == ".py" else "text/plain"
     response = remote.request(
         "POST",
         "/v1/checks/upload",
         data=data,
-        files={"file": (file.name, file.read_bytes(), "text/x-python")},
+        files={"file": (file.name, file.read_bytes(), media)},
     )
     body = response.json()
     state = "created" if response.status_code == 201 else "unchanged"
-    click.echo(f"{body['name']}@{body['version']} {state} ({body['id']})")
+    click.echo(f"{body['name']}@{body['version']} {body['kind']} {state} ({body['id']})")
     for warning in body.get("warnings") or []:
         click.echo(f"  warning [{warning['code']}] {warning['message']}", err=True)
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from engine.check_files import TEMPLATE_SUFFIXES
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
@@ -176,6 +177,27 @@ def generate(
         else:
             output.write_text(text)
             click.echo(f"wrote {output}", err=True)
-            if check_type == "code":
-                click.echo(f"next: scorebox check push {output} --policy restricted", err=True)
+        for line in next_steps(output, check_type, result.model_check_type):
+            click.echo(line, err=True)
     raise SystemExit(0 if result.accepted else 1)
+
+
+def next_steps(output: Path | None, check_type: str, model_check_type: Any) -> list[str]:
+    """The exact commands that push the generated check and run it on a server."""
+    path = (
+        str(output) if output is not None else ("check.py" if check_type == "code" else "check.txt")
+    )
+    if check_type == "code":
+        push = f"scorebox check push {path} --policy restricted"
+    else:
+        kind = "" if Path(path).suffix in TEMPLATE_SUFFIXES else " --kind model"
+        answer = getattr(model_check_type, "value", model_check_type) or "score"
+        push = f"scorebox check push {path}{kind} --check-type {answer}"
+    lines = ["next (on the server in SCOREBOX_SERVER, with SCOREBOX_API_KEY):"]
+    if output is None:
+        lines[0] = f"next: save the output above as {path} (or pass -o {path}), then, " + lines[
+            0
+        ].removeprefix("next ")
+    lines.append(f"  {push}")
+    lines.append(f"  scorebox run --check {Path(path).stem} --data rows.jsonl")
+    return lines

@@ -147,7 +147,11 @@ def _ref_name(ref: str | Mapping[str, Any]) -> str:
 
 
 def _interrupted(remote: Remote, run_id: str) -> None:
-    """Ctrl-C on a followed run: say how to follow or cancel it; cancel only if asked."""
+    """Ctrl-C on a followed run: say how to follow or cancel it; cancel only if asked.
+
+    The question is asked only when stdin is a terminal: without one (CI, a pipe,
+    ``< /dev/null``) the command exits 130 at once and the run goes on.
+    """
     click.echo(
         f"\ninterrupted; run {run_id} goes on on the server.\n"
         f"  follow it:  scorebox run show {run_id}\n"
@@ -187,6 +191,11 @@ def run_remote(
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
+        click.echo(
+            f"run {run['id']} submitted ({run['progress']['total']} row x check results); "
+            "Ctrl-C stops following it, not the run",
+            err=True,
+        )
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

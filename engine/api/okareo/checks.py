@@ -10,7 +10,7 @@ from engine import catalog
 from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
 from engine.api.okareo import translate
 from engine.api.okareo.deps import OkareoPrincipalDep, OkareoStoreDep, project_of
-from engine.api.okareo.schemas import CheckIn, CheckOut, GenerateIn, GenerateOut
+from engine.api.okareo.schemas import CheckIn, GenerateIn, GenerateOut, OkareoCheckOut
 from engine.api.problems import responses
 from engine.builtins import BuiltinCheck, Builtins
 from engine.contract import OutputType
@@ -27,14 +27,14 @@ router = APIRouter(prefix="/v0", tags=[TAG])
 
 def render_check(
     check: CheckVersion, project_id: str | None, warnings: list[str] | None = None
-) -> CheckOut:
+) -> OkareoCheckOut:
     """A scorebox check version in Okareo's shape (id: the version's UUID)."""
     config: dict[str, Any]
     if check.kind == "model":
         config = {"prompt_template": check.prompt_template, "type": check.check_type}
     else:
         config = {"code_contents": check.source}
-    return CheckOut(
+    return OkareoCheckOut(
         id=check_uuid(check.id),
         project_id=project_id,
         name=check.name,
@@ -52,9 +52,9 @@ def render_check(
     )
 
 
-def render_builtin(builtin: BuiltinCheck[Any]) -> CheckOut:
+def render_builtin(builtin: BuiltinCheck[Any]) -> OkareoCheckOut:
     """A built-in check, as Okareo shows its predefined checks."""
-    return CheckOut(
+    return OkareoCheckOut(
         id=builtin_uuid(builtin.name),
         name=builtin.name,
         description=builtin.description,
@@ -70,7 +70,7 @@ def builtin_by_uuid(builtins: Builtins, value: str) -> BuiltinCheck[Any] | None:
 
 @router.post(
     "/check_create_or_update",
-    response_model=CheckOut,
+    response_model=OkareoCheckOut,
     status_code=200,
     summary="Create or update a check (Okareo: create_or_update_check)",
     description="Identical content returns the existing version; changed content makes version "
@@ -84,7 +84,7 @@ def create_or_update_check(
     runs: RunsDep,
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
-) -> CheckOut:
+) -> OkareoCheckOut:
     project = project_of(okareo, principal.tenant_id, body.project_id)
     name = body.name
     if body.check_id and not name:
@@ -97,7 +97,7 @@ def create_or_update_check(
 
 @router.get(
     "/checks",
-    response_model=list[CheckOut],
+    response_model=list[OkareoCheckOut],
     status_code=201,
     summary="List checks (Okareo: get_all_checks)",
     description="The latest version of each check, or every version with `all-versions=true`, "
@@ -110,7 +110,7 @@ def list_checks(
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
     all_versions: Annotated[bool, Query(alias="all-versions")] = False,
-) -> list[CheckOut]:
+) -> list[OkareoCheckOut]:
     project = okareo.default_project(principal.tenant_id)
     own = [
         render_check(c, project.id) for c in store.list_checks(principal.tenant_id, all_versions)
@@ -121,7 +121,7 @@ def list_checks(
 
 @router.get(
     "/check/{check_id}",
-    response_model=CheckOut,
+    response_model=OkareoCheckOut,
     status_code=201,
     summary="Get a check version by id (Okareo: get_check)",
     responses=responses(401, 404),
@@ -132,7 +132,7 @@ def get_check(
     runs: RunsDep,
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
-) -> CheckOut:
+) -> OkareoCheckOut:
     builtin = builtin_by_uuid(runs.builtins, check_id)
     if builtin is not None:
         return render_builtin(builtin)
@@ -153,7 +153,9 @@ def delete_check(
     check_id: str,
     store: StoreDep,
     principal: OkareoPrincipalDep,
-    name: Annotated[str | None, Form()] = None,
+    name: Annotated[
+        str | None, Form(description="The check's name; when given it must be the check's own.")
+    ] = None,
 ) -> Response:
     found = catalog.get_check(store, principal.tenant_id, check_id)
     if name is not None and name != found.name:

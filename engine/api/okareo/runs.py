@@ -224,9 +224,16 @@ def parse_jsonl(name: str, raw: bytes) -> list[tuple[Any, Any, dict[str, Any] | 
 async def upload_scenario_set(
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
-    name: Annotated[str, Form(min_length=1, max_length=200)],
-    file: Annotated[UploadFile, File()],
-    project_id: Annotated[str | None, Form()] = None,
+    name: Annotated[
+        str, Form(min_length=1, max_length=200, description="The scenario set's name.")
+    ],
+    file: Annotated[
+        UploadFile,
+        File(description='JSONL: one `{"input": ..., "result": ...}` object a line.'),
+    ],
+    project_id: Annotated[
+        str | None, Form(description="The project (default: the tenant's default project).")
+    ] = None,
 ) -> ScenarioSetOut:
     raw = await file.read(MAX_UPLOAD_BYTES + 1)
     if len(raw) > MAX_UPLOAD_BYTES:

@@ -36,7 +36,7 @@ class CheckIn(_In):
     tags: list[str] | None = None
 
 
-class CheckOut(BaseModel):
+class OkareoCheckOut(BaseModel):
     """A check version as Okareo's ``EvaluatorDetailedResponse`` / ``EvaluatorBriefResponse``."""
 
     id: str

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
@@ -13,7 +13,8 @@ from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.builtins import describe
 from engine.catalog import CheckSpec
-from engine.contract import Policy
+from engine.check_files import kind_of_file
+from engine.contract import ModelCheckType, Policy
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.validation import ValidationReport
 
@@ -26,6 +27,8 @@ def _save(
     outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
     response.status_code = 201 if outcome.created else 200
     warnings = [i for i in outcome.report.issues if i.severity != "error"]
+    if spec.name in runs.builtins:
+        warnings.append(catalog.shadow_warning(spec.name))
     return CheckOut.of(outcome.check, warnings)
 
 
@@ -53,9 +56,13 @@ def create_check(
     "/upload",
     response_model=CheckOut,
     status_code=201,
-    summary="Create or update a check from a .py file",
-    description="Multipart form: `file` (the .py source), optional `name` (default: the file "
-    "name without .py), `description`, `tags` (comma-separated), `policy`.",
+    summary="Create or update a check from a file (.py source or a prompt template)",
+    description="Multipart form: `file` (a `.py` source, or a model check's prompt template), "
+    "optional `name` (default: the file name without its extension), `kind`, `check_type`, "
+    "`description`, `tags` (comma-separated), `policy`. Without `kind`, a `.py` file is a code "
+    "check and a `.txt`, `.md`, `.prompt` or `.tmpl` file a model check; any other file is a "
+    "code check when it defines `evaluate` or `class Check`, else a model check. A name that "
+    "is a built-in's adds a `shadows-builtin` warning.",
     responses=responses(401, 422, 429, ok={200: {"description": "Unchanged", "model": CheckOut}}),
 )
 async def upload_check(
@@ -63,25 +70,50 @@ async def upload_check(
     runs: RunsDep,
     principal: PrincipalDep,
     response: Response,
-    file: Annotated[UploadFile, File(description="The check's Python source.")],
-    name: Annotated[str | None, Form()] = None,
-    description: Annotated[str | None, Form()] = None,
-    tags: Annotated[str | None, Form(description="Comma-separated.")] = None,
-    policy: Annotated[Policy, Form()] = Policy.STANDARD,
+    file: Annotated[
+        UploadFile,
+        File(description="The check: Python source (code) or a prompt template (model)."),
+    ],
+    name: Annotated[
+        str | None,
+        Form(description="Check name (default: the file name without its extension)."),
+    ] = None,
+    description: Annotated[str | None, Form(description="What the check measures.")] = None,
+    tags: Annotated[str | None, Form(description="Comma-separated tags.")] = None,
+    policy: Annotated[
+        Policy,
+        Form(
+            description="Code checks: `standard` (any import) or `restricted` "
+            "(RestrictedPython and an import allowlist)."
+        ),
+    ] = Policy.STANDARD,
+    kind: Annotated[
+        Literal["code", "model"] | None,
+        Form(description="`code` or `model`; default: decided from the file name and content."),
+    ] = None,
+    check_type: Annotated[
+        ModelCheckType | None,
+        Form(description="Model checks: `score` (default) or `pass_fail`."),
+    ] = None,
 ) -> CheckOut:
     raw = await file.read()
     try:
-        source = raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidRequestError(f"{file.filename}: not UTF-8 text ({exc})") from exc
-    stem = PurePath(file.filename or "check.py").stem
+    filename = file.filename or "check.py"
+    kind = kind or kind_of_file(filename, text)
+    if kind == "code" and check_type is not None:
+        raise InvalidRequestError("check_type is for model checks (kind=model) only")
     try:
         spec = CheckSpec(
-            name=name or stem,
+            name=name or PurePath(filename).stem,
             description=description,
             tags=[t.strip() for t in (tags or "").split(",") if t.strip()],
-            kind="code",
-            source=source,
+            kind=kind,
+            source=text if kind == "code" else None,
+            prompt_template=text if kind == "model" else None,
+            check_type=check_type,
             policy=policy,
         )
     except ValueError as exc:

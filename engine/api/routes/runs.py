@@ -124,10 +124,29 @@ async def upload_run(
     runs: RunsDep,
     principal: PrincipalDep,
     response: Response,
-    file: Annotated[UploadFile, File(description="NDJSON rows.")],
-    checks: Annotated[str, Form(examples=["is_json,levenshtein_distance"])],
-    limits: Annotated[str | None, Form()] = None,
-    labels: Annotated[str | None, Form()] = None,
+    file: Annotated[UploadFile, File(description="NDJSON rows: one JSON object a line.")],
+    checks: Annotated[
+        str,
+        Form(
+            description="Check references: comma-separated names, or a JSON list of names "
+            'and `{"name": ..., "params": {...}}` objects.',
+            examples=["is_json,levenshtein_distance"],
+        ),
+    ],
+    limits: Annotated[
+        str | None,
+        Form(
+            description="A JSON object lowering the sandbox limits for this run.",
+            examples=['{"row_timeout_seconds": 2}'],
+        ),
+    ] = None,
+    labels: Annotated[
+        str | None,
+        Form(
+            description="A JSON object of string labels (filter with GET /v1/runs?label=K=V).",
+            examples=['{"suite": "nightly"}'],
+        ),
+    ] = None,
 ) -> RunOut:
     try:
         rows = _ndjson_rows(await file.read())

@@ -14,6 +14,7 @@ from typing import Any
 from engine.builtins.base import BuiltinCheck
 from engine.builtins.deterministic import deterministic_builtins
 from engine.builtins.judged import judge_builtins
+from engine.builtins.published_judges import published_judge_builtins
 from engine.builtins.text_format import format_builtins
 from engine.llm import LLMClient
 
@@ -23,7 +24,12 @@ Builtins = Mapping[str, BuiltinCheck[Any]]
 
 def build_builtins(llm: LLMClient | None = None) -> Builtins:
     """Every built-in by name; the LLM-judged ones use ``llm`` (None: they answer judge_error)."""
-    checks = [*deterministic_builtins(), *format_builtins(), *judge_builtins(llm)]
+    checks = [
+        *deterministic_builtins(),
+        *format_builtins(),
+        *judge_builtins(llm),
+        *published_judge_builtins(llm),
+    ]
     return {check.name: check for check in checks}
 
 

@@ -28,7 +28,12 @@ from typing import Any, Literal
 
 from engine.contract import Status
 from engine.errors import LLMError
-from engine.judging.parse import UnparseableReplyError, parse_pass_fail, parse_score
+from engine.judging.parse import (
+    ParsedScore,
+    UnparseableReplyError,
+    parse_pass_fail,
+    parse_score,
+)
 from engine.llm import LLMClient, Message
 from engine.models import Row, RowResult
 
@@ -53,12 +58,14 @@ class JudgeConfig:
     max_tokens: int | None = 600
     json_mode: bool = False  # ask for response_format={"type": "json_object"}
     concurrency: int = 8
+    #: A score parser of the judge's own (a published check's); default: parse_score(low, high)
+    parse: Callable[[str], ParsedScore] | None = None
 
 
 @dataclass(frozen=True)
 class _Vote:
     model: str
-    score: bool | int | None = None
+    score: bool | int | float | None = None
     explanation: str | None = None
     error: str | None = None
 
@@ -84,7 +91,10 @@ def _ask(llm: LLMClient, messages: Sequence[Message], model: str | None, cfg: Ju
         if cfg.check_type == "pass_fail":
             verdict = parse_pass_fail(completion.text)
             return _Vote(label, verdict.passed, verdict.explanation)
-        parsed = parse_score(completion.text, low=cfg.low, high=cfg.high)
+        if cfg.parse is not None:
+            parsed = cfg.parse(completion.text)
+        else:
+            parsed = parse_score(completion.text, low=cfg.low, high=cfg.high)
         return _Vote(label, parsed.score, parsed.explanation)
     except UnparseableReplyError as exc:
         excerpt = completion.text.strip().replace("\n", " ")[:200]

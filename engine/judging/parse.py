@@ -88,9 +88,10 @@ class UnparseableReplyError(ValueError):
 
 @dataclass(frozen=True)
 class ParsedScore:
-    """An integer score and the judge's explanation (None when it gave none)."""
+    """A score (an integer, but for judges with their own published parser) and the judge's
+    explanation (None when it gave none)."""
 
-    score: int
+    score: int | float
     explanation: str | None
 
 

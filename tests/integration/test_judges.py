@@ -234,11 +234,11 @@ def test_uniqueness_sees_the_other_rows_and_summary_variants_need_the_source(
 
 
 def test_cohere_completeness_reads_the_prompt(fake_llm: FakeLLM) -> None:
-    fake_llm.reply("Covers everything.\nSCORE: 5")
+    fake_llm.reply("SCORE: 5")
     [result] = build_builtins(client(fake_llm))["completeness"].score([ROW], {})
-    assert (result.score, result.explanation) == (5, "Covers everything.")
+    assert result.score == 1.0  # Cohere's grade / 5
     prompt = user_prompt(fake_llm.requests[0])
-    assert "PROMPT:\n<<<\nDescribe the cat.\n>>>" in prompt
+    assert "PROMPT:\nDescribe the cat.\n\nCOMPLETION:\nThe cat sat on the mat." in prompt
     assert "fully addresses the task" in prompt
 
 

@@ -55,6 +55,8 @@ JUDGED = {
     *(f"{n}{s}" for n in ("consistency", "relevance") for s in ("", "_summary")),
     "completeness",
     "correctness",
+    "cohere_conciseness",
+    "llm_judge",
 }
 
 

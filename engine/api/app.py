@@ -138,6 +138,6 @@ def create_app(
     app.include_router(health.router)
     app.include_router(okareo.router)
     web.install(app)  # the dashboard under /ui
-    docs.install(app)  # /docs and /redoc with their assets from the package
+    docs.install(app)  # /docs with its assets from the package
     openapi.install(app)  # every error documented as application/problem+json
     return app

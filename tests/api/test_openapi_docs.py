@@ -16,7 +16,8 @@ REF = "#/components/schemas/"
 
 
 def test_docs_reference_no_external_url_and_the_assets_are_served(api: Api) -> None:
-    for page in ("/docs", "/redoc"):
+    assert api.client.get("/redoc").status_code == 404  # ReDoc fetches its logo from a CDN
+    for page in ("/docs",):
         reply = api.client.get(page)
         assert reply.status_code == 200, page
         html = reply.text

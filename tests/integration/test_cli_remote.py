@@ -4,7 +4,7 @@ that shadows a built-in (finding 7) and of a prompt template (finding 8); ``run`
 (finding 6). Built-ins and model checks only, judged by the scripted LLM server of
 ``tests/fake_llm.py``: no Docker.
 
-The live server is started here like the okareo and browser suites start theirs.
+The live server is ``tests/live_server.serving``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ import csv
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ from engine import auth
 from engine.cli import main
 from engine.storage import open_store
 from tests.fake_llm import MODEL, FakeLLM, Reply
+from tests.live_server import CLI, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = [
@@ -38,12 +37,6 @@ ROWS = [
     {"id": "b", "model_output": "not json", "scenario_input": "Say something"},
     {"id": "c", "model_output": '{"city": "Paris"}', "scenario_input": "As JSON"},
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -89,7 +82,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     gate.set()
     llm = FakeLLM().start()
     llm.responder = _judge(gate)
-    port = _free_port()
     env = {
         **os.environ,
         "SCOREBOX_DATA_DIR": str(workdir),
@@ -102,35 +94,11 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         "SCOREBOX_LLM_MAX_RETRIES": "0",
         "SCOREBOX_LLM_CONCURRENCY": "2",
     }
-    log = (workdir / "server.log").open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from engine.cli import main; main()", "serve", "--port", str(port)],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, (workdir / "server.log").read_text()[-3000:]
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "scorebox serve did not start in 120 s"
-            time.sleep(0.2)
-        yield Live(url, key, llm, gate, workdir)
+        with serving(env, workdir / "server.log") as url:
+            yield Live(url, key, llm, gate, workdir)
     finally:
         gate.set()
-        proc.terminate()
-        try:
-            proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
         llm.stop()
 
 
@@ -266,9 +234,7 @@ def test_ctrl_c_prints_the_run_id_and_exits_without_a_tty(live: Live, tmp_path: 
     data = _rows_file(tmp_path, _fresh(12))
     proc = subprocess.Popen(
         [
-            sys.executable,
-            "-c",
-            "from engine.cli import main; main()",
+            *CLI,
             "run",
             "--check",
             "fluency",

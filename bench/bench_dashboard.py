@@ -130,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             f" ({url.split(':')[0]})"
         )
         settings = Settings(data_dir=Path(tmp), database_url=url, pool_size=0)
+        few = max(3, args.repeat // 3)  # pages that computed every summary took seconds
         deep = str(int(args.rows * 0.9))
         cases = {
             "first page": (table.TableFilter(), None, ""),
@@ -172,11 +173,7 @@ def main(argv: list[str] | None = None) -> int:
                 frag = f"/ui/runs/{run_id}/rows?{query}"
                 frag_med, frag_max = _time(functools.partial(client.get, frag), args.repeat)
                 page = f"/ui/runs/{run_id}?{query}"
-                p_med = p_max = float("nan")
-                if not out:  # the run page computes every summary: timed once, on the first case
-                    t0 = time.perf_counter()
-                    client.get(page)
-                    p_med = p_max = (time.perf_counter() - t0) * 1000
+                p_med, p_max = _time(functools.partial(client.get, page), few)
                 out.append(
                     {
                         "page": name,
@@ -189,6 +186,18 @@ def main(argv: list[str] | None = None) -> int:
                     f"{name:32} {q_med:11.1f} / {q_max:9.1f} {frag_med:9.1f} / {frag_max:8.1f}"
                     f" {p_med:8.0f} / {p_max:5.0f}"
                 )
+            print(f"\n{'whole page or call':32} {'ms (median/max)':>24}")
+            auth = {"Authorization": f"Bearer {key}"}
+            for name, call in (
+                (
+                    "GET /v1/runs/{id}",
+                    functools.partial(client.get, f"/v1/runs/{run_id}", headers=auth),
+                ),
+                ("runs list /ui/runs", functools.partial(client.get, "/ui/runs")),
+            ):
+                med, high = _time(call, few)
+                out.append({"page": name, "page_ms": [med, high]})
+                print(f"{name:32} {med:11.1f} / {high:9.1f}")
         print(json.dumps(out))
     return 0
 

@@ -86,10 +86,15 @@ def send(app: Celery, task: str, queue: str, message: dict[str, Any], **options:
 def workers_seen(app: Celery, timeout_seconds: float = 2.0) -> dict[str, dict[str, Any]]:
     """Workers that answered ``ping``, with their Celery pool and scorebox's warm pools."""
     control = app.control
-    inspect = control.inspect(timeout=timeout_seconds)
-    pings = inspect.ping() or {}
-    stats = inspect.stats() or {}
-    pools = control.broadcast("scorebox_pools", reply=True, timeout=timeout_seconds) or []
+    pings = control.inspect(timeout=timeout_seconds).ping() or {}
+    if not pings:
+        return {}
+    # the workers that answered ping are known: stop waiting once each has answered
+    stats = control.inspect(timeout=timeout_seconds, limit=len(pings)).stats() or {}
+    pools = (
+        control.broadcast("scorebox_pools", reply=True, timeout=timeout_seconds, limit=len(pings))
+        or []
+    )
     extra: dict[str, Any] = {}
     for reply in pools:
         extra.update(reply)

@@ -19,7 +19,14 @@ from engine import errors
 from engine.auth import Principal
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
-from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, SCORE_QUEUE, SCORE_TASK, send
+from engine.distributed.celery_app import (
+    CHUNK_QUEUE,
+    CHUNK_TASK,
+    SCORE_QUEUE,
+    SCORE_TASK,
+    send,
+    workers_seen,
+)
 from engine.distributed.dispatch import Dispatcher, QuotaCache
 from engine.distributed.ledger import ChunkLedger
 from engine.distributed.replies import Replies, new_reply_key
@@ -95,6 +102,10 @@ class DistributedRunService(RunService):
     def jobs_in_flight(self) -> int:
         """Chunks being scored on any worker."""
         return self._chunk_counts().get("running", 0)
+
+    def workers(self) -> dict[str, dict[str, Any]] | None:
+        """Workers that answer ``ping``, with their pools (what ``scorebox doctor`` lists)."""
+        return workers_seen(self.celery)
 
     def _chunk_counts(self) -> dict[str, int]:
         try:

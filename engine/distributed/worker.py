@@ -28,6 +28,7 @@ from engine.errors import ScoreboxError
 from engine.models import Limits, Row, RowResult
 from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
 from engine.runs.metrics import Metrics
+from engine.runs.summary import store_summary
 from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
 from engine.settings import Settings
 from engine.storage import RunCheck, RunStatus, SqlStore, create_db_engine
@@ -215,8 +216,9 @@ class WorkerRuntime:
             log.warning("run %s: %d chunks re-queued for rows without a result", run_id, requeued)
             return
         if self.ledger.unfinished(run_id) == 0:
-            self.store.set_run_status(run_id, RunStatus.SUCCEEDED)
+            finished = self.store.set_run_status(run_id, RunStatus.SUCCEEDED)
             self.metrics.runs.labels(RunStatus.SUCCEEDED.value).inc()
+            store_summary(self.store, finished)  # once, here: its views read it
 
     # ---- /v1/score ----------------------------------------------------------------------
 

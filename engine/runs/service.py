@@ -38,7 +38,7 @@ from engine.runs.quotas import (
     effective_quotas,
 )
 from engine.runs.scheduler import FairScheduler, WorkItem
-from engine.runs.summary import CheckSummary, from_stats, summarize
+from engine.runs.summary import CheckSummary, RunSummary, run_summary, store_summary, summarize
 from engine.runs.work import (
     ChunkSpec,
     ChunkStopped,
@@ -158,6 +158,10 @@ class RunService:
     def jobs_in_flight(self) -> int:
         """Work being scored (the ``scorebox_jobs_in_flight`` gauge)."""
         return self.scheduler.inflight()
+
+    def workers(self) -> dict[str, dict[str, Any]] | None:
+        """The ``scorebox worker`` processes the broker sees; None: embedded, work runs here."""
+        return None
 
     # ---- quotas -----------------------------------------------------------------------
 
@@ -336,10 +340,12 @@ class RunService:
         self._finish(state.run.id, RunStatus.FAILED, error)
 
     def _finish(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
-        self.store.set_run_status(run_id, status, error)
+        run = self.store.set_run_status(run_id, status, error)
         self.metrics.runs.labels(status.value).inc()
         with self._states_lock:
             self._states.pop(run_id, None)
+        if status is not RunStatus.CANCELLED:  # a cancel's chunks in flight still write
+            store_summary(self.store, run)
 
     def cancel(self, principal: Principal, run_id: str) -> Run:
         """Cancel a queued or running run; chunks in flight finish, the rest are dropped."""
@@ -358,14 +364,12 @@ class RunService:
     def get_run(self, principal: Principal, run_id: str) -> tuple[Run, int, list[CheckSummary]]:
         """A run with how many results are stored and its per-check summary."""
         run = self.store.get_run(principal.tenant_id, run_id)
-        done = self.store.count_results(run.id)
-        return run, done, self.summaries(run)
+        summary = self.summary(run)
+        return run, summary.done, summary.checks
 
-    def summaries(self, run: Run) -> list[CheckSummary]:
-        return [
-            from_stats(self.store.score_stats(run.id, ci), rc.name, rc.version, rc.id, rc.kind)
-            for ci, rc in enumerate(run.checks)
-        ]
+    def summary(self, run: Run) -> RunSummary:
+        """The run's summary with its histograms (stored once the run has finished)."""
+        return run_summary(self.store, run)
 
     # ---- synchronous scoring ----------------------------------------------------------
 

@@ -1,16 +1,29 @@
-"""Per-check summaries of scored rows: counts per status, mean, min, max, p50, pass rate."""
+"""Per-check summaries of scored rows: counts per status, mean, min, max, p50, pass rate.
+
+One implementation for every caller: ``/v1/score`` and the CLI summarise
+results held in memory (:func:`summarize`); a stored run's summary comes from
+the database's aggregates (:func:`run_summary`). A finished run's summary is
+computed once and stored with the run (``runs.summary``), so its page and
+``GET /v1/runs/{id}`` read one row instead of scanning a million results; it is
+used only while the run's result count is the one it was computed at (results
+that land after a cancel make it recompute).
+"""
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections import Counter
 from collections.abc import Iterable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from engine.contract import Status
+from engine.errors import ScoreboxError
 from engine.models import RowResult
-from engine.storage import ScoreStats
+from engine.storage import Run, RunStore, ScoreStats
+
+log = logging.getLogger("scorebox.runs")
 
 
 class CheckSummary(BaseModel):
@@ -83,3 +96,53 @@ def from_stats(
         p50=stats.p50,
         pass_rate=stats.mean if is_bool else None,
     )
+
+
+class RunSummary(BaseModel):
+    """A stored run's summary: every check's summary and score histogram, at ``done`` results."""
+
+    done: int = Field(description="Results the summary covers.")
+    checks: list[CheckSummary]
+    histograms: list[list[tuple[float, int]]] = Field(
+        description="Per check, ``(lower edge, count)`` of its ok numeric scores (empty for "
+        "bool checks)."
+    )
+
+
+def run_summary(store: RunStore, run: Run) -> RunSummary:
+    """``run``'s summary: the stored one while it is still true, else computed from the database.
+
+    A finished run's computed summary is stored, guarded by its result count: if
+    a result landed while it was computed, it is not stored (the next call
+    computes again). A queued or running run's summary is always computed.
+    """
+    if run.summary is not None and not run.status.active:
+        try:
+            stored = RunSummary.model_validate(run.summary)
+        except ValidationError:
+            stored = None  # written by another version: compute it again
+        if stored is not None and stored.done == run.results_done:
+            return stored
+    checks: list[CheckSummary] = []
+    histograms: list[list[tuple[float, int]]] = []
+    for ci, rc in enumerate(run.checks):
+        summary = from_stats(store.score_stats(run.id, ci), rc.name, rc.version, rc.id, rc.kind)
+        checks.append(summary)
+        numeric = summary.scored > 0 and summary.pass_rate is None
+        histograms.append(store.score_histogram(run.id, ci) if numeric else [])
+    counted = sum(sum(c.counts.values()) for c in checks)
+    computed = RunSummary(done=max(counted, run.results_done), checks=checks, histograms=histograms)
+    if not run.status.active and counted == run.results_done:
+        try:
+            store.save_run_summary(run.id, computed.model_dump(mode="json"), run.results_done)
+        except ScoreboxError as exc:  # the page still shows it; the next view tries again
+            log.warning("run %s: summary not stored: %s", run.id, exc)
+    return computed
+
+
+def store_summary(store: RunStore, run: Run) -> None:
+    """Compute and store a run's summary as it finishes (never raises: a view computes it)."""
+    try:
+        run_summary(store, run)
+    except ScoreboxError as exc:
+        log.warning("run %s: summary not computed at finish: %s", run.id, exc)

@@ -117,6 +117,10 @@ class Run:
     started_at: datetime | None
     finished_at: datetime | None
     llm_usage: dict[str, int] | None = None
+    #: Results stored so far (kept by every write of results: no count over them).
+    results_done: int = 0
+    #: The stored summary of a finished run (``engine.runs.summary.RunSummary`` as JSON).
+    summary: dict[str, Any] | None = None
 
     @property
     def total_results(self) -> int:

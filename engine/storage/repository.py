@@ -12,7 +12,19 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from sqlalchemy import Engine, String, and_, case, cast, delete, func, insert, select, update
+from sqlalchemy import (
+    Engine,
+    Integer,
+    String,
+    and_,
+    case,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
@@ -112,6 +124,8 @@ def _run(row: RunRow) -> Run:
         started_at=_aware(row.started_at),
         finished_at=_aware(row.finished_at),
         llm_usage=dict(row.llm_usage) if row.llm_usage else None,
+        results_done=int(row.results_done or 0),
+        summary=dict(row.summary) if row.summary else None,
     )
 
 
@@ -170,6 +184,10 @@ class RunStore(Protocol):
         self, run_id: str, offset: int, limit: int, check_index: int | None = None
     ) -> list[StoredResult]: ...
     def score_stats(self, run_id: str, check_index: int) -> ScoreStats: ...
+    def score_histogram(
+        self, run_id: str, check_index: int, bins: int = 20
+    ) -> list[tuple[float, int]]: ...
+    def save_run_summary(self, run_id: str, summary: Mapping[str, Any], done: int) -> bool: ...
 
 
 class Store(TenantStore, CheckStore, RunStore, Protocol):
@@ -591,7 +609,14 @@ class SqlStore:
         # RETURNING counts what was inserted; counting the run's results before and after
         # cost two index scans per batch, growing with the run (15 ms a batch at 100k rows)
         with self._session() as s:
-            return len(s.execute(stmt.returning(ResultRow.row_index), values).all())
+            inserted = len(s.execute(stmt.returning(ResultRow.row_index), values).all())
+            if inserted:  # last: the run's row stays locked only until the commit
+                s.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run_id)
+                    .values(results_done=RunRow.results_done + inserted)
+                )
+            return inserted
 
     @staticmethod
     def _count(s: Session, run_id: str) -> int:
@@ -668,6 +693,49 @@ class SqlStore:
                 p50=p50,
                 bool_scores=int(bools or 0),
             )
+
+    def score_histogram(
+        self, run_id: str, check_index: int, bins: int = 20
+    ) -> list[tuple[float, int]]:
+        """``(lower edge, count)`` of a check's ok numeric scores, in ``bins`` equal bins."""
+        ok = (
+            ResultRow.run_id == run_id,
+            ResultRow.check_index == check_index,
+            ResultRow.status == "ok",
+            ResultRow.score_num.is_not(None),
+        )
+        with self._session() as s:
+            found = s.execute(
+                select(func.min(ResultRow.score_num), func.max(ResultRow.score_num)).where(*ok)
+            ).one()
+            if found[0] is None or found[1] is None:
+                return []
+            low, high = float(found[0]), float(found[1])
+            if high == low:
+                n = s.scalar(select(func.count()).select_from(ResultRow).where(*ok))
+                return [(low, int(n or 0))]
+            width = (high - low) / bins
+            scaled = (ResultRow.score_num - low) / width
+            bucket: Any
+            if self._dialect == "postgresql":
+                bucket = func.least(func.floor(scaled), bins - 1)
+            else:  # SQLite: CAST truncates, which is floor for these non-negative values
+                bucket = func.min(cast(scaled, Integer), bins - 1)
+            counts = {
+                int(b): int(n)
+                for b, n in s.execute(select(bucket, func.count()).where(*ok).group_by(bucket))
+            }
+        return [(low + i * width, counts.get(i, 0)) for i in range(bins)]
+
+    def save_run_summary(self, run_id: str, summary: Mapping[str, Any], done: int) -> bool:
+        """Store a run's summary if it still has ``done`` results (no write came in between)."""
+        with self._session() as s:
+            stored = s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.results_done == done)
+                .values(summary=dict(summary))
+            )
+            return bool(stored.rowcount)  # type: ignore[attr-defined]
 
     def delete_run_data(self, run_id: str) -> None:
         """Remove a run with its rows and results (operator clean-up)."""

@@ -111,6 +111,11 @@ class RunRow(Base):
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     llm_usage: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    #: Results stored so far, kept by every write of results (migration 0006).
+    results_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: A finished run's summary (``engine.runs.summary.RunSummary``), valid while its
+    #: ``done`` equals ``results_done``.
+    summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
 class RunInputRow(Base):

@@ -24,21 +24,36 @@ from pydantic import ValidationError
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, TextLexer
+from starlette.concurrency import run_in_threadpool
 
 from engine import catalog
+from engine.api.deps import get_llm
+from engine.api.problems import status_for
+from engine.api.routes.generate import GenerateRequest, run_generation
 from engine.api.routes.health import readyz
 from engine.api.services import Services
 from engine.auth import Principal, authenticate
 from engine.catalog import CheckSpec
-from engine.errors import AuthError, CheckValidationError, NotFoundError, ScoreboxError
+from engine.contract import Policy
+from engine.errors import (
+    AuthError,
+    CheckValidationError,
+    InvalidRequestError,
+    NotFoundError,
+    ScoreboxError,
+)
 from engine.runs.compare import compare_runs
+from engine.runs.summary import RunSummary
 from engine.storage import Run
 from engine.web import charts, table
 from engine.web.session import COOKIE, Session, SessionStore, csrf_ok, principal_of, set_cookie
+from generator.models import Example
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 router = APIRouter(prefix="/ui", include_in_schema=False)
+#: Runs one progress poll may ask about (the runs page lists at most 200).
+MAX_PROGRESS_RUNS = 200
 STATUSES = (
     "ok",
     "error",
@@ -153,18 +168,39 @@ def runs_page(
     if label:
         key, _, value = label.partition("=")
         found = [r for r in found if key in r.labels and (not value or str(r.labels[key]) == value)]
-    items = [(r, store.count_results(r.id)) for r in found]
-    live = any(r.status.active for r in found)
     return _page(
         request,
         "runs.html",
         session,
-        runs=items,
+        runs=found,
         status=status or "",
         label=label or "",
-        live=live,
         statuses=("queued", "running", "succeeded", "failed", "cancelled"),
     )
+
+
+@router.get("/progress")
+def progress(request: Request, run: Annotated[list[str] | None, Query()] = None) -> JSONResponse:
+    """Status and progress of the signed-in tenant's runs (``?run=ID``, repeated), for live.js.
+
+    A run of another tenant, or no run at all, is simply absent from the answer.
+    Each run is one primary-key read: no result is counted or scanned.
+    """
+    session = _sessions(request).get(request.cookies.get(COOKIE))
+    principal = None if session is None else principal_of(_services(request).store, session)
+    if principal is None:
+        return JSONResponse({"detail": "sign in again"}, status_code=401)
+    found: dict[str, dict[str, Any]] = {}
+    for run_id in (run or [])[:MAX_PROGRESS_RUNS]:
+        got = _run_or_404(request, principal, run_id)
+        if got is not None:
+            found[got.id] = {
+                "status": got.status.value,
+                "active": got.status.active,
+                "done": got.results_done,
+                "total": got.total_results,
+            }
+    return JSONResponse({"runs": found}, headers={"Cache-Control": "no-store"})
 
 
 def _table_query(
@@ -207,15 +243,14 @@ def _filter(request: Request, run: Run) -> table.TableFilter:
     )
 
 
-def _charts(request: Request, run: Run, summaries: list[Any]) -> list[dict[str, Any]]:
-    db = _services(request).db
+def _charts(summary: RunSummary) -> list[dict[str, Any]]:
     out = []
-    for index, s in enumerate(summaries):
+    for s, bins in zip(summary.checks, summary.histograms, strict=True):
         if s.pass_rate is not None:
             passed = round(s.pass_rate * s.scored)
             chart = charts.pass_fail_svg(s.check, passed, s.scored - passed)
         else:
-            chart = charts.histogram_svg(s.check, table.histogram(db, run.id, index))
+            chart = charts.histogram_svg(s.check, bins)
         out.append({"summary": s, "chart": chart, "statuses": charts.status_svg(s.check, s.counts)})
     return out
 
@@ -252,18 +287,17 @@ def run_page(
     after: str | None = None,
 ) -> HTMLResponse:
     principal, session = _who(request)
-    try:
-        run, done, summaries = _services(request).runs.get_run(principal, run_id)
-    except NotFoundError:
+    run = _run_or_404(request, principal, run_id)
+    if run is None:
         return _not_found(request, session, f"run {run_id}")
+    summary = _services(request).runs.summary(run)  # stored once the run has finished
     return _page(
         request,
         "run.html",
         session,
         run=run,
-        done=done,
-        checks=_charts(request, run, summaries),
-        live=run.status.active,
+        done=summary.done,
+        checks=_charts(summary),
         **_table(request, run, after),
     )
 
@@ -370,6 +404,92 @@ def checks_page(request: Request) -> HTMLResponse:
         by_name.setdefault(c.name, []).append(c)
     builtins = sorted(services.runs.builtins.values(), key=lambda b: b.name)
     return _page(request, "checks.html", session, checks=by_name, builtins=builtins)
+
+
+GENERATE_DEFAULTS: dict[str, Any] = {
+    "description": "",
+    "examples": "",
+    "requires_scenario_input": False,
+    "requires_scenario_result": False,
+    "output_data_type": "bool",
+    "max_attempts": "",
+}
+
+
+@router.get("/checks/generate", response_class=HTMLResponse)
+def generate_form(request: Request) -> HTMLResponse:
+    _, session = _who(request)
+    return _page(request, "generate.html", session, form=GENERATE_DEFAULTS, result=None)
+
+
+def _examples(text: str) -> list[Example]:
+    """Labelled examples, one JSON object a line (as ``scorebox check generate --example``)."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            found.append(Example.model_validate(json.loads(line)))
+        except (ValueError, ValidationError) as exc:
+            raise InvalidRequestError(
+                f"example on line {number}: {exc}; expected "
+                '{"row": {"model_output": "..."}, "expected": true}'
+            ) from exc
+    return found
+
+
+@router.post("/checks/generate", response_class=HTMLResponse)
+async def generate(request: Request) -> Response:
+    """Generate a code check from a description: ``POST /v1/checks/generate``'s service."""
+    principal, session = _who(request)
+    form = await request.form()
+    if not csrf_ok(session, str(form.get("csrf") or "")):
+        return Response("CSRF token missing or wrong: reload the page", status_code=403)
+    services = _services(request)
+    values: dict[str, Any] = {
+        "description": str(form.get("description") or "").strip(),
+        "examples": str(form.get("examples") or "").replace("\r\n", "\n"),
+        "requires_scenario_input": form.get("requires_scenario_input") == "on",
+        "requires_scenario_result": form.get("requires_scenario_result") == "on",
+        "output_data_type": str(form.get("output_data_type") or "bool"),
+        "max_attempts": str(form.get("max_attempts") or "").strip(),
+    }
+    try:
+        examples = _examples(values["examples"])
+        body = GenerateRequest(
+            description=values["description"],
+            requires_scenario_input=values["requires_scenario_input"],
+            requires_scenario_result=values["requires_scenario_result"],
+            output_data_type=values["output_data_type"],
+            check_type="code",
+            examples=examples,
+            max_attempts=int(values["max_attempts"]) if values["max_attempts"] else None,
+        )
+        llm = get_llm(request, services)
+        result = await run_in_threadpool(run_generation, services, principal, llm, body)
+    except (ValueError, ValidationError) as exc:  # a bad field: int(), GenerateRequest
+        return _generate_error(request, session, values, 422, str(exc))
+    except ScoreboxError as exc:  # no LLM configured, the LLM or the sandbox failed, a quota
+        return _generate_error(request, session, values, status_for(exc)[0], str(exc))
+    best = next((a for a in reversed(result.attempts) if a.code and a.code == result.code), None)
+    return _page(
+        request,
+        "generate.html",
+        session,
+        form=values,
+        result=result,
+        examples=examples,
+        best=best,
+        attempts=[(a, _highlight(a.code, True) if a.code else None) for a in result.attempts],
+    )
+
+
+def _generate_error(
+    request: Request, session: Session, values: dict[str, Any], status: int, error: str
+) -> HTMLResponse:
+    return _page(
+        request, "generate.html", session, status_code=status, form=values, result=None, error=error
+    )
 
 
 def _highlight(text: str, python: bool) -> str:
@@ -489,9 +609,12 @@ async def save(request: Request) -> Response:
     name = str(form.get("name") or "").strip()
     source = str(form.get("source") or "").replace("\r\n", "\n")
     description = str(form.get("description") or "") or None
+    policy = Policy.RESTRICTED if form.get("policy") == "restricted" else Policy.STANDARD
     issues: list[Any] = []
     try:
-        spec = CheckSpec(name=name, kind="code", source=source, description=description)
+        spec = CheckSpec(
+            name=name, kind="code", source=source, description=description, policy=policy
+        )
         outcome = catalog.save_check(
             services.store, principal, spec, services.runs.quotas(principal.tenant_id)
         )
@@ -516,6 +639,7 @@ async def save(request: Request) -> Response:
         source=source,
         description=description or "",
         issues=issues,
+        policy=policy.value,
     )
 
 
@@ -528,12 +652,21 @@ def health_page(request: Request) -> HTMLResponse:
     services = _services(request)
     ready = json.loads(bytes(readyz(services).body))
     pools = dict(services.engines.pool_sizes())
+    workers: dict[str, dict[str, Any]] | None = None
+    workers_error = None
+    if services.settings.broker_url:
+        try:
+            workers = services.runs.workers()  # the data `scorebox doctor` shows
+        except Exception as exc:  # Celery and kombu raise their own errors
+            workers_error = f"could not ask the workers: {exc.__class__.__name__}: {exc}"
     return _page(
         request,
         "health.html",
         session,
         ready=ready,
         pools=pools,
+        workers=workers,
+        workers_error=workers_error,
         settings=services.settings,
         queue=services.runs.queue_depth(),
         in_flight=services.runs.jobs_in_flight(),

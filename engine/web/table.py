@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, Integer, and_, cast, func, or_, select
+from sqlalchemy import Engine, and_, or_, select
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -179,37 +179,6 @@ def iter_filtered(db: Engine, run_id: str, f: TableFilter, batch: int = 2000) ->
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
-
-
-def histogram(db: Engine, run_id: str, check_index: int, bins: int = 20) -> list[tuple[float, int]]:
-    """``(lower edge, count)`` of the ok numeric scores, computed by the database."""
-    ok = (
-        ResultRow.run_id == run_id,
-        ResultRow.check_index == check_index,
-        ResultRow.status == "ok",
-        ResultRow.score_num.is_not(None),
-    )
-    with db.connect() as conn:
-        found = conn.execute(
-            select(func.min(ResultRow.score_num), func.max(ResultRow.score_num)).where(*ok)
-        ).one()
-        if found[0] is None or found[1] is None:
-            return []
-        low, high = float(found[0]), float(found[1])
-        if high == low:
-            n = conn.scalar(select(func.count()).select_from(ResultRow).where(*ok))
-            return [(low, int(n or 0))]
-        width = (high - low) / bins
-        scaled = (ResultRow.score_num - low) / width
-        if db.dialect.name == "postgresql":
-            bucket = func.least(func.floor(scaled), bins - 1)
-        else:  # SQLite: CAST truncates, which is floor for these non-negative values
-            bucket = func.min(cast(scaled, Integer), bins - 1)
-        counts = {
-            int(b): int(n)
-            for b, n in conn.execute(select(bucket, func.count()).where(*ok).group_by(bucket))
-        }
-    return [(low + i * width, counts.get(i, 0)) for i in range(bins)]
 
 
 def results_of_row(db: Engine, run_id: str, row_index: int) -> dict[int, ResultRow]:

@@ -6,7 +6,13 @@ tests in tests/browser drive the same pages in chromium against ``scorebox serve
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import pytest
+
 from tests.api.conftest import Api
+from tests.fake_llm import FakeLLM
 
 
 def _rows(answers: list[str]) -> list[dict[str, str]]:
@@ -119,3 +125,117 @@ def test_row_table_keyset_pages_cover_every_row_once_in_each_sort(api: Api) -> N
             assert [s for s, _ in seen] == [True] * 20 + [False] * 20
     errors = table.read_page(api.store.engine, run_b, table.TableFilter(status="error"))
     assert errors.rows == [] and errors.next_cursor is None
+
+
+def test_progress_answers_for_the_signed_in_tenants_runs_only(api: Api) -> None:
+    a = api.tenant("a")
+    run_a, run_b = _two_runs(api, a)
+    assert api.client.get(f"/ui/progress?run={run_a}").status_code == 401  # no session
+    _sign_in(api, a)
+    body = api.client.get(f"/ui/progress?run={run_a}&run={run_b}&run=run_0000").json()
+    assert set(body["runs"]) == {run_a, run_b}
+    assert body["runs"][run_b] == {"status": "succeeded", "active": False, "done": 40, "total": 40}
+    page = api.client.get("/ui/runs").text
+    assert f'data-run="{run_a}" data-active="0"' in page
+    assert '<script src="/ui/static/live.js"></script>' in page
+    assert 'http-equiv="refresh"' not in page  # live.js, not a reload
+    assert api.client.get("/ui/static/live.js").status_code == 200
+    api.client.cookies.clear()
+    _sign_in(api, api.tenant("b"))
+    assert api.client.get(f"/ui/progress?run={run_a}").json() == {"runs": {}}
+
+
+class _Inspect:
+    def ping(self) -> dict[str, Any]:
+        return {"w1@host": {"ok": "pong"}, "w2@host": {"ok": "pong"}}
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "w1@host": {
+                "pool": {
+                    "implementation": "celery.concurrency.thread:TaskPool",
+                    "max-concurrency": 4,
+                }
+            },
+            "w2@host": {
+                "pool": {
+                    "implementation": "celery.concurrency.prefork:TaskPool",
+                    "max-concurrency": 2,
+                }
+            },
+        }
+
+
+class _Control:
+    def inspect(self, timeout: float, limit: int | None = None) -> _Inspect:
+        return _Inspect()
+
+    def broadcast(self, command: str, **kwargs: Any) -> list[dict[str, Any]]:
+        assert command == "scorebox_pools"
+        return [
+            {"w1@host": {"warm_pools": {"default": 2, "check-workers": 1}, "chunks_in_hand": 3}},
+            {"w2@host": {"warm_pools": {}, "chunks_in_hand": 0}},
+        ]
+
+
+class _Celery:
+    control = _Control()
+
+
+def test_health_page_lists_the_workers_doctor_sees_when_distributed(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.distributed.celery_app import workers_seen
+
+    _sign_in(api, api.tenant("a"))
+    assert 'aria-label="workers"' not in api.client.get("/ui/health").text  # embedded
+    services = api.client.app.state.services  # type: ignore[attr-defined]
+    # a broker nobody listens on: readiness says so; the workers come from the data source
+    services.settings = services.settings.model_copy(update={"broker_url": "redis://127.0.0.1:9/0"})
+    monkeypatch.setattr(services.runs, "workers", lambda: workers_seen(_Celery()))
+    page = api.client.get("/ui/health").text
+    table = page[page.index('aria-label="workers"') :]
+    assert "<td>w1@host</td><td>thread</td><td>4</td>" in table
+    assert "check-workers: 1, default: 2" in table and "<td>3</td>" in table
+    assert "<td>w2@host</td><td>prefork</td><td>2</td>" in table
+    monkeypatch.setattr(services.runs, "workers", lambda: {})
+    assert "No <code>scorebox worker</code> answered" in api.client.get("/ui/health").text
+
+    def unreachable() -> None:
+        raise ConnectionRefusedError("broker down")
+
+    monkeypatch.setattr(services.runs, "workers", unreachable)
+    assert "could not ask the workers: ConnectionRefusedError" in api.client.get("/ui/health").text
+
+
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found, page
+    return found.group(1)
+
+
+def test_generate_form_needs_csrf_and_shows_input_and_llm_errors(
+    make_api: Any, fake_llm: FakeLLM
+) -> None:
+    api = make_api(
+        llm_base_url=fake_llm.base_url,
+        llm_api_key="test-key",
+        llm_model="fake-model",
+        llm_max_retries=0,
+    )
+    _sign_in(api, api.tenant("a"))
+    form = api.client.get("/ui/checks/generate")
+    assert form.status_code == 200 and 'aria-label="generate a check"' in form.text
+    token = _csrf(form.text)
+    fields = {"description": "The answer is polite.", "output_data_type": "bool"}
+    assert api.client.post("/ui/checks/generate", data=fields).status_code == 403
+    bad = api.client.post(
+        "/ui/checks/generate", data={**fields, "csrf": token, "examples": '{"row": 1}'}
+    )
+    assert bad.status_code == 422 and "example on line 1" in bad.text
+    assert fake_llm.requests == []  # refused before any LLM call
+    fake_llm.error(500)
+    down = api.client.post("/ui/checks/generate", data={**fields, "csrf": token})
+    assert down.status_code == 502, down.text
+    assert 'role="alert"' in down.text and "The answer is polite." in down.text
+    assert len(fake_llm.requests) == 1

@@ -1,13 +1,27 @@
-"""One run-summary rule: a stored run's summary equals the in-memory one (SQLite, PostgreSQL)."""
+"""One run-summary rule: a stored run's summary equals the in-memory one (SQLite, PostgreSQL);
+a finished run's summary is stored once and followed by results that land later."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from sqlalchemy import text
 
 from engine.contract import Status
 from engine.models import RowResult
-from engine.runs.summary import from_stats, summarize
-from engine.storage import Run, RunCheck, RunStatus, new_id, open_store, utcnow
+from engine.runs.summary import from_stats, run_summary, summarize
+from engine.storage import (
+    Run,
+    RunCheck,
+    RunStatus,
+    SqlStore,
+    create_db_engine,
+    new_id,
+    open_store,
+    upgrade,
+    utcnow,
+)
 
 CASES = [
     pytest.param([True, False, True], id="all-bool"),
@@ -48,3 +62,107 @@ def test_stored_summary_equals_in_memory_summary(
         assert (stored.pass_rate is not None) == is_bool
     finally:
         store.engine.dispose()
+
+
+def _run(store: SqlStore, rows: int, checks: int = 1) -> Run:
+    tenant = store.create_tenant(f"summary-{new_id('t')}")
+    run = Run(
+        id=new_id("run"),
+        tenant_id=tenant.id,
+        status=RunStatus.QUEUED,
+        checks=[RunCheck("code", f"c{i}", 1, f"chk_c{i}") for i in range(checks)],
+        limits=None,
+        labels={},
+        row_count=rows,
+        error=None,
+        created_at=utcnow(),
+        started_at=None,
+        finished_at=None,
+    )
+    store.create_run(run, ({"model_output": "x"} for _ in range(rows)), None)
+    return run
+
+
+def _ok(score: bool | float) -> RowResult:
+    return RowResult(status=Status.OK, score=score)
+
+
+def test_results_done_counts_each_stored_result_once(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        run = _run(store, 4, checks=2)
+        batch = [(0, i, _ok(True)) for i in range(3)]
+        assert store.save_results(run.id, batch) == 3
+        assert store.save_results(run.id, batch) == 0  # a retried chunk: nothing new
+        assert store.save_results(run.id, [(1, 0, _ok(0.5)), (0, 2, _ok(False))]) == 1
+        got = store.get_run(run.tenant_id, run.id)
+        assert got.results_done == 4 == store.count_results(run.id)
+    finally:
+        store.engine.dispose()
+
+
+def test_a_finished_runs_summary_is_stored_and_recomputed_when_a_result_lands_later(
+    database_url: str,
+) -> None:
+    store = open_store(database_url)
+    try:
+        run = _run(store, 5)
+        store.save_results(run.id, [(0, i, _ok(i / 4)) for i in range(3)])
+        active = run_summary(store, store.get_run(run.tenant_id, run.id))
+        assert active.checks[0].counts == {"ok": 3}
+        assert store.get_run(run.tenant_id, run.id).summary is None  # running: never stored
+        # cancelled with a chunk still in flight
+        cancelled = store.set_run_status(run.id, RunStatus.CANCELLED)
+        first = run_summary(store, cancelled)
+        assert first.done == 3 and first.checks[0].counts == {"ok": 3}
+        assert first.histograms[0] and sum(n for _, n in first.histograms[0]) == 3
+        stored = store.get_run(run.tenant_id, run.id).summary
+        assert stored is not None and stored["done"] == 3
+        # what is stored is what is served: nothing is recomputed from the results
+        with store.engine.begin() as conn:
+            conn.execute(
+                text("DELETE FROM row_results WHERE run_id = :r AND row_index = 0"), {"r": run.id}
+            )
+        assert run_summary(store, store.get_run(run.tenant_id, run.id)) == first
+        # the chunk in flight writes a result after the cancel: the summary follows
+        store.save_results(run.id, [(0, 3, RowResult(status=Status.ERROR, error="late"))])
+        later = run_summary(store, store.get_run(run.tenant_id, run.id))
+        assert later.checks[0].counts == {"ok": 2, "error": 1}
+        # 3 results stored, but the counter says 4 (a result was deleted behind its back):
+        # such a summary is served, never stored
+        assert later.done == 4
+        assert store.get_run(run.tenant_id, run.id).summary == stored
+    finally:
+        store.engine.dispose()
+
+
+def test_migration_0006_counts_the_results_of_existing_runs(tmp_path: Any) -> None:
+    engine = create_db_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        upgrade(engine, "0005")
+        with engine.begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO tenants (id, name, quotas, created_at) "
+                    "VALUES ('t1', 't1', '{}', '2026-01-01')"
+                )
+            )
+            conn.execute(
+                text(
+                    "INSERT INTO runs (id, tenant_id, status, checks, labels, row_count, "
+                    "created_at) VALUES ('r1', 't1', 'succeeded', '[]', '{}', 3, '2026-01-01')"
+                )
+            )
+            for i in range(3):
+                conn.execute(
+                    text(
+                        "INSERT INTO row_results (run_id, check_index, row_index, status, "
+                        "duration_ms) VALUES ('r1', 0, :i, 'ok', 1.0)"
+                    ),
+                    {"i": i},
+                )
+        upgrade(engine)
+        store = SqlStore(engine)
+        assert store.get_run("t1", "r1").results_done == 3
+    finally:
+        engine.dispose()

@@ -1,7 +1,8 @@
 """The dashboard in a real browser: Playwright for Python driving Debian's ``chromium``.
 
 A live ``scorebox serve`` runs on a loopback port with a temporary SQLite
-database and the real sandbox; two tenants each hold an API key. The runs the
+database and the real sandbox; two tenants each hold an API key. Its LLM
+endpoint is the scripted server of ``tests/fake_llm.py`` (real HTTP). The runs the
 tests look at are made through ``/v1`` and scored in containers. In CI (or with
 SCOREBOX_TEST_DOCKER=1) nothing here skips: a missing chromium or Playwright fails.
 ``scripts/dev.sh setup`` installs both (never ``playwright install``).
@@ -25,6 +26,7 @@ from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
 from tests.conftest import TEST_LABEL, _in_ci
+from tests.fake_llm import MODEL, FakeLLM
 from tests.live_server import serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,6 +73,7 @@ class Dashboard:
     other_key: str
     run_a: str
     run_b: str
+    llm: FakeLLM  # the server's LLM endpoint: scripted replies over real HTTP
 
     def v1(self, key: str | None = None) -> httpx.Client:
         return httpx.Client(
@@ -122,6 +125,7 @@ def dashboard(
     key = auth.create_tenant(store, "browser-a").secret
     other = auth.create_tenant(store, "browser-b").secret
     store.engine.dispose()
+    llm = FakeLLM().start()
     env = {
         **os.environ,
         "SCOREBOX_DATA_DIR": str(workdir),
@@ -130,15 +134,22 @@ def dashboard(
         "SCOREBOX_MAX_PARALLEL_JOBS": "2",
         "SCOREBOX_IMAGE": docker_settings.image,
         "SCOREBOX_CONTAINER_LABELS": json.dumps({TEST_LABEL: "1"}),
+        "SCOREBOX_LLM_BASE_URL": llm.base_url,
+        "SCOREBOX_LLM_API_KEY": "test-key",
+        "SCOREBOX_LLM_MODEL": MODEL,
+        "SCOREBOX_LLM_MAX_RETRIES": "0",
     }
     if docker_settings.runtime:
         env["SCOREBOX_RUNTIME"] = docker_settings.runtime
-    with serving(env, workdir / "server.log") as url:
-        with httpx.Client(
-            base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
-        ) as client:
-            run_a, run_b = _seed(client)
-        yield Dashboard(url, key, other, run_a, run_b)
+    try:
+        with serving(env, workdir / "server.log") as url:
+            with httpx.Client(
+                base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60
+            ) as client:
+                run_a, run_b = _seed(client)
+            yield Dashboard(url, key, other, run_a, run_b, llm)
+    finally:
+        llm.stop()
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,112 @@ def test_scorebox_run_compare_prints_deltas_and_gates_on_regression(dashboard: D
     other = CliRunner().invoke(main, args, env={**env, "SCOREBOX_API_KEY": dashboard.other_key})
     assert other.exit_code != 0
     assert "404" in other.output or "not found" in other.output.lower(), other.output
+
+
+GOOD_CITY = (
+    "def evaluate(model_output: str, scenario_result: str) -> bool:\n"
+    "    return str(scenario_result).lower() in model_output.lower()\n"
+)
+CASE_SENSITIVE_CITY = GOOD_CITY.replace(".lower()", "")
+CITY_EXAMPLES = [
+    {
+        "row": {"model_output": "The capital is Paris.", "scenario_result": "Paris"},
+        "expected": True,
+    },
+    {"row": {"model_output": "It is Lyon.", "scenario_result": "Paris"}, "expected": False},
+    {"row": {"model_output": "paris, of course", "scenario_result": "Paris"}, "expected": True},
+]
+
+
+def test_generate_a_check_see_attempts_examples_and_self_test_then_save_it(
+    page: Any, dashboard: Dashboard, screenshots: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    # attempt 1 misses "paris, of course"; the feedback gets attempt 2 right
+    dashboard.llm.reply(f"```python\n{CASE_SENSITIVE_CITY}```")
+    dashboard.llm.reply(f"Fixed:\n```python\n{GOOD_CITY}```")
+    sign_in(page, dashboard, path="/ui/checks")
+    page.get_by_role("link", name="Generate a check").click()
+    form = page.get_by_role("form", name="generate a check")
+    form.get_by_label("Description").fill("The answer names the expected city, ignoring case.")
+    form.get_by_label("Examples").fill("\n".join(json.dumps(e) for e in CITY_EXAMPLES))
+    form.get_by_label("Reads scenario_result").check()
+    form.get_by_role("button", name="Generate").click()
+    outcome = page.get_by_role("region", name="outcome")
+    expect(outcome).to_contain_text("accepted after 2 attempts", timeout=180_000)
+    expect(outcome).to_contain_text("self-test: 3 of 3 examples agreed")
+    examples = page.get_by_role("table", name="examples")
+    expect(examples.get_by_role("row")).to_have_count(4)
+    expect(examples.get_by_role("row").nth(3)).to_contain_text("paris, of course")
+    expect(examples.get_by_role("row").nth(3)).to_contain_text("yes")
+    expect(page.get_by_text("Attempt 1: 2 of 3 examples agreed")).to_be_visible()
+    expect(page.get_by_text("Attempt 2: accepted")).to_be_visible()
+    assert "expected True, got False" in str(dashboard.llm.last_message())  # the feedback sent
+    page.screenshot(path=str(screenshots / "dashboard-generate.png"), full_page=True)
+    save = page.get_by_role("form", name="save the generated check")
+    expect(save.get_by_label("Source")).to_have_value(GOOD_CITY)
+    save.get_by_label("Name").fill("city")
+    save.get_by_role("button", name="Save as a check").click()
+    expect(page.get_by_role("heading", name="city version 1")).to_be_visible()
+    expect(page.get_by_role("status")).to_have_text("Saved version 1.")
+    expect(page.get_by_text("policy restricted")).to_be_visible()
+
+
+def test_generate_form_refuses_a_post_without_the_csrf_token(
+    page: Any, dashboard: Dashboard
+) -> None:
+    sign_in(page, dashboard)
+    asked = len(dashboard.llm.requests)
+    reply = page.request.post(
+        f"{dashboard.url}/ui/checks/generate", form={"description": "The answer is polite."}
+    )
+    assert reply.status == 403
+    assert len(dashboard.llm.requests) == asked
+
+
+SLOW = (
+    "import time\n\ndef evaluate(model_output: str) -> bool:\n"
+    "    time.sleep(0.25)\n    return True\n"
+)
+
+
+def test_progress_updates_in_place_while_a_run_goes_then_stops(
+    page: Any, dashboard: Dashboard
+) -> None:
+    from playwright.sync_api import expect
+
+    with dashboard.v1() as client:
+        assert client.post("/v1/checks", json={"name": "slow", "source": SLOW}).status_code == 201
+        rows = [{"id": f"s{i}", "model_output": f"row {i}"} for i in range(80)]
+        started = client.post("/v1/runs", json={"checks": ["slow"], "rows": rows})
+        assert started.status_code == 202, started.text
+        run_id = started.json()["id"]
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/ui/progress" in r.url else None)
+    sign_in(page, dashboard)
+    page.evaluate("window.sameDocument = true")  # gone if the page reloads
+    listed = page.get_by_role("row").filter(has=page.get_by_role("link", name=run_id))
+    done = listed.locator('[data-field="done"]')
+    expect(done).not_to_have_text("0", timeout=120_000)  # "0" when the page was rendered
+    first = int(done.inner_text())
+    expect(done).not_to_have_text(str(first), timeout=60_000)  # and again, in place
+    assert page.evaluate("window.sameDocument") is True
+    assert polls and all(run_id in url for url in polls)
+
+    page.get_by_role("link", name=run_id).click()
+    expect(page.get_by_role("heading", name=f"Run {run_id}")).to_be_visible()
+    page.evaluate("window.sameDocument = true")
+    header = page.locator(f'[data-run="{run_id}"]')
+    shown = int(header.locator('[data-field="done"]').inner_text())
+    assert shown < 80, "the run finished before its page was seen: make SLOW slower"
+    expect(header.locator('[data-field="done"]')).not_to_have_text(str(shown), timeout=60_000)
+    expect(header.locator('[data-field="status"]')).to_have_text("succeeded", timeout=180_000)
+    expect(header.locator('[data-field="done"]')).to_have_text("80")
+    expect(page.get_by_role("status").filter(has_text="The run has finished")).to_be_visible()
+    assert page.evaluate("window.sameDocument") is True
+    seen = len(polls)
+    page.wait_for_timeout(2500)  # more than two periods: a poll would have gone out
+    assert len(polls) == seen, "live.js kept polling after the run finished"
+    page.get_by_role("link", name="show its final summary").click()
+    expect(page.get_by_role("table", name="summary")).to_contain_text("ok 80")

@@ -14,7 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.api.deps import LLMDep, PrincipalDep, ServicesDep
 from engine.api.problems import responses
+from engine.api.services import Services
+from engine.auth import Principal
 from engine.contract import MAX_SOURCE_BYTES, OutputType
+from engine.llm import LLMClient
 from engine.storage.llm_cache import scoped_llm
 from generator.models import Example, GenerationResult
 from generator.pipeline import (
@@ -86,6 +89,13 @@ class GenerateRequest(BaseModel):
 def generate(
     body: GenerateRequest, services: ServicesDep, principal: PrincipalDep, llm: LLMDep
 ) -> GenerationResult:
+    return run_generation(services, principal, llm, body)
+
+
+def run_generation(
+    services: Services, principal: Principal, llm: LLMClient, body: GenerateRequest
+) -> GenerationResult:
+    """The generator as ``principal``'s tenant (the API route and the dashboard's form)."""
     settings = services.settings
     llm = scoped_llm(llm, principal.tenant_id)  # its cached replies are this tenant's alone
     run = (

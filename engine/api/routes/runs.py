@@ -186,7 +186,7 @@ def list_runs(
         None if status is None else status.value,
         wanted,
     )
-    return RunList(runs=[RunOut.of(r, store.count_results(r.id)) for r in found])
+    return RunList(runs=[RunOut.of(r, r.results_done) for r in found])
 
 
 @router.get(

@@ -4,7 +4,10 @@ Every page is one indexed range scan: the cursor is the last row's
 ``(row_index)`` or ``(score_num, row_index)``, never an offset, so page 20,000
 of a 1,000,000-row run costs what page 1 costs (migration 0005 adds the
 ``(run_id, check_index, status, row_index)`` and ``(run_id, check_index,
-score_num, row_index)`` indexes the filters and sorts use).
+score_num, row_index)`` indexes the filters and sorts use). A text search
+(``LIKE`` over explanations, errors and captured output) has no index: it reads
+at most ``SEARCH_WINDOW`` results per page, so a rare match costs a few pages
+of "searched on", never one page that reads a million rows.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, and_, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
 from engine.storage.tables import ResultRow, RunInputRow
 
 SORTS = ("row", "score_asc", "score_desc")
 PAGE_SIZE = 50
+#: A text search reads at most this many results (in table order) per page: a search
+#: that matches rarely stops there and offers the next page, so no page reads a
+#: million rows' text.
+SEARCH_WINDOW = 50_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,17 @@ class TableRow:
 class TablePage:
     rows: list[TableRow]
     next_cursor: str | None
+    #: A text search stopped at its window: the next page searches on from there.
+    searched: int | None = None
+
+
+def _text(columns: Any, text: str) -> ColumnElement[bool]:
+    pattern = f"%{text}%"
+    return or_(
+        columns.explanation.like(pattern),
+        columns.error.like(pattern),
+        columns.output.like(pattern),
+    )
 
 
 def _where(run_id: str, f: TableFilter) -> list[ColumnElement[bool]]:
@@ -66,15 +84,6 @@ def _where(run_id: str, f: TableFilter) -> list[ColumnElement[bool]]:
         where.append(ResultRow.score_num <= f.max_score)
     if f.sort != "row":
         where.append(ResultRow.score_num.is_not(None))
-    if f.text:
-        pattern = f"%{f.text}%"
-        where.append(
-            or_(
-                ResultRow.explanation.like(pattern),
-                ResultRow.error.like(pattern),
-                ResultRow.output.like(pattern),
-            )
-        )
     return where
 
 
@@ -110,19 +119,39 @@ def _order(f: TableFilter) -> list[Any]:
     return [ResultRow.row_index]
 
 
+def _cursor(f: TableFilter, row_index: int, score_num: float | None) -> str:
+    return str(row_index) if f.sort == "row" else f"{score_num!r}:{row_index}"
+
+
 def _results(
     db: Engine, run_id: str, f: TableFilter, cursor: str | None, limit: int
-) -> list[ResultRow]:
-    query = (
-        select(ResultRow)
-        .where(*_where(run_id, f), *_after(f, cursor))
-        .order_by(*_order(f))
-        .limit(limit)
-    )
+) -> tuple[list[ResultRow], str | None]:
+    """Up to ``limit`` results after ``cursor``; with a text search, also where its window
+    ended when it read ``SEARCH_WINDOW`` results (None: it reached the end)."""
+    scan = select(ResultRow).where(*_where(run_id, f), *_after(f, cursor)).order_by(*_order(f))
     with Session(db) as s:
+        if not f.text:
+            rows = list(s.scalars(scan.limit(limit)))
+            s.expunge_all()
+            return rows, None
+        window = scan.limit(SEARCH_WINDOW).subquery()
+        found = aliased(ResultRow, window)
+        orders: dict[str, list[Any]] = {
+            "row": [found.row_index],
+            "score_asc": [found.score_num.asc(), found.row_index],
+            "score_desc": [found.score_num.desc(), found.row_index],
+        }
+        query = select(found).where(_text(found, f.text)).order_by(*orders[f.sort]).limit(limit)
         rows = list(s.scalars(query))
         s.expunge_all()
-        return rows
+        last = s.execute(
+            select(ResultRow.row_index, ResultRow.score_num)
+            .where(*_where(run_id, f), *_after(f, cursor))
+            .order_by(*_order(f))
+            .offset(SEARCH_WINDOW - 1)
+            .limit(1)
+        ).first()
+    return rows, None if last is None else _cursor(f, int(last[0]), last[1])
 
 
 def _inputs(db: Engine, run_id: str, indices: list[int]) -> dict[int, dict[str, Any]]:
@@ -144,7 +173,7 @@ def read_page(
 
     The caller has already checked that ``run_id`` belongs to the signed-in tenant.
     """
-    results = _results(db, run_id, f, cursor, limit + 1)
+    results, window_end = _results(db, run_id, f, cursor, limit + 1)
     more = len(results) > limit
     results = results[:limit]
     inputs = _inputs(db, run_id, [r.row_index for r in results])
@@ -163,10 +192,9 @@ def read_page(
     ]
     next_cursor: str | None = None
     if more and results:
-        last = results[-1]
-        next_cursor = (
-            str(last.row_index) if f.sort == "row" else f"{last.score_num!r}:{last.row_index}"
-        )
+        next_cursor = _cursor(f, results[-1].row_index, results[-1].score_num)
+    elif window_end is not None:  # fewer matches than a page in this window: search on
+        return TablePage(rows, window_end, searched=SEARCH_WINDOW)
     return TablePage(rows, next_cursor)
 
 

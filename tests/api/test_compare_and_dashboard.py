@@ -239,3 +239,63 @@ def test_generate_form_needs_csrf_and_shows_input_and_llm_errors(
     assert down.status_code == 502, down.text
     assert 'role="alert"' in down.text and "The answer is polite." in down.text
     assert len(fake_llm.requests) == 1
+
+
+def test_text_search_reads_a_window_per_page_and_still_finds_every_match(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.contract import Status
+    from engine.models import RowResult
+    from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
+    from engine.web import table
+
+    tenant = api.store.create_tenant("search")
+    run = Run(
+        new_id("run"),
+        tenant.id,
+        RunStatus.SUCCEEDED,
+        [RunCheck("code", "c", 1, "chk")],
+        None,
+        {},
+        60,
+        None,
+        utcnow(),
+        None,
+        None,
+    )
+    api.store.create_run(run, ({"model_output": str(i)} for i in range(60)), None)
+    needles = {3, 4, 5, 29, 57}
+    api.store.save_results(
+        run.id,
+        [
+            (
+                0,
+                i,
+                RowResult(
+                    status=Status.OK,
+                    score=i / 60,
+                    explanation="a needle here" if i in needles else "hay",
+                ),
+            )
+            for i in range(60)
+        ],
+    )
+    monkeypatch.setattr(table, "SEARCH_WINDOW", 10)
+    for sort in table.SORTS:
+        found: list[int] = []
+        searched = 0
+        cursor = None
+        for _ in range(60):
+            page = table.read_page(
+                api.store.engine, run.id, table.TableFilter(text="needle", sort=sort), cursor, 2
+            )
+            assert len(page.rows) <= 2
+            found += [r.row_index for r in page.rows]
+            searched += page.searched is not None
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        assert sorted(found) == sorted(needles) and len(found) == len(needles), sort
+        assert searched >= 3, sort  # the long stretches without a match were paged through
+        if sort == "score_desc":
+            assert found == sorted(needles, reverse=True)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from engine.settings import Settings
@@ -239,9 +240,20 @@ def test_worker_started_after_submission_picks_up_work(cluster: Cluster) -> None
             check=False,
         )
         orphan_body = wait_run(c, orphan.id)
+        with httpx.Client(base_url=c.base_url, timeout=120) as ui:  # the dashboard, signed in
+            key = headers["Authorization"].removeprefix("Bearer ")
+            assert ui.post("/ui/signin", data={"api_key": key}).status_code == 303
+            health = ui.get("/ui/health")
     _assert_exactly_once(cluster, run_id, 1500, body)
     _assert_exactly_once(cluster, orphan.id, 700, orphan_body)
     assert orphan_body["summary"][0]["counts"] == {"ok": 700}
+    # the workers counted their writes; the run's summary was stored at its finish
+    for rid, rows in ((run_id, 1500), (orphan.id, 700)):
+        done, stored = cluster.sql("SELECT results_done, summary FROM runs WHERE id = :r", r=rid)[0]
+        assert done == rows and stored["done"] == rows, (rid, done, stored)
+    assert health.status_code == 200, health.text
+    workers = health.text[health.text.index('aria-label="workers"') :]
+    assert "late@" in workers and "<td>thread</td><td>2</td>" in workers, workers
     findings = {f["name"]: f for f in json.loads(doctor.stdout)["checks"]}
     assert findings["broker"]["ok"], findings
     assert findings["workers"]["ok"] and "late@" in findings["workers"]["detail"], findings

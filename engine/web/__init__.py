@@ -1,8 +1,9 @@
 """The web dashboard served by ``scorebox serve`` under ``/ui``.
 
 Server-rendered Jinja2 pages, SVG charts drawn on the server, one small
-stylesheet and one small script shipped in the package: no Node build, nothing
-fetched from the internet. The pages call the same services as the API.
+stylesheet and two small scripts shipped in the package (``editor.js`` validates
+as you type, ``live.js`` keeps running runs' progress current): no Node build,
+nothing fetched from the internet. The pages call the same services as the API.
 """
 
 from __future__ import annotations

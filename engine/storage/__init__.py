@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engine.storage.database import create_db_engine, ping, upgrade
+from engine.storage.protocols import CheckStore, RunStore, Store, TenantStore
 from engine.storage.records import (
     ApiKey,
     CheckVersion,
@@ -12,16 +13,10 @@ from engine.storage.records import (
     ScoreStats,
     StoredResult,
     Tenant,
-)
-from engine.storage.repository import (
-    CheckStore,
-    RunStore,
-    SqlStore,
-    Store,
-    TenantStore,
     new_id,
     utcnow,
 )
+from engine.storage.repository import SqlStore
 
 __all__ = [
     "ApiKey",

@@ -7,8 +7,10 @@ programmatically (``upgrade``) at start-up and by ``scorebox db upgrade``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
@@ -16,10 +18,13 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.sql.selectable import TypedReturnsRows
 
-from engine.errors import ConfigurationError, StorageError
+from engine.errors import ConfigurationError, NotFoundError, StorageError
+
+T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
@@ -104,3 +109,47 @@ def ping(engine: Engine) -> None:
 def session_factory(engine: Engine) -> sessionmaker[Session]:
     """Sessions bound to ``engine`` that keep loaded values after commit."""
     return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
+    """One session, committed when the block ends and rolled back when it raises.
+
+    An ``IntegrityError`` passes through (a store turns it into the conflict it means);
+    any other database error becomes :class:`StorageError`.
+    """
+    session = sessions()
+    try:
+        yield session
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        raise
+    except SQLAlchemyError as exc:
+        session.rollback()
+        raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+def one_or_404(session: Session, query: TypedReturnsRows[T], missing: str) -> T:
+    """The one row ``query`` selects, or :class:`NotFoundError` saying ``missing``."""
+    row = session.scalar(query)
+    if row is None:
+        raise NotFoundError(missing)
+    return row
+
+
+class SqlSessions:
+    """What every SQL store holds: its engine and transactions on it."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._sessions = session_factory(engine)
+        self._dialect = engine.dialect.name
+
+    def _session(self) -> AbstractContextManager[Session]:
+        return transaction(self._sessions)

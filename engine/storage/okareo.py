@@ -9,18 +9,16 @@ tenant id and filters on it; another tenant's object is "not found".
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, select
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, select
+from sqlalchemy.exc import IntegrityError
 
 from engine.errors import NotFoundError, StorageError
-from engine.storage.database import session_factory
+from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.okareo_tables import (
     OkareoModelRow,
     OkareoProjectRow,
@@ -29,7 +27,7 @@ from engine.storage.okareo_tables import (
     OkareoTestPointRow,
     OkareoTestRunRow,
 )
-from engine.storage.repository import _aware, utcnow
+from engine.storage.records import aware, utcnow
 
 #: The project every tenant has (Okareo's default project is named so).
 DEFAULT_PROJECT = "Global"
@@ -115,7 +113,7 @@ class TestRun:
 
 
 def _project(row: OkareoProjectRow) -> Project:
-    return Project(row.id, row.tenant_id, row.name, _aware(row.created_at) or utcnow())
+    return Project(row.id, row.tenant_id, row.name, aware(row.created_at) or utcnow())
 
 
 def _model(row: OkareoModelRow) -> RegisteredModel:
@@ -127,7 +125,7 @@ def _model(row: OkareoModelRow) -> RegisteredModel:
         row.version,
         list(row.tags or []),
         dict(row.models or {}),
-        _aware(row.created_at) or utcnow(),
+        aware(row.created_at) or utcnow(),
     )
 
 
@@ -139,7 +137,7 @@ def _scenario(row: OkareoScenarioSetRow) -> ScenarioSet:
         row.name,
         row.type,
         list(row.tags or []),
-        _aware(row.created_at) or utcnow(),
+        aware(row.created_at) or utcnow(),
     )
 
 
@@ -175,32 +173,13 @@ def _test_run(row: OkareoTestRunRow, points: list[TestPoint]) -> TestRun:
         [dict(c) for c in row.checks or []],
         row.run_id,
         row.failure_message,
-        _aware(row.created_at) or utcnow(),
+        aware(row.created_at) or utcnow(),
         points,
     )
 
 
-class OkareoStore:
+class OkareoStore(SqlSessions):
     """The ``okareo_*`` tables on a SQLAlchemy engine (SQLite or PostgreSQL)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self._sessions = session_factory(engine)
-
-    @contextmanager
-    def _session(self) -> Iterator[Session]:
-        session = self._sessions()
-        try:
-            yield session
-            session.commit()
-        except (NotFoundError, IntegrityError):
-            session.rollback()
-            raise
-        except SQLAlchemyError as exc:
-            session.rollback()
-            raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
-        finally:
-            session.close()
 
     # ---- projects ---------------------------------------------------------------------
 
@@ -241,15 +220,13 @@ class OkareoStore:
             return [_project(r) for r in rows]
 
     def get_project(self, tenant_id: str, project_id: str) -> Project:
+        query = select(OkareoProjectRow).where(
+            OkareoProjectRow.tenant_id == tenant_id, OkareoProjectRow.id == project_id
+        )
         with self._session() as s:
-            row = s.scalar(
-                select(OkareoProjectRow).where(
-                    OkareoProjectRow.tenant_id == tenant_id, OkareoProjectRow.id == project_id
-                )
+            return _project(
+                one_or_404(s, query, f"no project {project_id!r}: see GET /v0/projects")
             )
-            if row is None:
-                raise NotFoundError(f"no project {project_id!r}: see GET /v0/projects")
-            return _project(row)
 
     # ---- models -----------------------------------------------------------------------
 
@@ -265,13 +242,7 @@ class OkareoStore:
         """Register a model by name; an existing one is returned, or updated with ``update``."""
         for _ in range(2):
             with self._session() as s:
-                row = s.scalar(
-                    select(OkareoModelRow).where(
-                        OkareoModelRow.tenant_id == tenant_id,
-                        OkareoModelRow.project_id == project_id,
-                        OkareoModelRow.name == name,
-                    )
-                )
+                row = s.scalar(self._model_query(tenant_id, project_id, name))
                 if row is not None:
                     if update:
                         row.tags = list(tags)
@@ -295,28 +266,29 @@ class OkareoStore:
                 continue
         raise StorageError(f"could not register model {name!r}: retry")
 
+    @staticmethod
+    def _model_query(tenant_id: str, project_id: str, name: str) -> Select[OkareoModelRow]:
+        return select(OkareoModelRow).where(
+            OkareoModelRow.tenant_id == tenant_id,
+            OkareoModelRow.project_id == project_id,
+            OkareoModelRow.name == name,
+        )
+
     def get_model(self, tenant_id: str, model_id: str) -> RegisteredModel:
+        query = select(OkareoModelRow).where(
+            OkareoModelRow.tenant_id == tenant_id, OkareoModelRow.id == model_id
+        )
+        missing = f"no registered model {model_id!r}: call register_model first"
         with self._session() as s:
-            row = s.scalar(
-                select(OkareoModelRow).where(
-                    OkareoModelRow.tenant_id == tenant_id, OkareoModelRow.id == model_id
-                )
-            )
-            if row is None:
-                raise NotFoundError(f"no registered model {model_id!r}: call register_model first")
-            return _model(row)
+            return _model(one_or_404(s, query, missing))
 
     def get_model_by_name(self, tenant_id: str, project_id: str, name: str) -> RegisteredModel:
         with self._session() as s:
-            row = s.scalar(
-                select(OkareoModelRow).where(
-                    OkareoModelRow.tenant_id == tenant_id,
-                    OkareoModelRow.project_id == project_id,
-                    OkareoModelRow.name == name,
-                )
+            row = one_or_404(
+                s,
+                self._model_query(tenant_id, project_id, name),
+                f"no registered model named {name!r}",
             )
-            if row is None:
-                raise NotFoundError(f"no registered model named {name!r}")
             return _model(row)
 
     # ---- scenario sets ----------------------------------------------------------------
@@ -358,16 +330,11 @@ class OkareoStore:
         return _scenario(row), [_point(p) for p in point_rows]
 
     def get_scenario_set(self, tenant_id: str, scenario_id: str) -> ScenarioSet:
+        query = select(OkareoScenarioSetRow).where(
+            OkareoScenarioSetRow.tenant_id == tenant_id, OkareoScenarioSetRow.id == scenario_id
+        )
         with self._session() as s:
-            row = s.scalar(
-                select(OkareoScenarioSetRow).where(
-                    OkareoScenarioSetRow.tenant_id == tenant_id,
-                    OkareoScenarioSetRow.id == scenario_id,
-                )
-            )
-            if row is None:
-                raise NotFoundError(f"no scenario set {scenario_id!r}")
-            return _scenario(row)
+            return _scenario(one_or_404(s, query, f"no scenario set {scenario_id!r}"))
 
     def scenario_points(self, tenant_id: str, scenario_id: str) -> list[ScenarioPoint]:
         self.get_scenario_set(tenant_id, scenario_id)
@@ -420,14 +387,11 @@ class OkareoStore:
         return run
 
     def get_test_run(self, tenant_id: str, test_run_id: str) -> TestRun:
+        query = select(OkareoTestRunRow).where(
+            OkareoTestRunRow.tenant_id == tenant_id, OkareoTestRunRow.id == test_run_id
+        )
         with self._session() as s:
-            row = s.scalar(
-                select(OkareoTestRunRow).where(
-                    OkareoTestRunRow.tenant_id == tenant_id, OkareoTestRunRow.id == test_run_id
-                )
-            )
-            if row is None:
-                raise NotFoundError(f"no test run {test_run_id!r}")
+            row = one_or_404(s, query, f"no test run {test_run_id!r}")
             points = s.scalars(
                 select(OkareoTestPointRow)
                 .where(OkareoTestPointRow.test_run_id == test_run_id)

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
+
+
+def new_id(prefix: str) -> str:
+    """A random id with a readable type prefix, e.g. ``run_3f2a...``."""
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def aware(value: datetime | None) -> datetime | None:
+    """``value`` with UTC as its zone when the database returned it without one."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
 
 
 class RunStatus(StrEnum):

@@ -110,3 +110,14 @@ class LLMRateLimitError(LLMError):
 
 class LLMResponseError(LLMError):
     """Raised when the reply is empty, a refusal, or otherwise unusable."""
+
+
+def error_named(name: str) -> type[ScoreboxError] | None:
+    """The scorebox error class called ``name`` (a worker's error crosses the broker by
+    name), or None when there is none."""
+    found: list[type[ScoreboxError]] = [ScoreboxError]
+    for cls in found:
+        if cls.__name__ == name:
+            return cls
+        found.extend(cls.__subclasses__())
+    return None

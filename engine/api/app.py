@@ -85,7 +85,6 @@ def create_app(
             log.warning("sandbox not available yet: %s", exc)
         metrics = Metrics()
         llm = _llm_client(settings, db)
-        app.state.llm = llm
         builtins = build_builtins(llm)
         executors = Executors(
             CodeExecutor(engines), model=ModelExecutor(llm, settings.llm_concurrency)
@@ -96,10 +95,10 @@ def create_app(
             from engine.distributed.service import DistributedRunService  # noqa: PLC0415 (lazy: celery/redis are the optional [distributed] extra)
 
             service = DistributedRunService(
-                settings, store, executors, metrics, builtins, create_celery(settings)
+                settings, store, executors, metrics, builtins, create_celery(settings), db
             )
         metrics.watch(service.queue_depth, engines.pool_sizes, service.jobs_in_flight)
-        app.state.services = Services(settings, store, service, engines, metrics, db)
+        app.state.services = Services(settings, store, service, engines, metrics, db, llm)
         service.start()
         try:
             yield

@@ -69,17 +69,15 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 AdminDep = Annotated[None, Depends(require_admin)]
 
 
-def get_llm(request: Request, services: ServicesDep) -> LLMClient:
-    """The app's LLM client (``app.state.llm``, set by the app factory).
+def get_llm(services: ServicesDep) -> LLMClient:
+    """The app's LLM client (``services.llm``, set by the app factory).
 
     Without a configured endpoint this raises ConfigurationError naming
     SCOREBOX_LLM_BASE_URL / SCOREBOX_LLM_API_KEY.
     """
-    llm: LLMClient | None = getattr(request.app.state, "llm", None)
-    if llm is None:
-        llm = create_llm_client(services.settings)
-        request.app.state.llm = llm
-    return llm
+    if services.llm is None:
+        services.llm = create_llm_client(services.settings)
+    return services.llm
 
 
 LLMDep = Annotated[LLMClient, Depends(get_llm)]

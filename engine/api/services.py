@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine as SAEngine
 
+from engine.llm import LLMClient
 from engine.runs.executors import EngineHolder
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Store
+from engine.storage.okareo import OkareoStore
 
 
 @dataclass
 class Services:
     """The app's parts. ``store`` is typed by its Protocol; ``db`` is the SQLAlchemy engine
-    that stores with tables of their own (e.g. the Okareo edge's) open on."""
+    that stores with tables of their own (the Okareo edge's ``okareo``) open on. ``llm`` is
+    the LLM client, None when no endpoint is configured (``get_llm`` then builds one from
+    the settings on first use, which names the missing setting)."""
 
     settings: Settings
     store: Store
@@ -24,3 +28,8 @@ class Services:
     engines: EngineHolder
     metrics: Metrics
     db: SAEngine
+    llm: LLMClient | None = None
+    okareo: OkareoStore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.okareo = OkareoStore(self.db)

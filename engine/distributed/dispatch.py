@@ -12,7 +12,7 @@ from engine.distributed.ledger import ChunkLedger
 from engine.errors import ScoreboxError
 from engine.runs.quotas import effective_quotas
 from engine.settings import Settings
-from engine.storage import Store
+from engine.storage import TenantStore
 
 log = logging.getLogger("scorebox.distributed")
 
@@ -20,7 +20,7 @@ log = logging.getLogger("scorebox.distributed")
 class QuotaCache:
     """Tenants' ``concurrent_jobs`` from PostgreSQL, cached for a few seconds."""
 
-    def __init__(self, settings: Settings, store: Store, ttl_seconds: float = 5.0) -> None:
+    def __init__(self, settings: Settings, store: TenantStore, ttl_seconds: float = 5.0) -> None:
         self.settings = settings
         self.store = store
         self.ttl = ttl_seconds

@@ -36,10 +36,11 @@ from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.runs.service import Ref, RunService, ScoreOutcome
 from engine.settings import Settings
-from engine.storage import Run, RunStatus, SqlStore
+from engine.storage import Run, RunStatus, Store
 
 if TYPE_CHECKING:
     from celery import Celery
+    from sqlalchemy import Engine as SAEngine
 
 log = logging.getLogger("scorebox.distributed")
 
@@ -48,9 +49,9 @@ ORPHAN_AFTER_SECONDS = 5.0
 
 
 def _error(record: Mapping[str, Any]) -> ScoreboxError:
-    kind = getattr(errors, str(record.get("type")), None)
+    kind = errors.error_named(str(record.get("type")))
     message = str(record.get("error") or "the worker failed")
-    if isinstance(kind, type) and issubclass(kind, ScoreboxError):
+    if kind is not None:
         try:
             return kind(message)
         except TypeError:
@@ -64,15 +65,17 @@ class DistributedRunService(RunService):
     def __init__(
         self,
         settings: Settings,
-        store: SqlStore,
+        store: Store,
         executors: Executors,
         metrics: Metrics,
         builtins: Builtins,
         celery: Celery,
+        db: SAEngine,
     ) -> None:
+        """``db``: the engine ``store`` is on, where the chunk ledger's table is."""
         super().__init__(settings, store, executors, metrics, builtins)
         self.celery = celery
-        self.ledger = ChunkLedger(store.engine)
+        self.ledger = ChunkLedger(db)
         self.replies = Replies(settings.broker_url or "")
         self.dispatcher = Dispatcher(
             settings,

@@ -31,7 +31,7 @@ from engine.runs.metrics import Metrics
 from engine.runs.summary import store_summary
 from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
 from engine.settings import Settings
-from engine.storage import RunCheck, RunStatus, SqlStore, create_db_engine
+from engine.storage import RunCheck, RunStatus, SqlStore, Store, create_db_engine
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -58,7 +58,7 @@ class WorkerRuntime:
         self.settings = settings
         self.name = worker_name()
         self.db = create_db_engine(settings.effective_database_url)
-        self.store = SqlStore(self.db)
+        self.store: Store = SqlStore(self.db)
         self.ledger = ChunkLedger(self.db)
         self.replies = Replies(settings.broker_url or "")
         self.metrics = Metrics()

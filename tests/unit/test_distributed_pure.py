@@ -9,7 +9,8 @@ import pytest
 
 from engine.distributed.ledger import fair_order, plan_chunks
 from engine.distributed.preflight import check_config, masked_url
-from engine.errors import ConfigurationError
+from engine.distributed.service import _error
+from engine.errors import ConfigurationError, LLMRateLimitError, QuotaExceededError, SandboxError
 from engine.models import Limits
 from engine.runs.work import ChunkSpec, from_ranges, to_ranges
 from engine.settings import Settings
@@ -137,3 +138,12 @@ def test_tasks_are_acked_late_and_rejected_when_their_worker_is_lost(tmp_path: P
         task = app.tasks[name]
         assert task.acks_late is True and task.reject_on_worker_lost is True
         assert app.amqp.router.route({}, name)["queue"].name == queue
+
+
+def test_a_workers_error_comes_back_as_its_scorebox_type() -> None:
+    limited = _error({"type": "QuotaExceededError", "error": "too many"})
+    assert type(limited) is QuotaExceededError and str(limited) == "too many"
+    assert type(_error({"type": "LLMRateLimitError", "error": "429"})) is LLMRateLimitError
+    # Not a scorebox error (or no type at all): a SandboxError with the worker's message.
+    for record in ({"type": "KeyError", "error": "x"}, {"type": "os", "error": "x"}, {}):
+        assert type(_error(record)) is SandboxError

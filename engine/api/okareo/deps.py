@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends
 from fastapi.security import APIKeyHeader
 
 from engine.api.deps import Credentials, ServicesDep, StoreDep
@@ -20,13 +20,9 @@ _api_key = APIKeyHeader(
 )
 
 
-def get_okareo_store(request: Request, services: ServicesDep) -> OkareoStore:
+def get_okareo_store(services: ServicesDep) -> OkareoStore:
     """The ``okareo_*`` tables on the service's database (one store per app)."""
-    store: OkareoStore | None = getattr(request.app.state, "okareo_store", None)
-    if store is None or store.engine is not services.db:
-        store = OkareoStore(services.db)
-        request.app.state.okareo_store = store
-    return store
+    return services.okareo
 
 
 def get_okareo_principal(

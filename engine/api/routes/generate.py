@@ -1,8 +1,8 @@
 """``POST /v1/checks/generate``: description → validated, self-tested check. Nothing is saved.
 
-Dependencies: the LLM client is ``app.state.llm`` when the app factory (or a
-test) sets one, otherwise it is built from the settings on first use and kept
-there; the sandbox engine comes from ``services.engines``.
+Dependencies: the LLM client is ``services.llm`` when the app factory made one,
+otherwise it is built from the settings on first use and kept there; the sandbox
+engine comes from ``services.engines``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``POST /v1/judge/pairwise`` and ``GET /v1/builtins``.
 
-The LLM client is ``app.state.llm`` when the app factory (or a test) sets one,
-otherwise it is built from the settings on first use and kept there (the same
+The LLM client is ``services.llm`` when the app factory made one, otherwise it
+is built from the settings on first use and kept there (the same
 slot ``/v1/checks/generate`` uses). Nothing here is stored.
 """
 

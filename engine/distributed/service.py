@@ -34,7 +34,8 @@ from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
 from engine.models import Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
-from engine.runs.service import Ref, RunService, ScoreOutcome
+from engine.runs.scoring import Ref, ScoreOutcome
+from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store
 

@@ -247,16 +247,10 @@ class WorkerRuntime:
 
             def run_unit(ci: int, check: ResolvedCheck, limits: Limits, chunk: list[int]) -> None:
                 def deliver(index: int, result: RowResult) -> None:
-                    results[ci][chunk[index]] = result.model_dump(mode="json")
+                    results[ci][index] = result.model_dump(mode="json")
 
                 score_batch(
-                    self.executors,
-                    self.metrics,
-                    check,
-                    [rows[i] for i in chunk],
-                    limits,
-                    labels,
-                    deliver,
+                    self.executors, self.metrics, check, rows, chunk, limits, labels, deliver
                 )
 
             if len(units) == 1:

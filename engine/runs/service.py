@@ -21,8 +21,8 @@ from typing import Any
 
 from engine.auth import Principal
 from engine.builtins import Builtins
-from engine.catalog import CheckRef, ResolvedCheck, resolve, unsaved_code_check
-from engine.contract import OutputType, Status
+from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
+from engine.contract import OutputType
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import Limits, Row, RowResult
 from engine.runner import as_rows
@@ -38,7 +38,8 @@ from engine.runs.quotas import (
     effective_quotas,
 )
 from engine.runs.scheduler import FairScheduler, WorkItem
-from engine.runs.summary import CheckSummary, RunSummary, run_summary, store_summary, summarize
+from engine.runs.scoring import Ref, ScoreOutcome, chunked, effective_limits, outcome
+from engine.runs.summary import CheckSummary, RunSummary, run_summary, store_summary
 from engine.runs.work import (
     ChunkSpec,
     ChunkStopped,
@@ -51,33 +52,7 @@ from engine.storage import Run, RunStatus, Store, new_id, utcnow
 
 log = logging.getLogger("scorebox.runs")
 
-Ref = str | CheckRef | dict[str, Any]
-
-
-def effective_limits(settings: Settings, *overrides: Mapping[str, Any] | None) -> Limits:
-    """The configured limits, lowered by each partial override in turn (never raised)."""
-    limits = settings.limits
-    for override in overrides:
-        if override:
-            try:
-                lowered = Limits.model_validate({**limits.model_dump(), **override})
-            except ValueError as exc:
-                raise InvalidRequestError(f"limits: {exc}") from exc
-            limits = limits.lowered_by(lowered)
-    return limits
-
-
-def chunked(indices: Sequence[int], size: int) -> list[list[int]]:
-    return [list(indices[i : i + size]) for i in range(0, len(indices), size)]
-
-
-@dataclass
-class ScoreOutcome:
-    """Results of ``/v1/score``: ``results[k][i]`` is check k on row i."""
-
-    checks: list[ResolvedCheck]
-    results: list[list[RowResult]]
-    summaries: list[CheckSummary]
+__all__ = ["Ref", "RunService", "ScoreOutcome", "chunked", "effective_limits"]
 
 
 @dataclass
@@ -487,29 +462,10 @@ class RunService:
         results: Sequence[Sequence[RowResult | None]],
         started_at: float,
     ) -> ScoreOutcome:
-        """Results in order (a row without one is ``sandbox_error``), summaries, metrics."""
-        final: list[list[RowResult]] = []
-        for check, check_results in zip(resolved, results, strict=True):
-            final.append(
-                [
-                    r
-                    if r is not None
-                    else RowResult(
-                        row_id=row_list[i].id,
-                        check=check.name,
-                        version=check.version,
-                        status=Status.SANDBOX_ERROR,
-                        error="no result was produced for this row",
-                    )
-                    for i, r in enumerate(check_results)
-                ]
-            )
-        summaries = [
-            summarize(rs, c.name, c.version, c.id, c.kind)
-            for c, rs in zip(resolved, final, strict=True)
-        ]
+        """The outcome of a request (see :func:`~engine.runs.scoring.outcome`), metered."""
+        answer = outcome(resolved, row_list, results)
         self.metrics.score_seconds.observe(time.monotonic() - started_at)
-        return ScoreOutcome(resolved, final, summaries)
+        return answer
 
     def _score_fn(
         self,
@@ -521,18 +477,9 @@ class RunService:
         labels: Mapping[str, str],
         results: list[list[RowResult | None]],
     ) -> Callable[[], None]:
-        def run() -> None:
-            def deliver(index: int, result: RowResult) -> None:
-                results[ci][chunk[index]] = result
+        def deliver(index: int, result: RowResult) -> None:
+            results[ci][index] = result
 
-            score_batch(
-                self.executors,
-                self.metrics,
-                check,
-                [rows[i] for i in chunk],
-                limits,
-                labels,
-                deliver,
-            )
-
-        return run
+        return functools.partial(
+            score_batch, self.executors, self.metrics, check, rows, chunk, limits, labels, deliver
+        )

@@ -214,21 +214,25 @@ def score_batch(
     metrics: Metrics,
     check: ResolvedCheck,
     rows: Sequence[Row],
+    chunk: Sequence[int],
     limits: Limits,
     labels: Mapping[str, str],
     deliver: ResultCallback,
 ) -> None:
-    """Score a ``/v1/score`` batch with one check (nothing stored); the same in both modes."""
+    """Score ``rows[i]`` for each ``i`` in ``chunk`` with one check, as one job of a
+    ``/v1/score`` request (nothing stored); the same in both modes. ``deliver`` gets each
+    result with its index in ``rows``."""
 
     def counted(index: int, result: RowResult) -> None:
-        deliver(index, result)
+        deliver(chunk[index], result)
         metrics.rows.labels(result.status.value).inc()
 
     started = time.monotonic()
     outcome = "ok"
     try:
         with cache_scope(labels.get("scorebox.tenant")):
-            executors.for_check(check).score(check, rows, limits, labels, counted)
+            batch = [rows[i] for i in chunk]
+            executors.for_check(check).score(check, batch, limits, labels, counted)
     except Exception:
         outcome = "error"
         raise

@@ -8,11 +8,12 @@ by :func:`engine.openai_client.create_llm_client`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,6 +54,38 @@ class LLMClient(Protocol):
     ) -> Completion:
         """The model's reply to ``messages``; ``model`` defaults to the configured one."""
         ...
+
+
+class WrappedClient:
+    """Base of the :class:`LLMClient` wrappers (metering, cache scoping): ``complete``
+    calls ``inner``'s, passed to :meth:`around` as a call of no arguments."""
+
+    def __init__(self, inner: LLMClient) -> None:
+        self.inner = inner
+
+    def around(self, call: Callable[[], Completion]) -> Completion:
+        """What the wrapper does around the inner call; this base only makes it."""
+        return call()
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        return self.around(
+            functools.partial(
+                self.inner.complete,
+                messages,
+                model=model,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                response_format=response_format,
+            )
+        )
 
 
 class ResponseCache(Protocol):

@@ -49,7 +49,7 @@ EXAMPLE_ROW_TIMEOUT_SECONDS = 2.0
 
 
 class SandboxRuns(Protocol):
-    """What :func:`engine_runner` needs of a sandbox runner (``engine.runner.Engine`` is one)."""
+    """What :func:`engine_runner` needs of a sandbox runner (``SandboxRunner`` is one)."""
 
     @property
     def settings(self) -> Settings: ...

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextvars
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from engine.llm import Completion, LLMClient, Message
+from engine.llm import Completion, LLMClient, WrappedClient
 
 
 @dataclass(frozen=True)
@@ -97,29 +96,15 @@ def current_meter() -> UsageMeter | None:
     return _CURRENT.get()
 
 
-class MeteredClient:
+class MeteredClient(WrappedClient):
     """An :class:`LLMClient` that counts every completion of ``inner``."""
 
     def __init__(self, inner: LLMClient, meter: UsageMeter | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.meter = meter
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-    ) -> Completion:
-        completion = self.inner.complete(
-            messages,
-            model=model,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            response_format=response_format,
-        )
+    def around(self, call: Callable[[], Completion]) -> Completion:
+        completion = call()
         for meter in {id(m): m for m in (self.meter, current_meter()) if m is not None}.values():
             meter.record(completion)
         return completion

@@ -33,7 +33,7 @@ class CheckExecutor(Protocol):
 
 
 class EngineHolder:
-    """Creates the sandbox :class:`~engine.runner.Engine` on first use (Docker may start later)."""
+    """Creates the :class:`~engine.runner.SandboxRunner` on first use (Docker may start later)."""
 
     def __init__(
         self, settings: Settings, factory: Callable[[Settings], SandboxRunner] | None = None

@@ -19,15 +19,14 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from engine.llm import Completion, LLMClient, Message, ResponseCache, Usage
+from engine.llm import Completion, LLMClient, ResponseCache, Usage, WrappedClient
 from engine.storage.database import session_factory
 from engine.storage.tables import LLMCacheRow
 
@@ -151,30 +150,16 @@ class TenantResponseCache:
             self._inner.put(scoped, completion)
 
 
-class _ScopedClient:
+class _ScopedClient(WrappedClient):
     """An :class:`LLMClient` whose calls run inside ``cache_scope(scope)``."""
 
     def __init__(self, inner: LLMClient, scope: str) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.scope = scope
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        model: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-    ) -> Completion:
+    def around(self, call: Callable[[], Completion]) -> Completion:
         with cache_scope(self.scope):
-            return self.inner.complete(
-                messages,
-                model=model,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                response_format=response_format,
-            )
+            return call()
 
 
 def scoped_llm(llm: LLMClient, tenant_id: str) -> LLMClient:

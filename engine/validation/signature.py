@@ -165,27 +165,33 @@ class _SignatureRules(_ValidationBase):
         self.report.output_data_type = declared or annotated
 
     def requires(self, fn: ast.FunctionDef) -> None:
-        for name in contract.REQUIRABLE_PARAMETERS:
-            field_name = f"requires_{name}"
-            implied = name in self.report.signature
-            value: bool | None = getattr(self.declared, field_name)
-            if value is None or value == implied:
-                setattr(self.report, field_name, implied)
-                continue
-            if value and self.report.var_keyword:  # read from **kwargs: declared wins
-                setattr(self.report, field_name, True)
-                continue
-            setattr(self.report, field_name, implied)
-            if value:
-                message = (
-                    f"{field_name} is declared true but evaluate does not take `{name}`: add the "
-                    f"parameter, or declare {field_name} false"
-                )
-            else:
-                message = (
-                    f"{field_name} is declared false but evaluate takes `{name}`, so rows "
-                    f"without it are skipped: declare it true, or remove the parameter"
-                )
-            self.add("requires-mismatch", message, fn)
+        """``requires_*`` of the report: implied by the signature, or declared (checked)."""
+        declared = self.declared
+        self.report.requires_scenario_input = self._required(
+            "scenario_input", declared.requires_scenario_input, fn
+        )
+        self.report.requires_scenario_result = self._required(
+            "scenario_result", declared.requires_scenario_result, fn
+        )
+
+    def _required(self, name: str, value: bool | None, fn: ast.FunctionDef) -> bool:
+        field_name = f"requires_{name}"
+        implied = name in self.report.signature
+        if value is None or value == implied:
+            return implied
+        if value and self.report.var_keyword:  # read from **kwargs: declared wins
+            return True
+        if value:
+            message = (
+                f"{field_name} is declared true but evaluate does not take `{name}`: add the "
+                f"parameter, or declare {field_name} false"
+            )
+        else:
+            message = (
+                f"{field_name} is declared false but evaluate takes `{name}`, so rows "
+                f"without it are skipped: declare it true, or remove the parameter"
+            )
+        self.add("requires-mismatch", message, fn)
+        return implied
 
     # -- imports and policy

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from engine.check_files import TEMPLATE_SUFFIXES
 from engine.errors import ScoreboxError
 from engine.settings import Settings
+
+if TYPE_CHECKING:
+    from engine.contract import ModelCheckType
 
 
 def _example(text: str, where: str) -> dict[str, Any]:
@@ -182,7 +185,9 @@ def generate(
     raise SystemExit(0 if result.accepted else 1)
 
 
-def next_steps(output: Path | None, check_type: str, model_check_type: Any) -> list[str]:
+def next_steps(
+    output: Path | None, check_type: str, model_check_type: ModelCheckType | None
+) -> list[str]:
     """The exact commands that push the generated check and run it on a server."""
     path = (
         str(output) if output is not None else ("check.py" if check_type == "code" else "check.txt")
@@ -191,7 +196,7 @@ def next_steps(output: Path | None, check_type: str, model_check_type: Any) -> l
         push = f"scorebox check push {path} --policy restricted"
     else:
         kind = "" if Path(path).suffix in TEMPLATE_SUFFIXES else " --kind model"
-        answer = getattr(model_check_type, "value", model_check_type) or "score"
+        answer = "score" if model_check_type is None else model_check_type.value
         push = f"scorebox check push {path}{kind} --check-type {answer}"
     lines = ["next (on the server in SCOREBOX_SERVER, with SCOREBOX_API_KEY):"]
     if output is None:

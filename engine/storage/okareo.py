@@ -9,10 +9,10 @@ tenant id and filters on it; another tenant's object is "not found".
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Select, select
 from sqlalchemy.exc import IntegrityError
@@ -28,6 +28,8 @@ from engine.storage.okareo_tables import (
     OkareoTestRunRow,
 )
 from engine.storage.records import aware, utcnow
+
+R = TypeVar("R")
 
 #: The project every tenant has (Okareo's default project is named so).
 DEFAULT_PROJECT = "Global"
@@ -183,31 +185,44 @@ class OkareoStore(SqlSessions):
 
     # ---- projects ---------------------------------------------------------------------
 
-    def default_project(self, tenant_id: str) -> Project:
-        """The tenant's ``Global`` project, made on first use."""
+    def _find_or_add(
+        self,
+        query: Select[R],
+        make: Callable[[], R],
+        found: Callable[[R], None] | None = None,
+    ) -> R | None:
+        """The row ``query`` finds (``found`` may change it, in the same transaction), else a
+        new one from ``make``; one made meanwhile by a concurrent request is read on the
+        second try. None when both tries lost that race."""
         for _ in range(2):
             with self._session() as s:
-                row = s.scalar(
-                    select(OkareoProjectRow).where(
-                        OkareoProjectRow.tenant_id == tenant_id,
-                        OkareoProjectRow.name == DEFAULT_PROJECT,
-                    )
-                )
+                row = s.scalar(query)
                 if row is not None:
-                    return _project(row)
+                    if found is not None:
+                        found(row)
+                    return row
             try:
+                row = make()
                 with self._session() as s:
-                    row = OkareoProjectRow(
-                        id=new_uuid(),
-                        tenant_id=tenant_id,
-                        name=DEFAULT_PROJECT,
-                        created_at=utcnow(),
-                    )
                     s.add(row)
-                return _project(row)
+                return row
             except IntegrityError:
                 continue  # made by a concurrent request: read it
-        raise StorageError(f"could not make the default project of tenant {tenant_id!r}")
+        return None
+
+    def default_project(self, tenant_id: str) -> Project:
+        """The tenant's ``Global`` project, made on first use."""
+        row = self._find_or_add(
+            select(OkareoProjectRow).where(
+                OkareoProjectRow.tenant_id == tenant_id, OkareoProjectRow.name == DEFAULT_PROJECT
+            ),
+            lambda: OkareoProjectRow(
+                id=new_uuid(), tenant_id=tenant_id, name=DEFAULT_PROJECT, created_at=utcnow()
+            ),
+        )
+        if row is None:
+            raise StorageError(f"could not make the default project of tenant {tenant_id!r}")
+        return _project(row)
 
     def list_projects(self, tenant_id: str) -> list[Project]:
         self.default_project(tenant_id)
@@ -240,31 +255,29 @@ class OkareoStore(SqlSessions):
         update: bool,
     ) -> RegisteredModel:
         """Register a model by name; an existing one is returned, or updated with ``update``."""
-        for _ in range(2):
-            with self._session() as s:
-                row = s.scalar(self._model_query(tenant_id, project_id, name))
-                if row is not None:
-                    if update:
-                        row.tags = list(tags)
-                        row.models = dict(models)
-                    return _model(row)
-            try:
-                with self._session() as s:
-                    row = OkareoModelRow(
-                        id=new_uuid(),
-                        tenant_id=tenant_id,
-                        project_id=project_id,
-                        name=name,
-                        version=1,
-                        tags=list(tags),
-                        models=dict(models),
-                        created_at=utcnow(),
-                    )
-                    s.add(row)
-                return _model(row)
-            except IntegrityError:
-                continue
-        raise StorageError(f"could not register model {name!r}: retry")
+
+        def updated(row: OkareoModelRow) -> None:
+            if update:
+                row.tags = list(tags)
+                row.models = dict(models)
+
+        row = self._find_or_add(
+            self._model_query(tenant_id, project_id, name),
+            lambda: OkareoModelRow(
+                id=new_uuid(),
+                tenant_id=tenant_id,
+                project_id=project_id,
+                name=name,
+                version=1,
+                tags=list(tags),
+                models=dict(models),
+                created_at=utcnow(),
+            ),
+            updated,
+        )
+        if row is None:
+            raise StorageError(f"could not register model {name!r}: retry")
+        return _model(row)
 
     @staticmethod
     def _model_query(tenant_id: str, project_id: str, name: str) -> Select[OkareoModelRow]:

@@ -69,11 +69,12 @@ PrincipalDep = Annotated[Principal, Depends(get_principal)]
 AdminDep = Annotated[None, Depends(require_admin)]
 
 
-def get_llm(services: ServicesDep) -> LLMClient:
+def get_llm(request: Request, services: ServicesDep) -> LLMClient:
     """The app's LLM client (``services.llm``, set by the app factory).
 
     Without a configured endpoint this raises ConfigurationError naming
-    SCOREBOX_LLM_BASE_URL / SCOREBOX_LLM_API_KEY.
+    SCOREBOX_LLM_BASE_URL / SCOREBOX_LLM_API_KEY. ``request`` is unused (the dashboard's
+    generate form calls this directly with it).
     """
     if services.llm is None:
         services.llm = create_llm_client(services.settings)

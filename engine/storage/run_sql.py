@@ -140,21 +140,32 @@ class SqlRuns(SqlSessions):
             return [_run(r) for r in rows]
 
     def set_run_status(self, run_id: str, status: RunStatus, error: str | None = None) -> Run:
+        """Move an active run to ``status``; a finished run stays as it is.
+
+        One conditional UPDATE, not a read then a write: a chunk's "running" that races
+        with a cancel cannot undo the cancel (a read-then-write lost that update).
+        """
+        now = utcnow()
+        values: dict[str, Any] = {"status": status.value}
+        if not status.active:
+            values["finished_at"] = now
+        if error is not None:
+            values["error"] = error
+        may_move = [*(each.value for each in RunStatus if each.active), status.value]
         with self._session() as s:
-            row = s.get(RunRow, run_id)
-            if row is None:
-                raise NotFoundError(f"no run {run_id!r}")
-            current = RunStatus(row.status)
-            if not current.active and status is not current:
-                return _run(row)  # finished runs stay finished
-            row.status = status.value
-            if status is RunStatus.RUNNING and row.started_at is None:
-                row.started_at = utcnow()
-            if not status.active:
-                row.finished_at = utcnow()
-            if error is not None:
-                row.error = error
-            return _run(row)
+            moved = s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id, RunRow.status.in_(may_move))
+                .values(**values)
+            ).rowcount  # type: ignore[attr-defined]
+            if moved and status is RunStatus.RUNNING:
+                s.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run_id, RunRow.started_at.is_(None))
+                    .values(started_at=now)
+                )
+            query = select(RunRow).where(RunRow.id == run_id)
+            return _run(one_or_404(s, query, f"no run {run_id!r}"))
 
     def add_run_usage(self, run_id: str, usage: Mapping[str, int]) -> None:
         """Add LLM usage counts to a run's totals (callers serialise per run)."""

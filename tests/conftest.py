@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from engine.settings import Settings
+from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
 
 pytest_plugins = ["tests.fake_llm", "pytester"]
 
@@ -149,3 +150,20 @@ def _remove_test_containers() -> Iterator[None]:
     from engine.sandbox.docker_backend import owner_label
 
     remove_test_containers(owner_label())
+
+
+def queued_run(tenant_id: str, rows: int, checks: int = 1) -> Run:
+    """A queued run (not stored yet) of ``rows`` rows and code checks ``c0``, ``c1``..."""
+    return Run(
+        id=new_id("run"),
+        tenant_id=tenant_id,
+        status=RunStatus.QUEUED,
+        checks=[RunCheck("code", f"c{i}", 1, f"chk_c{i}") for i in range(checks)],
+        limits=None,
+        labels={},
+        row_count=rows,
+        error=None,
+        created_at=utcnow(),
+        started_at=None,
+        finished_at=None,
+    )

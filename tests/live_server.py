@@ -7,6 +7,8 @@ same port (``spawn_serve``, ``wait_healthy``, ``stop``).
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -17,6 +19,12 @@ from pathlib import Path
 
 import httpx
 
+from engine import auth
+from engine.settings import Settings
+from engine.storage import open_store
+from tests.conftest import TEST_LABEL
+from tests.fake_llm import MODEL
+
 CLI = [sys.executable, "-c", "from engine.cli import main; main()"]
 
 
@@ -25,6 +33,43 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def serve_env(
+    workdir: Path, docker_settings: Settings, llm_url: str | None = None, **env: str
+) -> dict[str, str]:
+    """A test server's environment: SQLite and data in ``workdir``, the tests' sandbox image
+    and container label, the scripted LLM at ``llm_url`` if given; ``env`` on top."""
+    out = {
+        **os.environ,
+        "SCOREBOX_DATA_DIR": str(workdir),
+        "SCOREBOX_DATABASE_URL": f"sqlite:///{workdir / 'scorebox.db'}",
+        "SCOREBOX_MAX_PARALLEL_JOBS": "2",
+        "SCOREBOX_IMAGE": docker_settings.image,
+        "SCOREBOX_CONTAINER_LABELS": json.dumps({TEST_LABEL: "1"}),
+    }
+    if docker_settings.runtime:
+        out["SCOREBOX_RUNTIME"] = docker_settings.runtime
+    if llm_url is not None:
+        out.update(
+            SCOREBOX_LLM_BASE_URL=llm_url,
+            SCOREBOX_LLM_API_KEY="test-key",
+            SCOREBOX_LLM_MODEL=MODEL,
+            SCOREBOX_LLM_MAX_RETRIES="0",
+        )
+    return {**out, **env}
+
+
+def two_tenants(database_url: str, prefix: str) -> tuple[str, str]:
+    """API keys of two new tenants, ``PREFIX-a`` and ``PREFIX-b`` (the schema made first)."""
+    store = open_store(database_url)
+    try:
+        return (
+            auth.create_tenant(store, f"{prefix}-a").secret,
+            auth.create_tenant(store, f"{prefix}-b").secret,
+        )
+    finally:
+        store.engine.dispose()
 
 
 def spawn_serve(

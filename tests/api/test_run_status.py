@@ -11,7 +11,8 @@ from typing import Any
 
 from sqlalchemy import event, text
 
-from engine.storage import Run, RunCheck, RunStatus, create_db_engine, new_id, open_store, utcnow
+from engine.storage import RunStatus, create_db_engine, new_id, open_store
+from tests.conftest import queued_run
 
 
 def test_a_cancel_that_commits_before_the_running_write_wins(database_url: str) -> None:
@@ -19,19 +20,7 @@ def test_a_cancel_that_commits_before_the_running_write_wins(database_url: str) 
     other = create_db_engine(database_url)  # the cancelling request's connection
     try:
         tenant = store.create_tenant(f"status-{new_id('t')}")
-        run = Run(
-            id=new_id("run"),
-            tenant_id=tenant.id,
-            status=RunStatus.QUEUED,
-            checks=[RunCheck("code", "c", 1, "chk_c")],
-            limits=None,
-            labels={},
-            row_count=1,
-            error=None,
-            created_at=utcnow(),
-            started_at=None,
-            finished_at=None,
-        )
+        run = queued_run(tenant.id, 1)
         store.create_run(run, [{"model_output": "x"}], None)
         cancelled: list[str] = []
 
@@ -53,7 +42,7 @@ def test_a_cancel_that_commits_before_the_running_write_wins(database_url: str) 
         assert returned.status is RunStatus.CANCELLED
         assert store.get_run(tenant.id, run.id).status is RunStatus.CANCELLED
         # and an active run still moves, with its start time set once
-        second = Run(**{**run.__dict__, "id": new_id("run")})
+        second = queued_run(tenant.id, 1)
         store.create_run(second, [{"model_output": "x"}], None)
         started = store.set_run_status(second.id, RunStatus.RUNNING)
         assert started.status is RunStatus.RUNNING and started.started_at is not None

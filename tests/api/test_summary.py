@@ -22,6 +22,7 @@ from engine.storage import (
     upgrade,
     utcnow,
 )
+from tests.conftest import queued_run
 
 CASES = [
     pytest.param([True, False, True], id="all-bool"),
@@ -66,19 +67,7 @@ def test_stored_summary_equals_in_memory_summary(
 
 def _run(store: SqlStore, rows: int, checks: int = 1) -> Run:
     tenant = store.create_tenant(f"summary-{new_id('t')}")
-    run = Run(
-        id=new_id("run"),
-        tenant_id=tenant.id,
-        status=RunStatus.QUEUED,
-        checks=[RunCheck("code", f"c{i}", 1, f"chk_c{i}") for i in range(checks)],
-        limits=None,
-        labels={},
-        row_count=rows,
-        error=None,
-        created_at=utcnow(),
-        started_at=None,
-        finished_at=None,
-    )
+    run = queued_run(tenant.id, rows, checks)
     store.create_run(run, ({"model_output": "x"} for _ in range(rows)), None)
     return run
 

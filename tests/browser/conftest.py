@@ -10,7 +10,6 @@ SCOREBOX_TEST_DOCKER=1) nothing here skips: a missing chromium or Playwright fai
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -22,12 +21,10 @@ from typing import Any
 import httpx
 import pytest
 
-from engine import auth
 from engine.settings import Settings
-from engine.storage import open_store
-from tests.conftest import TEST_LABEL, _in_ci
-from tests.fake_llm import MODEL, FakeLLM
-from tests.live_server import serving
+from tests.conftest import _in_ci
+from tests.fake_llm import FakeLLM
+from tests.live_server import serve_env, serving, two_tenants
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("SCOREBOX_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -120,27 +117,9 @@ def dashboard(
 ) -> Iterator[Dashboard]:
     """``scorebox serve`` on a free loopback port, with two runs of tenant A; SIGTERM after."""
     workdir = tmp_path_factory.mktemp("dashboard")
-    database_url = f"sqlite:///{workdir / 'scorebox.db'}"
-    store = open_store(database_url)
-    key = auth.create_tenant(store, "browser-a").secret
-    other = auth.create_tenant(store, "browser-b").secret
-    store.engine.dispose()
+    key, other = two_tenants(f"sqlite:///{workdir / 'scorebox.db'}", "browser")
     llm = FakeLLM().start()
-    env = {
-        **os.environ,
-        "SCOREBOX_DATA_DIR": str(workdir),
-        "SCOREBOX_DATABASE_URL": database_url,
-        "SCOREBOX_POOL_SIZE": "0",
-        "SCOREBOX_MAX_PARALLEL_JOBS": "2",
-        "SCOREBOX_IMAGE": docker_settings.image,
-        "SCOREBOX_CONTAINER_LABELS": json.dumps({TEST_LABEL: "1"}),
-        "SCOREBOX_LLM_BASE_URL": llm.base_url,
-        "SCOREBOX_LLM_API_KEY": "test-key",
-        "SCOREBOX_LLM_MODEL": MODEL,
-        "SCOREBOX_LLM_MAX_RETRIES": "0",
-    }
-    if docker_settings.runtime:
-        env["SCOREBOX_RUNTIME"] = docker_settings.runtime
+    env = serve_env(workdir, docker_settings, llm.base_url, SCOREBOX_POOL_SIZE="0")
     try:
         with serving(env, workdir / "server.log") as url:
             with httpx.Client(

@@ -17,7 +17,8 @@ from engine.models import Limits, Row, RowResult
 from engine.runs.executors import Executors, ResultCallback
 from engine.runs.metrics import Metrics
 from engine.runs.work import ChunkSpec, execute_chunk
-from engine.storage import Run, RunCheck, RunStatus, SqlStore, new_id, open_store, utcnow
+from engine.storage import Run, RunStatus, SqlStore, open_store
+from tests.conftest import queued_run
 
 pytestmark = pytest.mark.postgres
 
@@ -51,19 +52,7 @@ def store(pg_url: str) -> Iterator[SqlStore]:
 
 
 def _run(store: SqlStore, tenant_id: str, rows: int, checks: int = 1) -> Run:
-    run = Run(
-        id=new_id("run"),
-        tenant_id=tenant_id,
-        status=RunStatus.QUEUED,
-        checks=[RunCheck("code", f"c{i}", 1, f"chk_{i}") for i in range(checks)],
-        limits=None,
-        labels={},
-        row_count=rows,
-        error=None,
-        created_at=utcnow(),
-        started_at=None,
-        finished_at=None,
-    )
+    run = queued_run(tenant_id, rows, checks)
     return store.create_run(run, ({"model_output": "x" * (i % 7)} for i in range(rows)), None)
 
 

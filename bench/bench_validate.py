@@ -9,7 +9,8 @@ import statistics
 import sys
 import time
 
-from engine.contract import MAX_SOURCE_BYTES, Policy
+from engine.check_rules import MAX_SOURCE_BYTES
+from engine.contract import Policy
 from engine.validation import validate
 
 HEADER = """\

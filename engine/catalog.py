@@ -24,11 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.auth import Principal
 from engine.builtins import BuiltinCheck, Builtins
-from engine.contract import (
-    ModelCheckType,
-    OutputType,
-    Policy,
-)
+from engine.check_rules import ModelCheckType
+from engine.contract import OutputType, Policy
 from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template

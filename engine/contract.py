@@ -2,7 +2,9 @@
 
 Pure and stdlib-only. The validator (host), the generator's prompts (host) and
 the harness (inside the sandbox image, where this file is copied verbatim) all
-import it, so the rules below exist exactly once.
+import it, so the rules below exist exactly once. What only the host needs to help
+people write checks (parameter docs, the image's packages, model-check templates)
+is in :mod:`engine.check_rules`, which builds on this module.
 
 A check is Python source with one entrypoint, either
 
@@ -17,10 +19,8 @@ or a ``(score, explanation)`` tuple.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
-import sys
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +30,6 @@ from typing import Any
 #: Version of the host <-> harness job protocol; bumped on any incompatible change.
 PROTOCOL_VERSION = 2
 
-#: Largest accepted check source, in bytes (UTF-8).
-MAX_SOURCE_BYTES = 256 * 1024
 
 #: Parameters a check's ``evaluate`` may declare, bound by name from the row.
 PARAMETER_NAMES: tuple[str, ...] = (
@@ -42,14 +40,6 @@ PARAMETER_NAMES: tuple[str, ...] = (
     "model_input",
 )
 
-#: What each parameter holds, used in error messages and the generator's prompts.
-PARAMETER_DOCS: Mapping[str, str] = {
-    "model_output": "str: the output of the model under evaluation (always present)",
-    "scenario_input": "the input of the scenario (str, or JSON value); may be absent",
-    "scenario_result": "the expected result of the scenario (str, or JSON value); may be absent",
-    "metadata": "dict: free-form metadata of the row (empty dict when absent)",
-    "model_input": "str or None: the exact input sent to the model",
-}
 
 #: Parameters whose absence on a row makes the check ``skipped`` for that row.
 REQUIRABLE_PARAMETERS: tuple[str, ...] = ("scenario_input", "scenario_result")
@@ -69,37 +59,6 @@ class OutputType(StrEnum):
     INT = "int"
     FLOAT = "float"
 
-
-#: Return annotations naming a score type.
-ANNOTATION_OUTPUT_TYPES: Mapping[str, OutputType] = {
-    "bool": OutputType.BOOL,
-    "int": OutputType.INT,
-    "float": OutputType.FLOAT,
-}
-#: Return annotations that wrap a score without saying which type it is.
-WRAPPER_ANNOTATIONS: frozenset[str] = frozenset({"CheckResponse", "tuple", "Tuple"})
-#: Return annotations (last dotted part) that can never be a score.
-NON_SCORE_ANNOTATIONS: frozenset[str] = frozenset(
-    {
-        "str",
-        "bytes",
-        "bytearray",
-        "complex",
-        "list",
-        "List",
-        "set",
-        "Set",
-        "frozenset",
-        "FrozenSet",
-        "Sequence",
-        "Iterable",
-        "Iterator",
-        "Generator",
-        "Callable",
-        "NoReturn",
-        "Never",
-    }
-)
 
 #: Ints must fit a signed 64-bit integer (what databases and JSON consumers hold).
 INT_MIN = -(2**63)
@@ -171,71 +130,12 @@ RESTRICTED_IMPORT_ALLOWLIST: frozenset[str] = frozenset(
     }
 )
 
-#: Modules that import fine but cannot work in the sandbox (no network, no
-#: subprocesses): a ``standard`` check importing them gets a warning.
-SANDBOX_UNUSABLE_MODULES: Mapping[str, str] = {
-    "socket": "the sandbox has no network",
-    "ssl": "the sandbox has no network",
-    "http": "the sandbox has no network",
-    "urllib": "the sandbox has no network",
-    "requests": "the sandbox has no network",
-    "httpx": "the sandbox has no network",
-    "aiohttp": "the sandbox has no network",
-    "openai": "the sandbox has no network",
-    "ftplib": "the sandbox has no network",
-    "smtplib": "the sandbox has no network",
-    "subprocess": "the sandbox allows only a few processes and has no tools to run",
-    "multiprocessing": "the sandbox allows only a few processes",
-    "asyncio.subprocess": "the sandbox allows only a few processes and has no tools to run",
-}
-
-
-@dataclass(frozen=True)
-class SandboxPackage:
-    """A third-party package importable inside the sandbox image."""
-
-    import_name: str
-    debian_package: str | None  # installed from Debian when set
-    wheel: str | None = None  # otherwise downloaded on the host as a wheel
-
-
-#: Third-party packages the sandbox image provides (the image build reads this).
-SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
-    SandboxPackage("numpy", "python3-numpy"),
-    SandboxPackage("scipy", "python3-scipy"),
-    SandboxPackage("pandas", "python3-pandas"),
-    SandboxPackage("sklearn", "python3-sklearn"),
-    SandboxPackage("sympy", "python3-sympy"),
-    SandboxPackage("regex", "python3-regex"),
-    SandboxPackage("jsonschema", "python3-jsonschema"),
-    SandboxPackage("yaml", "python3-yaml"),
-    SandboxPackage("nltk", "python3-nltk"),
-    SandboxPackage("Levenshtein", "python3-levenshtein"),
-    SandboxPackage("RestrictedPython", None, wheel="RestrictedPython"),
-    SandboxPackage("rapidfuzz", None, wheel="rapidfuzz"),
-)
-
 
 def import_allowed(module: str, allowlist: Iterable[str] = RESTRICTED_IMPORT_ALLOWLIST) -> bool:
     """Whether ``module`` (dotted) is allowed: it, or one of its parents, is listed."""
     allowed = set(allowlist)
     parts = module.split(".")
     return any(".".join(parts[: i + 1]) in allowed for i in range(len(parts)))
-
-
-def unusable_reason(module: str) -> str | None:
-    """Why ``module`` cannot work in the sandbox, or None when it can."""
-    parts = module.split(".")
-    for i in range(len(parts), 0, -1):
-        reason = SANDBOX_UNUSABLE_MODULES.get(".".join(parts[:i]))
-        if reason is not None:
-            return reason
-    return None
-
-
-def requires_from_parameters(parameters: Sequence[str]) -> dict[str, bool]:
-    """``requires_scenario_input``/``requires_scenario_result`` implied by a signature."""
-    return {f"requires_{name}": name in parameters for name in REQUIRABLE_PARAMETERS}
 
 
 def missing_inputs(parameters: Sequence[str], row: Mapping[str, Any]) -> list[str]:
@@ -438,24 +338,6 @@ def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
 
 # --- Model checks (prompt templates judged by an LLM) -------------------------------------
 
-#: Placeholders a model check's prompt template may use; each is filled from the row.
-MODEL_CHECK_PLACEHOLDERS: tuple[str, ...] = PARAMETER_NAMES
-
-#: Legacy placeholder names (Okareo) accepted and rewritten to the current ones.
-LEGACY_PLACEHOLDERS: Mapping[str, str] = {
-    "generation": "model_output",
-    "input": "scenario_input",
-    "result": "scenario_result",
-}
-
-
-class ModelCheckType(StrEnum):
-    """What the judge of a model check answers."""
-
-    SCORE = "score"  # an integer score (1-5 unless the template says otherwise)
-    # pass or fail (a bool score); bandit B105: a check type name, not a password
-    PASS_FAIL = "pass_fail"  # nosec B105
-
 
 # --- Names a check file sees, imports it may make, parameters it may mistype -----------------
 
@@ -477,17 +359,6 @@ PRELUDE_TYPING_NAMES: tuple[str, ...] = ("Any", "Dict", "List", "Optional", "Tup
 def check_prelude() -> dict[str, Any]:
     """Names to bind in a check's module namespace before executing it."""
     return {name: getattr(typing, name) for name in PRELUDE_TYPING_NAMES}
-
-
-def sandbox_can_import(module: str) -> bool:
-    """Whether ``module`` (dotted) exists in the sandbox image: stdlib, a sandbox package,
-    or a check base module (and its parent package)."""
-    top = module.split(".", maxsplit=1)[0]
-    if top in sys.stdlib_module_names:
-        return True
-    if any(top == package.import_name for package in SANDBOX_PACKAGES):
-        return True
-    return any(base == module or base.startswith(module + ".") for base in CHECK_BASE_MODULES)
 
 
 #: Builtins a ``restricted`` check gets beyond RestrictedPython's ``safe_builtins``.
@@ -622,36 +493,6 @@ def denied_module(module: str) -> str | None:
         if reason is not None:
             return reason
     return None
-
-
-#: Names people (and LLMs) use for a contract parameter, mapped to the contract name.
-PARAMETER_SUGGESTIONS: Mapping[str, str] = {
-    **LEGACY_PLACEHOLDERS,
-    "output": "model_output",
-    "response": "model_output",
-    "completion": "model_output",
-    "prediction": "model_output",
-    "answer": "model_output",
-    "expected": "scenario_result",
-    "expected_output": "scenario_result",
-    "expected_result": "scenario_result",
-    "reference": "scenario_result",
-    "ground_truth": "scenario_result",
-    "target": "scenario_result",
-    "question": "scenario_input",
-    "context": "scenario_input",
-    "scenario": "scenario_input",
-    "prompt": "model_input",
-    "meta": "metadata",
-}
-
-
-def suggest_parameter(name: str) -> str | None:
-    """The contract parameter ``name`` was probably meant to be, or None."""
-    if name in PARAMETER_SUGGESTIONS:
-        return PARAMETER_SUGGESTIONS[name]
-    close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)
-    return close[0] if close else None
 
 
 def char_column(line: str, col_offset: int) -> int:

@@ -6,7 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.contract import ModelCheckType, Status
+from engine.check_rules import ModelCheckType
+from engine.contract import Status
 from engine.models import Row
 from engine.validation import ValidationReport
 

@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.contract import ModelCheckType, OutputType, Policy, Status
+from engine.check_rules import ModelCheckType
+from engine.contract import OutputType, Policy, Status
 from engine.errors import InvalidRequestError, LLMResponseError
 from engine.judging.model_check import run_model_check
 from engine.judging.templates import model_check_type, validate_template

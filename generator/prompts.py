@@ -13,22 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.check_rules import (
+    LEGACY_PLACEHOLDERS,
+    MODEL_CHECK_PLACEHOLDERS,
+    PARAMETER_DOCS,
+    SANDBOX_PACKAGES,
+    SANDBOX_UNUSABLE_MODULES,
+    ModelCheckType,
+)
 from engine.checks import CheckResponse
 from engine.contract import (
     CHECK_BASE_CLASSES,
     CHECK_BASE_MODULES,
     ENTRYPOINT_CLASS,
     ENTRYPOINT_FUNCTION,
-    LEGACY_PLACEHOLDERS,
-    MODEL_CHECK_PLACEHOLDERS,
-    PARAMETER_DOCS,
     PARAMETER_NAMES,
     REQUIRABLE_PARAMETERS,
     RESTRICTED_FORBIDDEN_BUILTINS,
     RESTRICTED_IMPORT_ALLOWLIST,
-    SANDBOX_PACKAGES,
-    SANDBOX_UNUSABLE_MODULES,
-    ModelCheckType,
     OutputType,
     Status,
     import_allowed,

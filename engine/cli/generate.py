@@ -16,7 +16,7 @@ from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 if TYPE_CHECKING:
-    from engine.contract import ModelCheckType
+    from engine.check_rules import ModelCheckType
 
 
 def _example(text: str, where: str) -> dict[str, Any]:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.contract import ModelCheckType, missing_inputs
+from engine.check_rules import ModelCheckType
+from engine.contract import missing_inputs
 from engine.errors import InvalidRequestError
 from engine.judging.execute import JudgeConfig, PromptSkip, judge_rows
 from engine.judging.templates import render_template, validate_template

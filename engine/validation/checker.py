@@ -6,7 +6,7 @@ import ast
 import warnings
 from collections.abc import Iterable, Sequence
 
-from engine import contract, restricted
+from engine import check_rules, contract, restricted
 from engine.contract import Policy
 from engine.validation.facts import (
     _AUGMENTED_ITEM_HINT,
@@ -28,11 +28,11 @@ class _Validation(_SignatureRules):
 
     def run(self) -> ValidationReport:
         size = len(self.source.encode("utf-8", "surrogatepass"))
-        if size > contract.MAX_SOURCE_BYTES:
+        if size > check_rules.MAX_SOURCE_BYTES:
             self.add(
                 "source-too-large",
                 f"the source is {size} bytes; a check may be at most "
-                f"{contract.MAX_SOURCE_BYTES} bytes (256 KiB): move data out of the file",
+                f"{check_rules.MAX_SOURCE_BYTES} bytes (256 KiB): move data out of the file",
             )
             return self.finish()
         with warnings.catch_warnings(record=True) as caught:
@@ -305,7 +305,7 @@ class _Validation(_SignatureRules):
                     self.add("forbidden-attribute", f"`{name}` is not available: {reason}", node)
             return
         for candidate in (module, *dotted):
-            reason = contract.unusable_reason(candidate)
+            reason = check_rules.unusable_reason(candidate)
             if reason is not None:
                 self.add(
                     "unusable-import",
@@ -313,8 +313,8 @@ class _Validation(_SignatureRules):
                     node,
                 )
                 return
-        if not contract.sandbox_can_import(module):
-            available = ", ".join(p.import_name for p in contract.SANDBOX_PACKAGES)
+        if not check_rules.sandbox_can_import(module):
+            available = ", ".join(p.import_name for p in check_rules.SANDBOX_PACKAGES)
             self.add(
                 "unavailable-import",
                 f"`{module}` is not installed in the sandbox, so the check fails to load unless "

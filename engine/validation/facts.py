@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from engine import contract
+from engine import check_rules, contract
 from engine.contract import OutputType
 
 
@@ -126,11 +126,11 @@ def _annotation_members(node: _Node) -> _Members:
     name = _final_name(node)
     if name is None:
         return _Members(opaque=True)
-    if name in contract.ANNOTATION_OUTPUT_TYPES:
-        return _Members(scores={contract.ANNOTATION_OUTPUT_TYPES[name]})
+    if name in check_rules.ANNOTATION_OUTPUT_TYPES:
+        return _Members(scores={check_rules.ANNOTATION_OUTPUT_TYPES[name]})
     if name == "None":
         return _Members(none=True)
-    if name in contract.NON_SCORE_ANNOTATIONS:
+    if name in check_rules.NON_SCORE_ANNOTATIONS:
         return _Members(bad=[(node, f"`{name}`")])
     return _Members(opaque=True)  # CheckResponse, tuple, dict, Any, a user's alias...
 
@@ -152,6 +152,6 @@ def _subscript_members(node: ast.Subscript) -> _Members:
         if first.bad or first.none or first.opaque:
             return _Members(bad=first.bad, opaque=not first.bad)
         return first
-    if base in contract.NON_SCORE_ANNOTATIONS:
+    if base in check_rules.NON_SCORE_ANNOTATIONS:
         return _Members(bad=[(node, f"`{ast.unparse(node)}`")])
     return _Members(opaque=True)

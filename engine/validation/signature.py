@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from engine import contract
+from engine import check_rules, contract
 from engine.contract import OutputType
 from engine.validation.base import _ValidationBase
 from engine.validation.facts import (
@@ -88,7 +88,7 @@ class _SignatureRules(_ValidationBase):
         self.requires(fn)
 
     def unknown_parameter(self, arg: ast.arg) -> None:
-        suggestion = contract.suggest_parameter(arg.arg)
+        suggestion = check_rules.suggest_parameter(arg.arg)
         hint = f" (did you mean `{suggestion}`?)" if suggestion else ""
         self.add(
             "unknown-parameter",

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from engine.contract import SANDBOX_PACKAGES
+from engine.check_rules import SANDBOX_PACKAGES
 from engine.sandbox.image import HASH_LABEL, build_image, host_version, image_status
 from engine.settings import Settings
 from tests.conftest import TEST_LABEL

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine import contract
+from engine import check_rules, contract
 from engine.checks import CheckResponse, CodeBasedCheck
 from engine.contract import (
     EntrypointError,
@@ -331,7 +331,7 @@ def test_missing_inputs(
 
 
 def test_requires_from_parameters() -> None:
-    assert contract.requires_from_parameters(("scenario_result",)) == {
+    assert check_rules.requires_from_parameters(("scenario_result",)) == {
         "requires_scenario_input": False,
         "requires_scenario_result": True,
     }
@@ -362,7 +362,7 @@ def test_import_allowed(module: str, allowed: bool) -> None:
     [("socket", "network"), ("urllib.request", "network"), ("subprocess", "process"), ("re", None)],
 )
 def test_unusable_reason(module: str, reason: str | None) -> None:
-    found = contract.unusable_reason(module)
+    found = check_rules.unusable_reason(module)
     assert (found is None) if reason is None else (found is not None and reason in found)
 
 
@@ -380,7 +380,7 @@ def test_unusable_reason(module: str, reason: str | None) -> None:
     ],
 )
 def test_sandbox_can_import(module: str, importable: bool) -> None:
-    assert contract.sandbox_can_import(module) is importable
+    assert check_rules.sandbox_can_import(module) is importable
 
 
 @pytest.mark.parametrize(
@@ -394,7 +394,7 @@ def test_sandbox_can_import(module: str, importable: bool) -> None:
     ],
 )
 def test_suggest_parameter(name: str, suggestion: str | None) -> None:
-    assert contract.suggest_parameter(name) == suggestion
+    assert check_rules.suggest_parameter(name) == suggestion
 
 
 @pytest.mark.parametrize(

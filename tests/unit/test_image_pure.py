@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.contract import SANDBOX_PACKAGES, SandboxPackage
+from engine.check_rules import SANDBOX_PACKAGES, SandboxPackage
 from engine.errors import SandboxError
 from engine.sandbox import image
 

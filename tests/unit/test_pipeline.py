@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 import pytest
 
+from engine.check_rules import requires_from_parameters
 from engine.contract import (
     OutputType,
     Status,
     check_prelude,
     coerce_score,
     import_allowed,
-    requires_from_parameters,
     resolve_entrypoint,
 )
 from engine.errors import InvalidRequestError, LLMUnavailableError

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from engine.check_rules import (
+    MODEL_CHECK_PLACEHOLDERS,
+    PARAMETER_DOCS,
+    SANDBOX_PACKAGES,
+    ModelCheckType,
+)
 from engine.contract import (
     ENTRYPOINT_CLASS,
     ENTRYPOINT_FUNCTION,
-    MODEL_CHECK_PLACEHOLDERS,
-    PARAMETER_DOCS,
     PARAMETER_NAMES,
     RESTRICTED_FORBIDDEN_BUILTINS,
-    SANDBOX_PACKAGES,
-    ModelCheckType,
     OutputType,
     Status,
     import_allowed,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine.contract import MAX_SOURCE_BYTES, OutputType, Policy
+from engine.check_rules import MAX_SOURCE_BYTES
+from engine.contract import OutputType, Policy
 from engine.validation import ISSUE_CODES, DeclaredCheck, ValidationReport, validate
 
 BOTH = ("standard", "restricted")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.catalog import NAME_PATTERN, CheckSpec
-from engine.contract import ModelCheckType
+from engine.check_rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.models import Row
 from engine.storage import RunStatus, StoredResult

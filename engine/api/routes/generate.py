@@ -16,7 +16,8 @@ from engine.api.deps import LLMDep, PrincipalDep, ServicesDep
 from engine.api.problems import responses
 from engine.api.services import Services
 from engine.auth import Principal
-from engine.contract import MAX_SOURCE_BYTES, OutputType
+from engine.check_rules import MAX_SOURCE_BYTES
+from engine.contract import OutputType
 from engine.llm import LLMClient
 from engine.storage.llm_cache import scoped_llm
 from generator.models import Example, GenerationResult

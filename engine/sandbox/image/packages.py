@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from engine.contract import SANDBOX_PACKAGES, SandboxPackage
+from engine.check_rules import SANDBOX_PACKAGES, SandboxPackage
 from engine.sandbox.image.constants import (
     BASE_DEBIAN_PACKAGES,
     BASE_REPOSITORY,

@@ -1,0 +1,188 @@
+"""The host's half of the check contract: what helps people write checks.
+
+:mod:`engine.contract` is copied into the sandbox image and holds what the harness
+needs to run a check; this module holds what only the host uses (the validator,
+the generator's prompts, the image build): parameter docs and suggestions, the
+annotations a score may carry, the packages the image provides and the modules
+that cannot work there, model-check templates, and the size cap of a check file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from engine.contract import CHECK_BASE_MODULES, PARAMETER_NAMES, REQUIRABLE_PARAMETERS, OutputType
+
+#: Largest accepted check source, in bytes (UTF-8).
+MAX_SOURCE_BYTES = 256 * 1024
+
+
+#: What each parameter holds, used in error messages and the generator's prompts.
+PARAMETER_DOCS: Mapping[str, str] = {
+    "model_output": "str: the output of the model under evaluation (always present)",
+    "scenario_input": "the input of the scenario (str, or JSON value); may be absent",
+    "scenario_result": "the expected result of the scenario (str, or JSON value); may be absent",
+    "metadata": "dict: free-form metadata of the row (empty dict when absent)",
+    "model_input": "str or None: the exact input sent to the model",
+}
+
+
+#: Return annotations naming a score type.
+ANNOTATION_OUTPUT_TYPES: Mapping[str, OutputType] = {
+    "bool": OutputType.BOOL,
+    "int": OutputType.INT,
+    "float": OutputType.FLOAT,
+}
+
+
+#: Return annotations that wrap a score without saying which type it is.
+WRAPPER_ANNOTATIONS: frozenset[str] = frozenset({"CheckResponse", "tuple", "Tuple"})
+
+
+#: Return annotations (last dotted part) that can never be a score.
+NON_SCORE_ANNOTATIONS: frozenset[str] = frozenset(
+    {
+        "str",
+        "bytes",
+        "bytearray",
+        "complex",
+        "list",
+        "List",
+        "set",
+        "Set",
+        "frozenset",
+        "FrozenSet",
+        "Sequence",
+        "Iterable",
+        "Iterator",
+        "Generator",
+        "Callable",
+        "NoReturn",
+        "Never",
+    }
+)
+
+
+#: Modules that import fine but cannot work in the sandbox (no network, no
+#: subprocesses): a ``standard`` check importing them gets a warning.
+SANDBOX_UNUSABLE_MODULES: Mapping[str, str] = {
+    "socket": "the sandbox has no network",
+    "ssl": "the sandbox has no network",
+    "http": "the sandbox has no network",
+    "urllib": "the sandbox has no network",
+    "requests": "the sandbox has no network",
+    "httpx": "the sandbox has no network",
+    "aiohttp": "the sandbox has no network",
+    "openai": "the sandbox has no network",
+    "ftplib": "the sandbox has no network",
+    "smtplib": "the sandbox has no network",
+    "subprocess": "the sandbox allows only a few processes and has no tools to run",
+    "multiprocessing": "the sandbox allows only a few processes",
+    "asyncio.subprocess": "the sandbox allows only a few processes and has no tools to run",
+}
+
+
+@dataclass(frozen=True)
+class SandboxPackage:
+    """A third-party package importable inside the sandbox image."""
+
+    import_name: str
+    debian_package: str | None  # installed from Debian when set
+    wheel: str | None = None  # otherwise downloaded on the host as a wheel
+
+
+#: Third-party packages the sandbox image provides (the image build reads this).
+SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
+    SandboxPackage("numpy", "python3-numpy"),
+    SandboxPackage("scipy", "python3-scipy"),
+    SandboxPackage("pandas", "python3-pandas"),
+    SandboxPackage("sklearn", "python3-sklearn"),
+    SandboxPackage("sympy", "python3-sympy"),
+    SandboxPackage("regex", "python3-regex"),
+    SandboxPackage("jsonschema", "python3-jsonschema"),
+    SandboxPackage("yaml", "python3-yaml"),
+    SandboxPackage("nltk", "python3-nltk"),
+    SandboxPackage("Levenshtein", "python3-levenshtein"),
+    SandboxPackage("RestrictedPython", None, wheel="RestrictedPython"),
+    SandboxPackage("rapidfuzz", None, wheel="rapidfuzz"),
+)
+
+
+def unusable_reason(module: str) -> str | None:
+    """Why ``module`` cannot work in the sandbox, or None when it can."""
+    parts = module.split(".")
+    for i in range(len(parts), 0, -1):
+        reason = SANDBOX_UNUSABLE_MODULES.get(".".join(parts[:i]))
+        if reason is not None:
+            return reason
+    return None
+
+
+def requires_from_parameters(parameters: Sequence[str]) -> dict[str, bool]:
+    """``requires_scenario_input``/``requires_scenario_result`` implied by a signature."""
+    return {f"requires_{name}": name in parameters for name in REQUIRABLE_PARAMETERS}
+
+
+#: Placeholders a model check's prompt template may use; each is filled from the row.
+MODEL_CHECK_PLACEHOLDERS: tuple[str, ...] = PARAMETER_NAMES
+
+
+#: Legacy placeholder names (Okareo) accepted and rewritten to the current ones.
+LEGACY_PLACEHOLDERS: Mapping[str, str] = {
+    "generation": "model_output",
+    "input": "scenario_input",
+    "result": "scenario_result",
+}
+
+
+class ModelCheckType(StrEnum):
+    """What the judge of a model check answers."""
+
+    SCORE = "score"  # an integer score (1-5 unless the template says otherwise)
+    # pass or fail (a bool score); bandit B105: a check type name, not a password
+    PASS_FAIL = "pass_fail"  # nosec B105
+
+
+def sandbox_can_import(module: str) -> bool:
+    """Whether ``module`` (dotted) exists in the sandbox image: stdlib, a sandbox package,
+    or a check base module (and its parent package)."""
+    top = module.split(".", maxsplit=1)[0]
+    if top in sys.stdlib_module_names:
+        return True
+    if any(top == package.import_name for package in SANDBOX_PACKAGES):
+        return True
+    return any(base == module or base.startswith(module + ".") for base in CHECK_BASE_MODULES)
+
+
+#: Names people (and LLMs) use for a contract parameter, mapped to the contract name.
+PARAMETER_SUGGESTIONS: Mapping[str, str] = {
+    **LEGACY_PLACEHOLDERS,
+    "output": "model_output",
+    "response": "model_output",
+    "completion": "model_output",
+    "prediction": "model_output",
+    "answer": "model_output",
+    "expected": "scenario_result",
+    "expected_output": "scenario_result",
+    "expected_result": "scenario_result",
+    "reference": "scenario_result",
+    "ground_truth": "scenario_result",
+    "target": "scenario_result",
+    "question": "scenario_input",
+    "context": "scenario_input",
+    "scenario": "scenario_input",
+    "prompt": "model_input",
+    "meta": "metadata",
+}
+
+
+def suggest_parameter(name: str) -> str | None:
+    """The contract parameter ``name`` was probably meant to be, or None."""
+    if name in PARAMETER_SUGGESTIONS:
+        return PARAMETER_SUGGESTIONS[name]
+    close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)
+    return close[0] if close else None

@@ -12,8 +12,9 @@ also tagged ``Settings.image`` and ``scorebox-sandbox:latest``:
 4. when the hashed tag exists nothing is built; otherwise ``docker build`` runs, with
    no network when the base already holds every package.
 
-It drives the ``docker`` CLI through subprocess, so ``engine.sandbox.docker_backend`` and ``containers``
-stay the only modules that import ``docker``. The package lists, apt source parsing
+It drives the ``docker`` CLI through subprocess, so ``engine.sandbox.docker_backend``
+and ``containers`` stay the only modules that import ``docker``. The package lists,
+apt source parsing
 and context hashing are plain functions of their arguments.
 """
 

@@ -14,8 +14,7 @@ also tagged ``Settings.image`` and ``scorebox-sandbox:latest``:
 
 It drives the ``docker`` CLI through subprocess, so ``engine.sandbox.docker_backend``
 and ``containers`` stay the only modules that import ``docker``. The package lists,
-apt source parsing
-and context hashing are plain functions of their arguments.
+apt source parsing and context hashing are plain functions of their arguments.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def failure_message(records: Sequence[Mapping[str, Any]], gates: Gates) -> str |
 def _score(
     refs: Sequence[str | Mapping[str, Any]], rows: list[dict[str, Any]], no_cache: bool
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from engine.cli.run import run_local  # noqa: PLC0415 (the CLI's own local path)
+    from engine.cli.run_local import run_local  # noqa: PLC0415 (the CLI's own local path)
 
     try:
         refs_list = [r if isinstance(r, str) else dict(r) for r in refs]

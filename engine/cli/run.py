@@ -1,8 +1,12 @@
-"""``scorebox run``: score a JSONL/CSV dataset, on a server or locally in the sandbox."""
+"""``scorebox run``: score a JSONL/CSV dataset, on a server or locally in the sandbox.
+
+The run command and following a run on a server live here; scoring without a server
+is ``run_local``, the ``run list | show | results | cancel | compare`` subcommands
+(and the summary table) are ``run_manage``.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
@@ -14,6 +18,16 @@ import click
 
 from engine.cli.data import parse_map, read_rows
 from engine.cli.remote import Remote, server_options
+from engine.cli.run_local import BUILTIN_PREFIX, local_llm, run_local
+from engine.cli.run_manage import (
+    remote_results,
+    render_summary,
+    run_cancel,
+    run_compare,
+    run_list,
+    run_results,
+    run_show,
+)
 from engine.cli.suite import find_suite, suite_checks, suite_data
 from engine.export import (
     DEFAULT_FAIL_ON,
@@ -23,127 +37,21 @@ from engine.export import (
     Gates,
     evaluate,
     parse_thresholds,
-    record,
     write_records,
 )
 
-BUILTIN_PREFIX = "builtin:"
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3g}"
-    return str(value)
-
-
-def render_summary(summary: Sequence[Mapping[str, Any]], title: str = "summary") -> None:
-    """Print a per-check summary table."""
-    from rich.console import Console  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from rich.table import Table  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=120)
-    table = Table(title=title)
-    for column in (
-        "check",
-        "kind",
-        "rows",
-        "ok",
-        "other",
-        "mean",
-        "min",
-        "p50",
-        "max",
-        "pass rate",
-    ):
-        table.add_column(
-            column, justify="left" if column in ("check", "kind", "other") else "right"
-        )
-    for s in summary:
-        counts = dict(s.get("counts") or {})
-        ok = counts.pop("ok", 0)
-        ref = s["check"] if s.get("version") is None else f"{s['check']}@{s['version']}"
-        rate = s.get("pass_rate")
-        table.add_row(
-            ref,
-            str(s.get("kind", "")),
-            str(ok + sum(counts.values())),
-            str(ok),
-            ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "-",
-            _fmt(s.get("mean")),
-            _fmt(s.get("min")),
-            _fmt(s.get("p50")),
-            _fmt(s.get("max")),
-            "-" if rate is None else f"{rate:.1%}",
-        )
-    console.print(table)
-
-
-def _parse_ref(ref: str) -> str | dict[str, Any]:
-    if not ref.strip().startswith("{"):
-        return ref
-    try:
-        value = json.loads(ref)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"{ref!r} is not JSON: {exc.msg}", param_hint="--check") from exc
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        raise click.BadParameter(
-            f"{ref!r}: a JSON check is an object with a name, e.g. "
-            '\'{"name": "regex_match", "params": {"pattern": "Paris"}}\'',
-            param_hint="--check",
-        )
-    return value
-
-
-def parse_params(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``--param CHECK.KEY=VALUE`` (VALUE is JSON when it parses, else a string)."""
-    out: dict[str, dict[str, Any]] = {}
-    for pair in pairs:
-        target, sep, raw = pair.partition("=")
-        check, dot, key = target.rpartition(".")
-        if not sep or not dot or not check or not key:
-            raise click.BadParameter(
-                f"{pair!r}: expected CHECK.KEY=VALUE, e.g. regex_match.pattern=Paris",
-                param_hint="--param",
-            )
-        try:
-            value: Any = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        out.setdefault(check, {})[key] = value
-    return out
-
-
-def check_refs(
-    checks: Sequence[str], params: Mapping[str, Mapping[str, Any]]
-) -> list[str | dict[str, Any]]:
-    """The run's check references: names, JSON objects, with ``--param`` merged in."""
-    refs: list[str | dict[str, Any]] = []
-    used: set[str] = set()
-    for raw in checks:
-        ref = _parse_ref(raw)
-        name = ref if isinstance(ref, str) else str(ref["name"])
-        extra = params.get(name) or params.get(name.removeprefix(BUILTIN_PREFIX))
-        if extra:
-            used.update({name, name.removeprefix(BUILTIN_PREFIX)})
-            base: dict[str, Any] = {"name": ref} if isinstance(ref, str) else dict(ref)
-            given: dict[str, Any] = dict(base.get("params") or {})
-            base["params"] = {**given, **extra}
-            ref = base
-        refs.append(ref)
-    unknown = sorted(set(params) - used)
-    if unknown:
-        raise click.BadParameter(
-            f"--param names check(s) not in the run: {', '.join(unknown)}", param_hint="--param"
-        )
-    return refs
-
-
-def _ref_name(ref: str | Mapping[str, Any]) -> str:
-    return ref if isinstance(ref, str) else str(ref["name"])
+# re-exported: engine.demo, engine.testing and callers of the CLI's own paths import them here
+__all__ = [
+    "BUILTIN_PREFIX",
+    "check_refs",
+    "local_llm",
+    "parse_params",
+    "remote_results",
+    "render_summary",
+    "run",
+    "run_local",
+    "run_remote",
+]
 
 
 def _interrupted(remote: Remote, run_id: str) -> None:
@@ -214,126 +122,64 @@ def run_remote(
     return dict(run)
 
 
-def remote_results(
-    remote: Remote, run_id: str, rows: Sequence[Mapping[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """Every result of a run as flat records (inputs joined when ``rows`` are known)."""
-    response = remote.request(
-        "GET", f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
-    )
-    out: list[dict[str, Any]] = []
-    for line in response.text.splitlines():
-        if line.strip():
-            item = json.loads(line)
-            index = int(item["row_index"])
-            row = rows[index] if rows is not None and index < len(rows) else None
-            out.append(record(index, item, row))
+def _parse_ref(ref: str) -> str | dict[str, Any]:
+    if not ref.strip().startswith("{"):
+        return ref
+    try:
+        value = json.loads(ref)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"{ref!r} is not JSON: {exc.msg}", param_hint="--check") from exc
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        raise click.BadParameter(
+            f"{ref!r}: a JSON check is an object with a name, e.g. "
+            '\'{"name": "regex_match", "params": {"pattern": "Paris"}}\'',
+            param_hint="--check",
+        )
+    return value
+
+
+def parse_params(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``--param CHECK.KEY=VALUE`` (VALUE is JSON when it parses, else a string)."""
+    out: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        target, sep, raw = pair.partition("=")
+        check, dot, key = target.rpartition(".")
+        if not sep or not dot or not check or not key:
+            raise click.BadParameter(
+                f"{pair!r}: expected CHECK.KEY=VALUE, e.g. regex_match.pattern=Paris",
+                param_hint="--param",
+            )
+        try:
+            value: Any = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        out.setdefault(check, {})[key] = value
     return out
 
 
-def local_llm(no_cache: bool) -> Any:
-    """The configured LLM client for local judges (None when none is configured), with a
-    judge cache under the data dir unless ``no_cache``."""
-    from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-
-    settings = Settings()
-    if settings.llm_base_url is None and settings.llm_api_key is None:
-        return None
-    from engine.cli.judge_cache import DiskResponseCache  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
-
-    cache = None if no_cache else DiskResponseCache(settings.data_dir / "judge-cache")
-    return create_llm_client(settings, cache=cache)
-
-
-def run_local(
-    checks: Sequence[str | dict[str, Any]],
-    rows: list[dict[str, Any]],
-    progress: bool,
-    no_cache: bool = False,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Score locally: each check is a .py file (sandboxed) or a built-in name (with params).
-
-    Returns (per-check summaries, per-row records).
-    """
-    from rich.progress import BarColumn, Progress, TextColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-
-    from engine.builtins import build_builtins  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.runner import CodeCheck, SandboxRunner, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.validation import validate  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-
-    settings = Settings()
-    llm = local_llm(no_cache)
-    builtins = build_builtins(llm)
-    row_list = as_rows(rows)
-    summaries: list[dict[str, Any]] = []
-    records: list[dict[str, Any]] = []
-    stack = contextlib.ExitStack()
-    engine: Any = None
-    try:
-        with (
-            stack,
-            Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.completed}/{task.total}"),
-                disable=not progress,
-                transient=True,
-            ) as bar,
-        ):
-            for ref in checks:
-                name = _ref_name(ref)
-                params: dict[str, Any] = (
-                    {} if isinstance(ref, str) else dict(ref.get("params") or {})
-                )
-                task = bar.add_task(name, total=len(row_list))
-
-                def tick(_index: int, _result: Any, task: Any = task) -> None:
-                    bar.advance(task)
-
-                path = Path(name)
-                bare = name.removeprefix(BUILTIN_PREFIX)
-                if not name.startswith(BUILTIN_PREFIX) and path.suffix == ".py" and path.exists():
-                    source = path.read_text(encoding="utf-8")
-                    report = validate(source, Policy.STANDARD)
-                    if not report.valid:
-                        problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
-                        raise click.ClickException(f"{path} is not a valid check: {problems}")
-                    code = CodeCheck(
-                        source=source, name=path.stem, output_type=report.output_data_type
-                    )
-                    if engine is None:  # the sandbox only when a .py check needs it
-                        engine = stack.enter_context(
-                            SandboxRunner(settings.model_copy(update={"pool_size": 0}))
-                        )
-                    results = engine.run_check(code, row_list, on_result=tick)
-                    summaries.append(summarize(results, path.stem).model_dump())
-                elif bare in builtins:
-                    builtin = builtins[bare]
-                    try:
-                        builtin.validate_params(params)
-                        results = builtin.score(row_list, params)
-                    except InvalidRequestError as exc:
-                        raise click.ClickException(f"{bare}: {exc}") from exc
-                    bar.update(task, completed=len(row_list))
-                    summaries.append(summarize(results, bare, kind=builtin.kind).model_dump())
-                else:
-                    raise click.ClickException(
-                        f"{name!r} is neither a .py file nor a built-in: without --server, "
-                        "name check files or built-ins (`scorebox judge list` and "
-                        "docs/checks.md list them); with --server, name checks pushed there"
-                    )
-                records.extend(
-                    record(i, r.model_dump(mode="json"), rows[i]) for i, r in enumerate(results)
-                )
-    finally:
-        if llm is not None:
-            llm.close()
-    return summaries, records
+def check_refs(
+    checks: Sequence[str], params: Mapping[str, Mapping[str, Any]]
+) -> list[str | dict[str, Any]]:
+    """The run's check references: names, JSON objects, with ``--param`` merged in."""
+    refs: list[str | dict[str, Any]] = []
+    used: set[str] = set()
+    for raw in checks:
+        ref = _parse_ref(raw)
+        name = ref if isinstance(ref, str) else str(ref["name"])
+        extra = params.get(name) or params.get(name.removeprefix(BUILTIN_PREFIX))
+        if extra:
+            used.update({name, name.removeprefix(BUILTIN_PREFIX)})
+            base: dict[str, Any] = {"name": ref} if isinstance(ref, str) else dict(ref)
+            given: dict[str, Any] = dict(base.get("params") or {})
+            base["params"] = {**given, **extra}
+            ref = base
+        refs.append(ref)
+    unknown = sorted(set(params) - used)
+    if unknown:
+        raise click.BadParameter(
+            f"--param names check(s) not in the run: {', '.join(unknown)}", param_hint="--param"
+        )
+    return refs
 
 
 def _finish(
@@ -531,143 +377,5 @@ def run(
     _finish(records, outputs, f"scorebox run: {data.name}", gates)
 
 
-@run.command("list")
-@click.option("--status", default=None, help="Only runs with this status.")
-@click.option(
-    "--label", "label", default=None, metavar="KEY=VALUE", help="Only runs with this label."
-)
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 500))
-@click.option("--offset", default=0, type=click.IntRange(min=0))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@server_options
-def run_list(
-    status: str | None,
-    label: str | None,
-    limit: int,
-    offset: int,
-    as_json: bool,
-    server: str | None,
-    api_key: str | None,
-) -> None:
-    """List recent runs on the server."""
-    query: dict[str, Any] = {"limit": limit, "offset": offset}
-    if status:
-        query["status"] = status
-    if label:
-        query["label"] = label
-    found = Remote(server, api_key).json("GET", "/v1/runs", params=query)["runs"]
-    if as_json:
-        click.echo(json.dumps(found, indent=2))
-        return
-    for r in found:
-        labels = ",".join(f"{k}={v}" for k, v in (r.get("labels") or {}).items())
-        click.echo(
-            f"{r['id']}  {r['status']:<10} {r['progress']['done']}/{r['progress']['total']}  "
-            f"{r.get('created_at', '')}  {labels}"
-        )
-
-
-@run.command("show")
-@click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the run document as JSON.")
-@server_options
-def run_show(run_id: str, as_json: bool, server: str | None, api_key: str | None) -> None:
-    """A run's status, progress and per-check summary."""
-    doc = Remote(server, api_key).json("GET", f"/v1/runs/{run_id}")
-    if as_json:
-        click.echo(json.dumps(doc, indent=2))
-        return
-    progress = doc["progress"]
-    render_summary(
-        doc.get("summary") or [],
-        f"run {doc['id']}: {doc['status']} ({progress['done']}/{progress['total']})",
-    )
-
-
-@run.command("results")
-@click.argument("run_id")
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write to a .jsonl, .csv, .tsv or .html file (default: JSONL on stdout).",
-)
-@server_options
-def run_results(run_id: str, output: Path | None, server: str | None, api_key: str | None) -> None:
-    """Every row x check result of a run."""
-    records = remote_results(Remote(server, api_key), run_id)
-    if output is None:
-        for r in records:
-            click.echo(json.dumps(r, ensure_ascii=False))
-        return
-    write_records(output, records, f"scorebox run {run_id}")
-    click.echo(f"wrote {output}", err=True)
-
-
-@run.command("cancel")
-@click.argument("run_id")
-@server_options
-def run_cancel(run_id: str, server: str | None, api_key: str | None) -> None:
-    """Cancel a run (rows already scored are kept)."""
-    doc = Remote(server, api_key).json("POST", f"/v1/runs/{run_id}/cancel")
-    click.echo(f"run {doc['id']}: {doc['status']}")
-
-
-def _interval(value: Mapping[str, Any] | None, scale: float = 1.0) -> str:
-    if value is None:
-        return "-"
-    verdict = "significant" if value["significant"] else "not significant"
-    return (
-        f"{value['delta'] * scale:+.3f} [{value['low'] * scale:+.3f}, "
-        f"{value['high'] * scale:+.3f}] {verdict}"
-    )
-
-
-def _regressed(check: Mapping[str, Any]) -> bool:
-    return any(
-        (d := check.get(name)) is not None and d["significant"] and d["delta"] < 0
-        for name in ("mean_delta", "pass_rate_delta")
-    )
-
-
-@run.command("compare")
-@click.argument("run_a")
-@click.argument("run_b")
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option(
-    "--fail-on-regression",
-    is_flag=True,
-    help="Exit 3 when a check's mean or pass rate dropped significantly (95% CI below 0).",
-)
-@server_options
-def run_compare(
-    run_a: str,
-    run_b: str,
-    as_json: bool,
-    fail_on_regression: bool,
-    server: str | None,
-    api_key: str | None,
-) -> None:
-    """Compare run B with baseline A: deltas with a 95% paired-bootstrap CI, changed rows."""
-    doc = Remote(server, api_key).json("GET", f"/v1/runs/{run_a}/compare/{run_b}")
-    if as_json:
-        click.echo(json.dumps(doc, indent=2))
-    else:
-        click.echo(
-            f"{doc['matched']} rows matched by {doc['matched_by']} "
-            f"({doc['only_a']} only in A, {doc['only_b']} only in B); deltas are B - A"
-        )
-        for c in doc["checks"]:
-            click.echo(f"{c['check']}: mean {_interval(c['mean_delta'])}")
-            if c["pass_rate_delta"] is not None:
-                click.echo(f"{' ' * len(c['check'])}  pass rate {_interval(c['pass_rate_delta'])}")
-            for r in c["changed"][:20]:
-                click.echo(
-                    f"    {r['key']}: {r['kind']} ({r['status_a']} {r['score_a']} -> "
-                    f"{r['status_b']} {r['score_b']})"
-                )
-            if c["changed_total"] > 20:
-                click.echo(f"    ... {c['changed_total'] - 20} more changed rows")
-    if fail_on_regression and any(_regressed(c) for c in doc["checks"]):
-        sys.exit(3)
+for _command in (run_list, run_show, run_results, run_cancel, run_compare):
+    run.add_command(_command)

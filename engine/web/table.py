@@ -53,6 +53,22 @@ class TableRow:
     explanation: str | None
     error: str | None
 
+    def export_record(self) -> dict[str, Any]:
+        """The row as the page's CSV and JSONL export write it: ``EXPORT_FIELDS``, in order."""
+        return {
+            "row_index": self.row_index,
+            "row_id": self.row_id,
+            "status": self.status,
+            "score": self.score,
+            "explanation": self.explanation,
+            "error": self.error,
+            "model_output": self.model_output,
+        }
+
+
+#: The export's columns, in order (the CSV header; the keys of ``TableRow.export_record``).
+EXPORT_FIELDS = ("row_index", "row_id", "status", "score", "explanation", "error", "model_output")
+
 
 @dataclass(frozen=True)
 class TablePage:

@@ -102,6 +102,28 @@ def test_dashboard_pages_render_for_the_owner_and_404_for_others(api: Api) -> No
     assert api.client.get(f"/ui/compare?a={run_a}&b={run_b}").status_code == 404
 
 
+def test_row_export_writes_the_same_columns_in_csv_and_jsonl(api: Api) -> None:
+    import csv
+    import json
+
+    a = api.tenant("a")
+    _, run_b = _two_runs(api, a)
+    _sign_in(api, a)
+    columns = ["row_index", "row_id", "status", "score", "explanation", "error", "model_output"]
+    jsonl = api.client.get(f"/ui/runs/{run_b}/export.jsonl?status=ok&max=0")
+    assert jsonl.headers["content-disposition"] == f'attachment; filename="{run_b}.jsonl"'
+    records = [json.loads(line) for line in jsonl.text.splitlines()]
+    assert len(records) == 20 and all(list(r) == columns for r in records)
+    first = records[0]
+    assert (first["row_index"], first["row_id"], first["status"]) == (20, "q20", "ok")
+    assert (first["score"], first["model_output"]) == (False, "no")
+    exported = api.client.get(f"/ui/runs/{run_b}/export.csv?status=ok&max=0")
+    assert exported.headers["content-type"].startswith("text/csv")
+    header, *rows = list(csv.reader(exported.text.splitlines()))
+    assert header == columns and len(rows) == 20
+    assert [rows[0][0], rows[0][1], rows[0][2], rows[0][-1]] == ["20", "q20", "ok", "no"]
+
+
 def test_row_table_keyset_pages_cover_every_row_once_in_each_sort(api: Api) -> None:
     from engine.web import table
 

@@ -216,6 +216,8 @@ def test_health_page_lists_the_workers_doctor_sees_when_distributed(
     services.settings = services.settings.model_copy(update={"broker_url": "redis://127.0.0.1:9/0"})
     monkeypatch.setattr(services.runs, "workers", lambda: workers_seen(_Celery()))
     page = api.client.get("/ui/health").text
+    assert "<title>Health · scorebox</title>" in page
+    assert page.count('aria-label="workers"') == 1  # in the page, not also in its <title>
     table = page[page.index('aria-label="workers"') :]
     assert "<td>w1@host</td><td>thread</td><td>4</td>" in table
     assert "check-workers: 1, default: 2" in table and "<td>3</td>" in table

@@ -5,7 +5,8 @@ Every page is one indexed range scan: the cursor is the last row's
 of a 1,000,000-row run costs what page 1 costs (migration 0005 adds the
 ``(run_id, check_index, status, row_index)`` and ``(run_id, check_index,
 score_num, row_index)`` indexes the filters and sorts use). A text search
-(``LIKE`` over explanations, errors and captured output) has no index: it reads
+(a case-insensitive substring of the model output, explanation, error or
+captured output; ``%`` and ``_`` match themselves) has no index: it reads
 at most ``SEARCH_WINDOW`` results per page, so a rare match costs a few pages
 of "searched on", never one page that reads a million rows.
 """
@@ -79,11 +80,12 @@ class TablePage:
 
 
 def _text(columns: Any, text: str) -> ColumnElement[bool]:
-    pattern = f"%{text}%"
+    """Where ``text`` occurs in a result's text or its row's model output (joined on the row)."""
     return or_(
-        columns.explanation.like(pattern),
-        columns.error.like(pattern),
-        columns.output.like(pattern),
+        columns.explanation.icontains(text, autoescape=True),
+        columns.error.icontains(text, autoescape=True),
+        columns.output.icontains(text, autoescape=True),
+        RunInputRow.data["model_output"].as_string().icontains(text, autoescape=True),
     )
 
 
@@ -157,7 +159,16 @@ def _results(
             "score_asc": [found.score_num.asc(), found.row_index],
             "score_desc": [found.score_num.desc(), found.row_index],
         }
-        query = select(found).where(_text(found, f.text)).order_by(*orders[f.sort]).limit(limit)
+        query = (
+            select(found)
+            .outerjoin(
+                RunInputRow,
+                and_(RunInputRow.run_id == found.run_id, RunInputRow.row_index == found.row_index),
+            )
+            .where(_text(found, f.text))
+            .order_by(*orders[f.sort])
+            .limit(limit)
+        )
         rows = list(s.scalars(query))
         s.expunge_all()
         last = s.execute(

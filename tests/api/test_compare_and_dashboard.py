@@ -323,3 +323,48 @@ def test_text_search_reads_a_window_per_page_and_still_finds_every_match(
         assert searched >= 3, sort  # the long stretches without a match were paged through
         if sort == "score_desc":
             assert found == sorted(needles, reverse=True)
+
+
+def test_text_search_looks_at_the_model_output_ignores_case_and_takes_wildcards_literally(
+    api: Api,
+) -> None:
+    from engine.contract import Status
+    from engine.models import RowResult
+    from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
+    from engine.web import table
+
+    tenant = api.store.create_tenant("search-fields")
+    outputs = ["The Paris answer", "berlin", "100% sure", "1000 sure", "Zürich", "a_b", "axb"]
+    run = Run(
+        new_id("run"),
+        tenant.id,
+        RunStatus.SUCCEEDED,
+        [RunCheck("code", "c", 1, "chk")],
+        None,
+        {},
+        len(outputs),
+        None,
+        utcnow(),
+        None,
+        None,
+    )
+    api.store.create_run(run, ({"model_output": o} for o in outputs), None)
+    api.store.save_results(
+        run.id,
+        [
+            (0, i, RowResult(status=Status.OK, score=1.0, explanation="fine"))
+            for i in range(len(outputs))
+        ],
+    )
+
+    def found(text: str) -> list[int]:
+        page = table.read_page(api.store.engine, run.id, table.TableFilter(text=text))
+        return [r.row_index for r in page.rows]
+
+    assert found("paris") == [0]  # only in the model output, and in another case
+    assert found("BERLIN") == [1]
+    assert found("0%") == [2]  # '%' is a character, not "anything"
+    assert found("a_b") == [5]  # '_' is a character, not "any one"
+    assert found("zürich") == [4]
+    assert found("fine") == list(range(len(outputs)))  # the explanation still counts
+    assert found("absent") == []

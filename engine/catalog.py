@@ -308,6 +308,14 @@ def shadow_warning(name: str) -> Issue:
     )
 
 
+def save_warnings(outcome: SaveOutcome, builtins: Builtins) -> list[Issue]:
+    """What a save answers besides the check: its non-error issues, then ``shadows-builtin``."""
+    warnings = [i for i in outcome.report.issues if i.severity != "error"]
+    if outcome.check.name in builtins:
+        warnings.append(shadow_warning(outcome.check.name))
+    return warnings
+
+
 def resolve(
     store: Store, tenant_id: str, ref: str | CheckRef | dict[str, Any], builtins: Builtins
 ) -> ResolvedCheck:

@@ -340,3 +340,45 @@ def test_a_test_run_of_builtins_is_a_scorebox_run(api: Api) -> None:
     bearer_b = {"Authorization": f"Bearer {other['api-key']}"}
     run_id = run["app_link"].rsplit("/", 1)[1]
     assert api.client.get(f"/v1/runs/{run_id}", headers=bearer_b).status_code == 404
+
+
+def test_a_name_that_shadows_a_builtin_says_so_in_warning(api: Api) -> None:
+    """/v1 answers a `shadows-builtin` warning; /v0 carries it in Okareo's `warning`."""
+    h = _key(api)
+    shadowing = _save(api, h, "is_json")
+    assert "'is_json' shadows the built-in is_json" in shadowing["warning"]
+    assert "builtin:is_json" in shadowing["warning"]
+    again = _save(api, h, "is_json")  # unchanged: the warning still holds
+    assert again["version"] == 1 and "shadows the built-in" in again["warning"]
+    assert _save(api, h, "a name of its own")["warning"] is None
+
+
+def test_a_builtin_id_reaches_the_builtin_even_when_a_check_shadows_it(api: Api) -> None:
+    h = _key(api)
+    _save(api, h, "is_json")  # the tenant's own is_json: len(model_output) > 3
+    listed = api.client.get("/v0/checks", headers=h).json()
+    (builtin,) = [c for c in listed if c["name"] == "is_json" and c["is_predefined"]]
+    model = api.client.post("/v0/register_model", headers=h, json={"name": "m"}).json()
+    scenario = api.client.post(
+        "/v0/scenario_sets", headers=h, json={"name": "s", "seed_data": [{"input": "q"}]}
+    ).json()
+    (point,) = api.client.get(
+        f"/v0/scenario_data_points/{scenario['scenario_id']}", headers=h
+    ).json()
+    reply = api.client.post(
+        "/v0/test_run",
+        headers=h,
+        json={
+            "mut_id": model["id"],
+            "scenario_id": scenario["scenario_id"],
+            "checks": [builtin["id"]],
+            "model_results": {"model_data": {point["id"]: {"actual": "not json"}}},
+        },
+    )
+    assert reply.status_code == 201, reply.text
+    (row,) = reply.json()["model_metrics"]["scores_by_row"]
+    assert row["is_json"] is False  # the built-in's verdict; the tenant's check says True
+    found = api.client.post(
+        "/v0/find_test_data_points", headers=h, json={"test_run_id": reply.json()["id"]}
+    ).json()
+    assert found[0]["check_values"][0]["check_id"] == builtin["id"]

@@ -74,7 +74,8 @@ def builtin_by_uuid(builtins: Builtins, value: str) -> BuiltinCheck[Any] | None:
     status_code=200,
     summary="Create or update a check (Okareo: create_or_update_check)",
     description="Identical content returns the existing version; changed content makes version "
-    "N+1 with a new id; a description- or tags-only change keeps the version. 422 when the "
+    "N+1 with a new id; a description- or tags-only change keeps the version. `warning` "
+    "carries the validator's warnings and says when the name shadows a built-in. 422 when the "
     "check is not valid (`detail` says why).",
     responses=responses(401, 404, 422),
 )
@@ -91,7 +92,7 @@ def create_or_update_check(
         name = catalog.get_check(store, principal.tenant_id, str(body.check_id)).name
     spec = translate.check_spec(name, body.description, body.tags, body.check_config)
     outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
-    warnings = [i.message for i in outcome.report.issues if i.severity != "error"]
+    warnings = [i.message for i in catalog.save_warnings(outcome, runs.builtins)]
     return render_check(outcome.check, project.id, warnings)
 
 

@@ -31,6 +31,7 @@ from engine.api.okareo.schemas import (
     TestRunOut,
 )
 from engine.api.problems import responses
+from engine.catalog import BUILTIN_PREFIX
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.storage import Run, Store, StoredResult, utcnow
 from engine.storage.okareo import (
@@ -266,11 +267,12 @@ def scenario_data_points(
 
 
 def _refs(checks: list[str], builtin_names: list[str]) -> list[str]:
-    """Okareo check references → scorebox's: a built-in's UUID becomes its name.
+    """Okareo check references → scorebox's: a built-in's UUID becomes ``builtin:NAME``.
 
-    Names and check-version UUIDs pass as they are (the catalog resolves both).
+    ``builtin:`` reaches the built-in even when a check of the tenant's shadows
+    it. Names and check-version UUIDs pass as they are (the catalog resolves both).
     """
-    by_uuid = {builtin_uuid(name): name for name in builtin_names}
+    by_uuid = {builtin_uuid(name): f"{BUILTIN_PREFIX}{name}" for name in builtin_names}
     return [by_uuid.get(ref, ref) for ref in checks]
 
 

@@ -27,10 +27,7 @@ def _save(
 ) -> CheckOut:
     outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
     response.status_code = 201 if outcome.created else 200
-    warnings = [i for i in outcome.report.issues if i.severity != "error"]
-    if spec.name in runs.builtins:
-        warnings.append(catalog.shadow_warning(spec.name))
-    return CheckOut.of(outcome.check, warnings)
+    return CheckOut.of(outcome.check, catalog.save_warnings(outcome, runs.builtins))
 
 
 @router.post(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from engine.cli.check import check
@@ -16,9 +18,25 @@ from engine.cli.serve import serve
 from engine.cli.suite import init
 from engine.cli.tenant import tenant
 from engine.cli.worker import worker
+from engine.export import EXIT_INTERRUPTED
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The root group: Ctrl-C anywhere is "interrupted" and exit 130, as documented.
+
+    (click alone prints "Aborted!" and exits 1, which a CI job cannot tell from a failure.)
+    Commands with more to say (following a remote run) catch it themselves first.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\ninterrupted", err=True)
+            raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="scorebox")
 def main() -> None:
     """scorebox: score LLM outputs with sandboxed checks."""

@@ -88,12 +88,20 @@ def run_remote(
 ) -> dict[str, Any]:
     """Submit a run, follow it to the end, return the final run document."""
     payload = "\n".join(json.dumps(r) for r in rows).encode()
-    run = remote.json(
-        "POST",
-        "/v1/runs/upload",
-        data={"checks": json.dumps(list(checks)), "labels": json.dumps(labels)},
-        files={"file": ("rows.jsonl", payload, "application/x-ndjson")},
-    )
+    try:
+        run = remote.json(
+            "POST",
+            "/v1/runs/upload",
+            data={"checks": json.dumps(list(checks)), "labels": json.dumps(labels)},
+            files={"file": ("rows.jsonl", payload, "application/x-ndjson")},
+        )
+    except KeyboardInterrupt:
+        click.echo(
+            "\ninterrupted while submitting the run: the server may have queued it before the\n"
+            "upload was cut off. See `scorebox run list` (and `scorebox run cancel RUN_ID`).",
+            err=True,
+        )
+        raise SystemExit(EXIT_INTERRUPTED) from None
     for warning in run.get("warnings") or []:
         click.echo(f"warning: {warning}", err=True)
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)

@@ -211,3 +211,40 @@ def test_help_does_not_import_openai(args: list[str]) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
+
+
+def _interrupt(*_args: object, **_kwargs: object) -> None:
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_uploading_says_the_run_may_exist_and_exits_130(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.cli import remote
+
+    monkeypatch.setattr(remote.Remote, "json", _interrupt)
+    result = cli(
+        "run",
+        "--check",
+        "contains_json",
+        "--data",
+        str(rows_file(env)),
+        "--server",
+        "http://x",
+        "--api-key",
+        "k",
+    )
+    assert result.exit_code == 130, result.output
+    assert "interrupted while submitting the run" in result.stderr
+    assert "scorebox run list" in result.stderr
+    assert "Aborted!" not in result.output
+
+
+def test_ctrl_c_in_any_command_is_interrupted_and_exit_130_not_aborted(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys.modules["engine.cli.run"], "run_local", _interrupt)
+    result = cli("run", "--check", "contains_json", "--data", str(rows_file(env)))
+    assert result.exit_code == 130, result.output
+    assert result.stderr.strip() == "interrupted"
+    assert "Aborted!" not in result.output

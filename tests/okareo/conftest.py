@@ -21,7 +21,9 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from engine.cli import main
 from engine.settings import Settings
 from tests.conftest import _in_ci
 from tests.fake_llm import FakeLLM
@@ -103,6 +105,13 @@ class Server:
         )
         assert proc.returncode == 0, f"{path.name} failed:\n{proc.stdout}\n{proc.stderr[-4000:]}"
         return proc.stdout
+
+    def cli(self, *args: str) -> str:
+        """The ``scorebox`` CLI against this server (its key and URL in the environment)."""
+        env = {"SCOREBOX_SERVER": self.url, "SCOREBOX_API_KEY": self.key}
+        result = CliRunner(env=env).invoke(main, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, f"scorebox {' '.join(args)}:\n{result.output}"
+        return result.stdout
 
     def v1(self, key: str | None = None) -> httpx.Client:
         return httpx.Client(

@@ -35,6 +35,27 @@ class Check(CodeBasedCheck):
 """
 
 
+ASKED = """\
+from okareo.checks import CodeBasedCheck
+
+
+class Check(CodeBasedCheck):
+    @staticmethod
+    def evaluate(model_output: str, scenario_input: str) -> tuple:
+        return (0.5 if scenario_input.endswith("?") else 0.0, "asked " + scenario_input)
+"""
+
+SHORT = """\
+from okareo.checks import CodeBasedCheck
+
+
+class Check(CodeBasedCheck):
+    @staticmethod
+    def evaluate(model_output: str) -> bool:
+        return len(model_output) < 8
+"""
+
+
 def _write(server: Server, module: str, source: str) -> None:
     (server.workdir / f"{module}.py").write_text(source)
 
@@ -137,6 +158,8 @@ def test_generate_check_through_scorebox_generator(okareo_server: Server) -> Non
 def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
     _write(okareo_server, "run_mentions", MENTIONS)
     _write(okareo_server, "run_words", WORDS)
+    _write(okareo_server, "run_asked", ASKED)
+    _write(okareo_server, "run_short", SHORT)
     out = okareo_server.sdk(
         """
         from okareo.model_under_test import CustomModel, ModelInvocation
@@ -146,10 +169,14 @@ def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
         from okareo_api_client.models.test_run_type import TestRunType
         from run_mentions import Check as Mentions
         from run_words import Check as Words
+        from run_asked import Check as Asked
+        from run_short import Check as Short
 
         mentions = okareo.create_or_update_check(
             name="run mentions", description="", check=Mentions())
         okareo.create_or_update_check(name="run words", description="", check=Words())
+        okareo.create_or_update_check(name="run asked", description="", check=Asked())
+        okareo.create_or_update_check(name="run short", description="", check=Short())
         seeds = [("France?", "Paris"), ("Italy?", "Rome"), ("Spain?", "Madrid"), ("Peru?", "Lima")]
         scenario = okareo.create_scenario_set(ScenarioSetCreate(
             name="capitals", seed_data=[SeedData(input_=q, result=a) for q, a in seeds]))
@@ -170,7 +197,8 @@ def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
             scenario=scenario,
             name="capitals run",
             test_run_type=TestRunType.NL_GENERATION,
-            checks=["run mentions", "run words", str(mentions.id), "is_json"],
+            checks=["run mentions", "run words", str(mentions.id), "is_json", "run asked",
+                    "run short"],
         )
         fetched = mut.get_test_run(str(run.id))
         points = okareo.find_test_data_points(
@@ -191,6 +219,9 @@ def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
                 for p in points
             ],
             "mentions_id": str(mentions.id),
+            "scenario_points": [
+                {"id": str(p.id)} for p in okareo.get_scenario_data_points(scenario.scenario_id)
+            ],
         }))
         """
     )
@@ -201,6 +232,10 @@ def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
     assert [r.get("run mentions") for r in rows[:3]] == [True, False, True]
     assert [r.get("run words") for r in rows[:3]] == [3 + 1, 2 + 1, 1 + 1]
     assert [r.get("is_json") for r in rows[:3]] == [False, False, False]
+    # a (score, explanation) tuple and a bare bool, as Okareo check files return them
+    assert [r.get("run asked") for r in rows[:3]] == [0.5, 0.5, 0.5]
+    assert rows[1]["run asked__explanation"] == "asked Italy?"
+    assert [r.get("run short") for r in rows[:3]] == [False, False, True]
     assert rows[0]["run mentions__explanation"] == "found"
     assert rows[3]["error_message"] == "no answer for Peru?" and "run mentions" not in rows[3]
     assert out["metrics"]["mean_scores"]["run mentions"] == pytest.approx(2 / 3)
@@ -221,8 +256,19 @@ def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
         (run,) = [r for r in runs if r["id"] == run_id]
         assert run["labels"]["okareo_test_run"] == out["id"] and run["status"] == "succeeded"
         results = v1.get(f"/v1/runs/{run_id}/results", params={"limit": 100}).json()["results"]
-        assert len(results) == 3 * 4  # three scored rows, four checks
+        assert len(results) == 3 * 6  # three scored rows, six checks
         assert {r["status"] for r in results} == {"ok"}
+
+    # ... and the CLI lists it by its label and prints each row's status
+    listed_cli = okareo_server.cli(
+        "run", "list", "--label", f"okareo_test_run={out['id']}", "--json"
+    )
+    assert [r["id"] for r in json.loads(listed_cli)] == [run_id]
+    records = [
+        json.loads(line) for line in okareo_server.cli("run", "results", run_id).splitlines()
+    ]
+    assert len(records) == 3 * 6 and {r["status"] for r in records} == {"ok"}
+    assert {r["row_id"] for r in records} == {p["id"] for p in out["scenario_points"][:3]}
 
 
 def test_another_tenant_sees_none_of_it(okareo_server: Server) -> None:
@@ -294,6 +340,8 @@ def test_model_checks_uploads_and_refusals(okareo_server: Server) -> None:
             prompt_template="Is this answer polite? {model_output}",
             check_type=CheckOutputType.PASS_FAIL)
         v2 = okareo.create_or_update_check(name="polite", description="", check=reworded)
+        shadow = okareo.create_or_update_check(
+            name="does_code_compile", description="", check=polite)
         refusals = []
         for name, check in (
             ("free text", ModelBasedCheck(
@@ -313,6 +361,7 @@ def test_model_checks_uploads_and_refusals(okareo_server: Server) -> None:
         print(json.dumps({
             "v1": [v1.version, v1.output_data_type, v1.check_config.to_dict()],
             "v2": [v2.version, str(v2.id) != str(v1.id)],
+            "warnings": [v2.warning, shadow.warning],
             "refusals": refusals,
             "points": [[p.input_, p.result] for p in points],
             "count": uploaded.scenario_count,
@@ -327,6 +376,8 @@ def test_model_checks_uploads_and_refusals(okareo_server: Server) -> None:
         {"prompt_template": "Is this polite? {model_output}", "type": "pass_fail"},
     ]
     assert out["v2"] == [2, True]
+    assert out["warnings"][0] is None
+    assert "shadows the built-in does_code_compile" in out["warnings"][1]
     analysis, bad_name = out["refusals"]
     assert analysis.startswith("TypeError") and "CheckOutputType.SCORE" in analysis
     assert bad_name.startswith("TypeError") and "letters, digits, spaces" in bad_name

@@ -413,3 +413,34 @@ def test_run_test_with_a_custom_batch_model(okareo_server: Server) -> None:
         """
     )
     assert out == ["FINISHED", [True, False, True]]
+
+
+def test_a_client_level_project_is_the_tenants_one(okareo_server: Server) -> None:
+    """``Okareo(..., project="Global")``: the SDK resolves it and sends its id on each call."""
+    _write(okareo_server, "project_check", SHORT)
+    out = okareo_server.sdk(
+        """
+        from okareo_api_client.models.scenario_set_create import ScenarioSetCreate
+        from okareo_api_client.models.seed_data import SeedData
+        from project_check import Check
+        scoped = Okareo(api_key=os.environ["OKAREO_API_KEY"],
+                        base_path=os.environ["SCOREBOX_URL"], project="global")
+        check = scoped.create_or_update_check(name="project check", description="", check=Check())
+        scenario = scoped.create_scenario_set(ScenarioSetCreate(
+            name="project set", seed_data=[SeedData(input_="q", result="a")]))
+        model = scoped.register_model(name="project model")
+        try:
+            Okareo(api_key=os.environ["OKAREO_API_KEY"],
+                   base_path=os.environ["SCOREBOX_URL"], project="elsewhere")
+            unknown = None
+        except ValueError as exc:
+            unknown = str(exc)
+        print(json.dumps({
+            "project": scoped.project_id,
+            "ids": [str(check.project_id), str(scenario.project_id), str(model.project_id)],
+            "unknown": unknown,
+        }))
+        """
+    )
+    assert out["ids"] == [out["project"]] * 3
+    assert "Unknown project 'elsewhere'" in out["unknown"] and "Global" in out["unknown"]

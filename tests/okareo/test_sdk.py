@@ -155,6 +155,33 @@ def test_generate_check_through_scorebox_generator(okareo_server: Server) -> Non
     assert any("names the expected city" in str(m["content"]) for m in prompt)
 
 
+def test_generate_check_repairs_a_broken_attempt(okareo_server: Server) -> None:
+    """The generator's loop behind the SDK: a reply that does not compile is sent back."""
+    broken = "def evaluate(model_output: str, scenario_result: str) -> bool:\n    return (\n"
+    replies = iter([broken, GENERATED])
+    okareo_server.llm.responder = lambda request: Reply(text=f"```python\n{next(replies)}```")
+    before = len(okareo_server.llm.requests)
+    try:
+        out = okareo_server.sdk(
+            """
+            from okareo_api_client.models.evaluator_spec_request import EvaluatorSpecRequest
+            check = okareo.generate_check(EvaluatorSpecRequest(
+                description="Pass if the answer names the expected city.",
+                requires_scenario_input=False,
+                requires_scenario_result=True,
+                output_data_type="bool",
+            ))
+            print(json.dumps({"code": check.generated_code, "warning": check.warning}))
+            """
+        )
+    finally:
+        okareo_server.llm.responder = None
+    assert out == {"code": GENERATED, "warning": None}
+    requests = okareo_server.llm.requests[before:]
+    assert len(requests) == 2
+    assert "return (" in str(requests[1]["messages"])  # the repair shows the broken attempt
+
+
 def test_run_test_scores_every_row_as_expected(okareo_server: Server) -> None:
     _write(okareo_server, "run_mentions", MENTIONS)
     _write(okareo_server, "run_words", WORDS)

@@ -205,7 +205,14 @@ class RunService:
             started_at=None,
             finished_at=None,
         )
-        self.store.create_run(run, (r.model_dump(mode="json") for r in row_list), principal.key_id)
+        self.store.create_run(
+            run,
+            (r.model_dump(mode="json") for r in row_list),
+            principal.key_id,
+            # counted again under the tenant's lock: simultaneous submissions on several API
+            # nodes cannot all pass the check above
+            admit=lambda active: check_queued(quotas, active),
+        )
         self._enqueue(run, resolved=resolved)
         return run
 

@@ -6,7 +6,7 @@ code that needs only one part is typed on that part.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from engine.models import RowResult
@@ -52,7 +52,11 @@ class RunStore(Protocol):
     """Runs, their input rows and their results (written idempotently)."""
 
     def create_run(
-        self, run: Run, rows: Iterable[Mapping[str, Any]], author_key_id: str | None
+        self,
+        run: Run,
+        rows: Iterable[Mapping[str, Any]],
+        author_key_id: str | None,
+        admit: Callable[[int], None] | None = None,
     ) -> Run: ...
     def get_run(self, tenant_id: str, run_id: str) -> Run: ...
     def list_runs(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Integer, String, case, cast, delete, func, insert, select, update
@@ -22,7 +22,7 @@ from engine.storage.records import (
     aware,
     utcnow,
 )
-from engine.storage.tables import ResultRow, RunInputRow, RunRow
+from engine.storage.tables import ResultRow, RunInputRow, RunRow, TenantRow
 
 #: Rows per INSERT statement when storing a run's rows.
 BULK_CHUNK = 2000
@@ -53,9 +53,26 @@ class SqlRuns(SqlSessions):
     # ---- runs -------------------------------------------------------------------------
 
     def create_run(
-        self, run: Run, rows: Iterable[Mapping[str, Any]], author_key_id: str | None
+        self,
+        run: Run,
+        rows: Iterable[Mapping[str, Any]],
+        author_key_id: str | None,
+        admit: Callable[[int], None] | None = None,
     ) -> Run:
+        """Store a run and its rows in one transaction.
+
+        ``admit`` gets the tenant's other active runs, counted in the same
+        transaction, and raises to refuse the run (the ``queued_runs`` quota):
+        the tenant's row is locked first, so simultaneous submissions on any
+        number of API nodes are counted one after the other.
+        """
         with self._session() as s:
+            if admit is not None:
+                # PostgreSQL: FOR UPDATE serialises the tenant's submissions; SQLite has
+                # one writer at a time, and the flush below takes its write lock first
+                s.execute(
+                    select(TenantRow.id).where(TenantRow.id == run.tenant_id).with_for_update()
+                )
             s.add(
                 RunRow(
                     id=run.id,
@@ -71,6 +88,19 @@ class SqlRuns(SqlSessions):
                 )
             )
             s.flush()
+            if admit is not None:
+                admit(
+                    s.scalar(
+                        select(func.count())
+                        .select_from(RunRow)
+                        .where(
+                            RunRow.tenant_id == run.tenant_id,
+                            RunRow.id != run.id,
+                            RunRow.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
+                        )
+                    )
+                    or 0
+                )
             batch: list[dict[str, Any]] = []
             for index, row in enumerate(rows):
                 batch.append({"run_id": run.id, "row_index": index, "data": dict(row)})

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from typing import Any
 
 import pytest
 
-from tests.api.conftest import SLOW_CHECK, TRIVIAL_CHECK, Api, AppFactory
+from engine import auth
+from engine.auth import Principal
+from engine.builtins import build_builtins
+from engine.errors import QuotaExceededError
+from engine.runs.executors import CodeExecutor, EngineHolder, Executors
+from engine.runs.metrics import Metrics
+from engine.runs.service import RunService
+from engine.storage import open_store
+from tests.api.conftest import SLOW_CHECK, TRIVIAL_CHECK, Api, AppFactory, api_settings
 
 
 def _is_429(reply: object) -> None:
@@ -79,3 +89,46 @@ def test_queued_runs_and_concurrent_jobs_quotas(
         api.client.post("/v1/runs", headers=h, json={"checks": ["t"], "rows": rows[:1]}).status_code
         == 202
     )
+
+
+def test_queued_runs_quota_holds_for_simultaneous_submissions_on_two_nodes(
+    database_url: str, tmp_path: Any
+) -> None:
+    """Two API nodes (two run services on one database) take eight submissions at once."""
+    settings = api_settings(database_url, tmp_path)
+    stores = [open_store(settings.effective_database_url) for _ in range(2)]
+    try:
+        nodes = [
+            RunService(
+                settings,
+                store,
+                Executors(CodeExecutor(EngineHolder(settings))),
+                Metrics(),
+                build_builtins(),
+            )
+            for store in stores
+        ]  # not started: the runs stay queued, so only the quota decides
+        tenant = auth.create_tenant(stores[0], "racer", {"queued_runs": 2}).tenant
+        principal = Principal(tenant, None)
+        rows = [{"model_output": "x", "scenario_result": "x"}] * 3000
+        barrier = threading.Barrier(8)
+        outcomes: list[str] = []
+
+        def submit(node: RunService) -> None:
+            barrier.wait()
+            try:
+                node.submit_run(principal, ["exact_match"], rows)
+                outcomes.append("accepted")
+            except QuotaExceededError:
+                outcomes.append("429")
+
+        threads = [threading.Thread(target=submit, args=(nodes[i % 2],)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert sorted(outcomes) == ["429"] * 6 + ["accepted"] * 2, outcomes
+        assert stores[0].count_active_runs(tenant.id) == 2
+    finally:
+        for store in stores:
+            store.engine.dispose()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine import errors
@@ -34,7 +34,7 @@ from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
 from engine.models import Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
-from engine.runs.scoring import Ref, ScoreOutcome
+from engine.runs.scoring import ScoreOutcome
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store
@@ -58,6 +58,13 @@ def _error(record: Mapping[str, Any]) -> ScoreboxError:
         except TypeError:
             pass
     return SandboxError(message)
+
+
+def _unsaved_source(check: ResolvedCheck) -> str | None:
+    """The source of an unsaved code check (no stored version), else None."""
+    if check.kind == "code" and check.id is None and check.check is not None:
+        return check.check.source
+    return None
 
 
 class DistributedRunService(RunService):
@@ -151,20 +158,24 @@ class DistributedRunService(RunService):
 
     # ---- /v1/score ----------------------------------------------------------------------
 
-    def score(
+    def score_resolved(
         self,
         principal: Principal,
-        refs: Sequence[Ref],
-        rows: Iterable[Row | Mapping[str, Any]],
+        resolved: Sequence[ResolvedCheck],
+        row_list: Sequence[Row],
         limits: Mapping[str, Any] | None = None,
+        *,
+        started_at: float | None = None,
     ) -> ScoreOutcome:
         """Score a small batch on a worker through the high-priority queue.
 
+        ``/v1/score`` and the generator's self-tests (unsaved code, via
+        :meth:`code_runner`) both come here: an API node runs no sandbox work.
         Each tenant has at most ``concurrent_jobs`` requests in flight across all
         API nodes; past that a request waits up to ``score_wait_seconds``, then 429.
         """
-        started_at = time.monotonic()
-        resolved, row_list = self._score_request(principal, refs, rows, limits)
+        started_at = time.monotonic() if started_at is None else started_at
+        resolved, row_list = list(resolved), list(row_list)
         reply = new_reply_key()
         wait = self.settings.score_wait_seconds
         timeout = self._score_timeout(len(row_list), len(resolved))
@@ -193,6 +204,8 @@ class DistributedRunService(RunService):
         message = {
             "tenant_id": principal.tenant_id,
             "checks": [c.to_run_check().to_json() for c in resolved],
+            # unsaved code (the generator's attempts) has no stored version to load
+            "sources": [_unsaved_source(c) for c in resolved],
             "limits": [self._limits_for(c, limits).model_dump(mode="json") for c in resolved],
             "rows": [r.model_dump(mode="json") for r in row_list],
             "chunk_rows": min(self.settings.run_chunk_rows, self.settings.job_max_rows),

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from engine.api.app import _llm_client
 from engine.builtins import build_builtins
-from engine.catalog import ResolvedCheck
+from engine.catalog import ResolvedCheck, unsaved_code_check
+from engine.contract import OutputType
 from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, send
 from engine.distributed.dispatch import Dispatcher, QuotaCache
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
@@ -136,6 +137,13 @@ class WorkerRuntime:
                 self._checks[key] = found
         return found
 
+    def _score_check(self, tenant_id: str, rc: RunCheck, source: str | None) -> ResolvedCheck:
+        """A ``/v1/score`` request's check: stored, built-in, or unsaved code (restricted)."""
+        if source is None:
+            return self.resolve(tenant_id, rc)
+        output = OutputType(rc.output_data_type or OutputType.BOOL.value)
+        return unsaved_code_check(tenant_id, source, output, rc.name)
+
     # ---- runs ---------------------------------------------------------------------------
 
     def fail_run(self, run_id: str, error: str) -> None:
@@ -235,10 +243,11 @@ class WorkerRuntime:
                 [None] * len(rows) for _ in message["checks"]
             ]
             units: list[tuple[int, ResolvedCheck, Limits, list[int]]] = []
-            for ci, (rc, limits) in enumerate(
-                zip(message["checks"], message["limits"], strict=True)
+            sources = message.get("sources") or [None] * len(message["checks"])
+            for ci, (rc, limits, source) in enumerate(
+                zip(message["checks"], message["limits"], sources, strict=True)
             ):
-                check = self.resolve(tenant_id, RunCheck.from_json(rc))
+                check = self._score_check(tenant_id, RunCheck.from_json(rc), source)
                 chunk_limits = Limits.model_validate(limits)
                 for start in range(0, len(rows), size):
                     units.append(

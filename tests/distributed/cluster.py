@@ -54,10 +54,16 @@ class Cluster:
 
     # ---- processes ----------------------------------------------------------------------
 
-    def _spawn(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, args: list[str], env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         log = (self.tmp / f"{name}.log").open("ab")
         proc = subprocess.Popen(
-            [*CLI, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp
+            [*CLI, *args],
+            env={**self.env, **(env or {})},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.tmp,
         )
         self.procs[name] = proc
         self.pids.append(proc.pid)
@@ -79,10 +85,11 @@ class Cluster:
                 assert time.monotonic() < deadline, f"worker {name} not ready:\n{self.log(name)}"
                 time.sleep(0.2)
 
-    def start_server(self, name: str) -> None:
+    def start_server(self, name: str, **env: str) -> None:
+        """``scorebox serve`` on a free port; ``env``: this node's extra settings."""
         port = free_port()
         self.ports[name] = port
-        proc = self._spawn(name, ["serve", "--port", str(port), "--log-level", "warning"])
+        proc = self._spawn(name, ["serve", "--port", str(port), "--log-level", "warning"], env)
         wait_healthy(f"http://127.0.0.1:{port}", proc, self.tmp / f"{name}.log")
 
     def kill(self, name: str) -> None:

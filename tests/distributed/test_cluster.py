@@ -19,6 +19,7 @@ import pytest
 from engine.settings import Settings
 from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
 from tests.distributed.cluster import ROOT, Cluster, wait_done, wait_run
+from tests.fake_llm import FakeLLM
 from tests.live_server import CLI, free_port
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
@@ -102,6 +103,15 @@ def test_big_run_spreads_over_both_workers_fairly_with_score_meanwhile(cluster: 
     assert set(by_worker) == {cluster.worker_id("w1"), cluster.worker_id("w2")}, by_worker
     assert all(n > 0 for n in by_worker.values())
     assert a_when_b_done < rows_a, "A finished before B: the fairness case measured nothing"
+    # fair feeding, not FIFO: A's chunks went to the broker a few at a time, so many of them
+    # were handed out only after B's run had finished (FIFO would have queued all 40 first)
+    b_finished = cluster.sql("SELECT finished_at FROM runs WHERE id = :r", r=run_b)[0][0]
+    a_after_b = cluster.sql(
+        "SELECT COUNT(*) FROM run_chunks WHERE run_id = :r AND dispatched_at > :t",
+        r=run_a,
+        t=b_finished,
+    )[0][0]
+    assert a_after_b > 0, "every chunk of A was in the broker before B's 10-row run finished"
     assert max(latencies) < 0.25 * total and max(latencies) < 15
 
 
@@ -258,6 +268,48 @@ def test_worker_started_after_submission_picks_up_work(cluster: Cluster) -> None
     assert findings["broker"]["ok"], findings
     assert findings["workers"]["ok"] and "late@" in findings["workers"]["detail"], findings
     assert "thread pool, 2 slots" in findings["workers"]["detail"]
+
+
+GENERATED = "def evaluate(model_output: str) -> bool:\n    return 'yes' in model_output.lower()\n"
+
+
+def test_an_api_node_without_docker_generates_checks_on_a_worker(
+    cluster: Cluster, fake_llm: FakeLLM
+) -> None:
+    """The generator's self-tests (unsaved code) go through the queue like /v1/score."""
+    cluster.start_worker("w1")
+    cluster.start_server(
+        "api1",
+        SCOREBOX_DOCKER_HOST="unix:///nonexistent/docker.sock",  # an API node needs no Docker
+        SCOREBOX_LLM_BASE_URL=fake_llm.base_url,
+        SCOREBOX_LLM_API_KEY="test-key",
+        SCOREBOX_LLM_MODEL="fake-model",
+        SCOREBOX_LLM_MAX_RETRIES="0",
+        SCOREBOX_SCORE_WAIT_SECONDS="20",
+    )
+    fake_llm.reply(f"```python\n{GENERATED}```")
+    examples = [
+        {"row": {"model_output": "Yes, it is."}, "expected": True},
+        {"row": {"model_output": "no"}, "expected": False},
+    ]
+    with cluster.client("api1", cluster.tenant("gen")) as c:
+        reply = c.post(
+            "/v1/checks/generate",
+            json={"description": "says yes", "output_data_type": "bool", "examples": examples},
+        )
+        assert c.post("/v1/checks", json={"name": "t", "source": TRIVIAL}).status_code == 201
+        rows = [{"model_output": "yes"}, {"model_output": "no"}]
+        scored = c.post("/v1/score", json={"checks": ["t"], "rows": rows})
+        run_id = c.post("/v1/runs", json={"checks": ["t"], "rows": rows * 300}).json()["id"]
+        body = wait_run(c, run_id)
+    assert reply.status_code == 200, reply.text
+    generated = reply.json()
+    assert generated["accepted"] is True, generated
+    assert generated["code"] == GENERATED
+    assert generated["agreement"] == {"passed": 2, "total": 2}
+    assert scored.status_code == 200, scored.text
+    assert [r["score"] for r in scored.json()["results"]] == [True, False]
+    _assert_exactly_once(cluster, run_id, 600, body)
 
 
 def test_redis_restarted_mid_run(cluster: Cluster) -> None:

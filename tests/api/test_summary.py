@@ -155,3 +155,59 @@ def test_migration_0006_counts_the_results_of_existing_runs(tmp_path: Any) -> No
         assert store.get_run("t1", "r1").results_done == 3
     finally:
         engine.dispose()
+
+
+def test_a_running_runs_summary_is_computed_again_only_when_new_and_not_too_costly(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.runs import summary as summary_module
+
+    store = open_store(database_url)
+    scans: list[str] = []
+    score_stats = store.score_stats
+
+    def counted(run_id: str, check_index: int) -> Any:
+        scans.append(run_id)
+        return score_stats(run_id, check_index)
+
+    monkeypatch.setattr(store, "score_stats", counted)
+    now = [1000.0]
+    monkeypatch.setattr(summary_module, "_clock", lambda: now[0])
+    try:
+        run = _run(store, 10)
+        store.set_run_status(run.id, RunStatus.RUNNING)
+        store.save_results(run.id, [(0, i, _ok(0.5)) for i in range(3)])
+
+        def view() -> Any:
+            return run_summary(store, store.get_run(run.tenant_id, run.id))
+
+        first = view()
+        assert first.checks[0].counts == {"ok": 3} and len(scans) == 1
+        assert view() == first and len(scans) == 1  # nothing new: served as it was
+
+        store.save_results(run.id, [(0, 3, _ok(1.0))])
+        assert view().checks[0].counts == {"ok": 4} and len(scans) == 2  # cheap: fresh
+
+        # a summary that took 2 s to compute is served for up to 4 x 2 s after it
+        real = summary_module.from_stats
+
+        def slow(*args: Any) -> Any:
+            now[0] += 2.0
+            return real(*args)
+
+        monkeypatch.setattr(summary_module, "from_stats", slow)
+        store.save_results(run.id, [(0, 4, _ok(1.0))])
+        costly = view()
+        assert costly.checks[0].counts == {"ok": 5} and len(scans) == 3
+        store.save_results(run.id, [(0, 5, _ok(1.0))])
+        now[0] += 7.0
+        assert view() == costly and len(scans) == 3  # 7 s old, cost 2 s: still served
+        now[0] += 2.0
+        assert view().checks[0].counts == {"ok": 6} and len(scans) == 4  # 9 s: computed
+
+        # once finished, the kept summary is never served: the stored one is exact
+        finished = store.set_run_status(run.id, RunStatus.SUCCEEDED)
+        assert run_summary(store, finished).checks[0].counts == {"ok": 6}
+        assert run.id not in summary_module._active
+    finally:
+        store.engine.dispose()

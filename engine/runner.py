@@ -179,41 +179,64 @@ class SandboxRunner:
     ) -> None:
         """Run one batch, recovering from container deaths; deliver one result per row.
 
-        Rows reported before a container dies are kept; the row in flight gets
-        the cause; the rest run in a fresh container. After
-        ``settings.job_retries`` consecutive deaths without progress the rest
-        are marked ``sandbox_error``. A check that dies while loading gives
-        every row that cause.
+        Rows reported before a container ends are kept; the rest run in a fresh
+        container. When the container's harness died (``crashed``, ``oom``), the
+        results it had not yet passed on died with it, so the row that killed it
+        is unknown: the first row without a result runs again alone, and is
+        blamed only if it takes that container down too. When the host itself
+        ended the job (a timeout, the output cap, a broken record) the row in
+        flight gets the cause. Deaths are the check's doing: after
+        ``settings.job_retries`` of them in a row without a row scored, the rest
+        get the check's status and are not run; ``sandbox_error`` is only for
+        failures of the sandbox itself, bounded the same way. A check that
+        fails while loading without killing its container gives every row that
+        cause.
         """
         pending = list(enumerate(rows))
-        failures = 0
+        failures = 0  # consecutive sandbox errors without a row scored
+        deaths = 0  # consecutive containers the check ended without a row scored
+        suspect = False  # the next job runs the first pending row alone
+        retries = self.settings.job_retries
         while pending:
-            done, end, loaded = self._run_once(check, pending, limits, labels, offset, deliver)
+            batch = pending[:1] if suspect else pending
+            done, end, loaded = self._run_once(check, batch, limits, labels, offset, deliver)
             pending = pending[done:]
-            if not pending:
-                return
+            if done:
+                failures = deaths = 0
+            if done == len(batch):
+                suspect = False
+                continue
             if end.termination is Termination.DONE:
                 end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
-            if not loaded:
-                if end.termination is not Termination.SANDBOX_ERROR:
-                    # The check cannot even load (it crashes, hangs or blows memory
-                    # at import): every row gets that cause, retrying cannot help.
-                    detail = f"while loading the check: {end.detail or end.termination.value}"
-                    self._fail_rows(check, pending, end, detail, offset, deliver)
-                    return
+            if end.termination is Termination.SANDBOX_ERROR:
                 failures += 1
-                if failures > self.settings.job_retries:
+                if failures > retries:
                     self._fail_rows(check, pending, end, end.detail, offset, deliver)
                     return
+                if loaded:  # the row in flight gets the cause; the rest run afresh
+                    self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
+                    pending = pending[1:]
                 continue
-            # The row in flight when the job ended gets the cause; the rest run afresh.
+            deaths += 1
+            died = end.termination in (Termination.CRASHED, Termination.OOM)
+            if died and len(batch) > 1 and deaths <= retries:
+                suspect = True
+                continue
+            if not loaded and not died:
+                # The check cannot even load (it hangs, floods or breaks the protocol at
+                # import): every row gets that cause, retrying cannot help.
+                detail = f"while loading the check: {end.detail or end.termination.value}"
+                self._fail_rows(check, pending, end, detail, offset, deliver)
+                return
             self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
             pending = pending[1:]
-            failures = 0 if done else failures + 1
-            if failures > self.settings.job_retries and pending:
-                detail = f"not run: the sandbox failed {failures} times in a row on this batch"
-                sandbox = JobEnd(Termination.SANDBOX_ERROR, detail)
-                self._fail_rows(check, pending, sandbox, detail, offset, deliver)
+            suspect = False
+            if deaths > retries and pending:
+                detail = (
+                    f"not run: the check ended its sandbox {deaths} times in a row without "
+                    f"a row scored (last: {end.detail or end.termination.value})"
+                )
+                self._fail_rows(check, pending, end, detail, offset, deliver)
                 return
 
     def _run_once(

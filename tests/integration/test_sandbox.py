@@ -305,6 +305,36 @@ def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
     assert len(backend.container_ids) - before == 1
 
 
+def test_killing_every_process_costs_only_the_killers_row(engine: SandboxRunner) -> None:
+    # os.kill(-1, SIGKILL) takes the harness's parent (same uid) and the container with it,
+    # before it passed on the rows it had: those were lost and every row was `crashed`
+    # "while loading the check". Now the rows scored before are scored again.
+    source = """
+    import os, signal
+    def evaluate(model_output):
+        if model_output == "2":
+            os.kill(-1, signal.SIGKILL)
+        return int(model_output)
+    """
+    results = run(engine, source, n=6)
+    assert statuses(results) == [Status.OK, Status.CRASHED] + [Status.OK] * 4
+    assert [r.score for r in results] == [1, None, 3, 4, 5, 6]
+    assert "SIGKILL" in (results[1].error or ""), results[1].error
+
+
+def test_a_check_that_always_kills_its_sandbox_is_blamed_not_the_sandbox(
+    engine: SandboxRunner,
+) -> None:
+    source = """
+    import os, signal
+    def evaluate(model_output):
+        os.kill(-1, signal.SIGKILL)
+    """
+    results = run(engine, source, n=8)
+    assert statuses(results) == [Status.CRASHED] * 8
+    assert "not run: the check ended its sandbox" in (results[-1].error or "")
+
+
 def test_segfault_is_crashed(engine: SandboxRunner) -> None:
     source = """
     import ctypes

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+import pytest
+
 from engine.contract import Status
-from engine.models import Limits
+from engine.models import Limits, RowResult
 from engine.runner import CodeCheck, SandboxRunner
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
@@ -13,14 +15,34 @@ from engine.settings import Settings
 
 
 class ScriptedBackend:
-    """Scores each row with len(model_output); dies on rows whose output is in ``die_on``."""
+    """Scores each row with len(model_output); dies on rows whose output is in ``die_on``.
 
-    def __init__(self, die_on: Mapping[str, Termination], die_before_load: int = 0) -> None:
+    ``lost``: when a job dies, every record of it is lost (the harness was killed before
+    passing on what it had), as when a check kills the harness with ``os.kill(-1, SIGKILL)``.
+    """
+
+    def __init__(
+        self, die_on: Mapping[str, Termination], die_before_load: int = 0, *, lost: bool = False
+    ) -> None:
         self.die_on = die_on
         self.die_before_load = die_before_load
+        self.lost = lost
         self.jobs: list[list[str]] = []
 
     def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
+        if not self.lost:
+            yield from self.stream(job)
+            return
+        held: list[JobEvent] = []
+        for event in self.stream(job):
+            if isinstance(event, JobEnd):
+                if event.termination is Termination.DONE:
+                    yield from held
+                yield event
+                return
+            held.append(event)
+
+    def stream(self, job: Job) -> Iterator[JobEvent]:
         self.jobs.append([r.model_output for r in job.rows])
         if self.die_before_load:
             self.die_before_load -= 1
@@ -41,12 +63,15 @@ class ScriptedBackend:
         pass
 
 
+def run(backend: ScriptedBackend, outputs: list[str], **settings: object) -> list[RowResult]:
+    with SandboxRunner(Settings(**settings), backend=backend) as engine:  # type: ignore[arg-type]
+        return engine.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
+
+
 def score(
     backend: ScriptedBackend, outputs: list[str], **settings: object
 ) -> list[tuple[Status, object]]:
-    with SandboxRunner(Settings(**settings), backend=backend) as engine:  # type: ignore[arg-type]
-        results = engine.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
-    return [(r.status, r.score) for r in results]
+    return [(r.status, r.score) for r in run(backend, outputs, **settings)]
 
 
 def test_in_flight_row_gets_the_cause_and_the_rest_run_in_a_fresh_job() -> None:
@@ -59,7 +84,31 @@ def test_in_flight_row_gets_the_cause_and_the_rest_run_in_a_fresh_job() -> None:
         (Status.OK, 4),
         (Status.OK, 5),
     ]
-    assert backend.jobs == [["a", "bb", "ccc", "dddd", "eeeee"], ["dddd", "eeeee"]]
+    # The harness died: the row it died on runs alone once more before it is blamed.
+    assert backend.jobs == [["a", "bb", "ccc", "dddd", "eeeee"], ["ccc"], ["dddd", "eeeee"]]
+
+
+def test_a_killed_harness_never_costs_another_row_its_result() -> None:
+    # Records the harness had not passed on die with it (the check's os.kill(-1, SIGKILL)):
+    # rows scored before are scored again, and only the row that kills it is blamed.
+    backend = ScriptedBackend({"x": Termination.CRASHED}, lost=True)
+    got = score(backend, ["a", "bb", "x", "dddd"])
+    assert got == [(Status.OK, 1), (Status.OK, 2), (Status.CRASHED, None), (Status.OK, 4)]
+    assert backend.jobs == [
+        ["a", "bb", "x", "dddd"],
+        ["a"],
+        ["bb", "x", "dddd"],
+        ["bb"],
+        ["x", "dddd"],
+        ["x"],
+        ["dddd"],
+    ]
+
+
+def test_a_harness_killed_before_it_reported_loading_blames_only_its_row() -> None:
+    backend = ScriptedBackend({"x": Termination.OOM}, lost=True)
+    got = score(backend, ["x", "bb", "ccc"])
+    assert got == [(Status.OOM, None), (Status.OK, 2), (Status.OK, 3)]
 
 
 def test_each_termination_maps_to_its_status() -> None:
@@ -82,11 +131,29 @@ def test_each_termination_maps_to_its_status() -> None:
     ]
 
 
-def test_consecutive_deaths_are_bounded() -> None:
-    backend = ScriptedBackend({"x": Termination.CRASHED})
-    got = score(backend, ["x"] * 10, job_retries=2)
-    assert [s for s, _ in got] == [Status.CRASHED] * 3 + [Status.SANDBOX_ERROR] * 7
-    assert len(backend.jobs) == 3
+@pytest.mark.parametrize(
+    ("termination", "lost"),
+    [
+        (Termination.CRASHED, False),
+        (Termination.CRASHED, True),
+        (Termination.OOM, True),
+        (Termination.TIMEOUT, False),
+    ],
+)
+def test_consecutive_deaths_are_bounded_and_blamed_on_the_check(
+    termination: Termination, lost: bool
+) -> None:
+    # A check that takes its container down on every row is at fault: its rows get the
+    # check's status, never sandbox_error (which tells the operator the sandbox failed).
+    backend = ScriptedBackend({"x": termination}, lost=lost)
+    results = run(backend, ["x"] * 10, job_retries=2)
+    status = Status(termination.value)
+    assert [r.status for r in results] == [status] * 10
+    assert results[0].error == "died on x"
+    assert all(
+        "not run: the check ended its sandbox 3 times" in (r.error or "") for r in results[3:]
+    )
+    assert len(backend.jobs) <= 4
 
 
 def test_rows_keep_their_order_across_parallel_jobs() -> None:

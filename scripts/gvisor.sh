@@ -3,13 +3,15 @@
 #
 #   scripts/gvisor.sh          install + register + verify (idempotent)
 #   scripts/gvisor.sh check    only verify that `docker info` lists runsc
+#   scripts/gvisor.sh merge    only merge the runsc entry into daemon.json (no install,
+#                              no reload); prints "changed" or "unchanged"
 #
 # Registration merges {"runtimes": {"runsc": {"path": "/usr/bin/runsc",
 # "runtimeArgs": ["--network=none"]}}} into /etc/docker/daemon.json, keeping
 # every other key the file holds, then asks dockerd to reload its configuration
 # (SIGHUP; runtimes are reloadable, running containers are untouched).
 # Needs root for the install and the registration; as another user it prints
-# the commands to run.
+# the commands to run. SCOREBOX_DOCKER_DAEMON_JSON names another daemon.json.
 set -euo pipefail
 
 DAEMON_JSON="${SCOREBOX_DOCKER_DAEMON_JSON:-/etc/docker/daemon.json}"
@@ -112,5 +114,6 @@ verify() {
 case "${1:-}" in
     "") install_runsc; register; verify ;;
     check) verify ;;
-    *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    merge) merge_daemon_json ;;
+    *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -243,15 +243,27 @@ class RunService:
             return
         state.pending = len(work)
         for check_index, indices in work:
-            self.scheduler.submit(
-                WorkItem(
-                    run.tenant_id,
-                    run.id,
-                    fn=functools.partial(self._run_chunk, state, check_index, indices),
-                )
-            )
+            self.scheduler.submit(self._chunk_item(state, check_index, indices))
 
-    def _run_chunk(self, state: _RunState, check_index: int, indices: list[int]) -> None:
+    def _chunk_item(self, state: _RunState, check_index: int, indices: list[int]) -> WorkItem:
+        """The queued unit: a :class:`ChunkSpec`, the plain data a Celery task carries too.
+
+        Built when the chunk is queued, as the distributed dispatcher builds its
+        message; the worker thread hands it to :func:`execute_chunk`, as
+        ``scorebox worker`` does.
+        """
+        run = state.run
+        spec = ChunkSpec(
+            run.tenant_id,
+            run.id,
+            check_index,
+            run.checks[check_index],
+            tuple(indices),
+            state.limits[check_index],
+        )
+        return WorkItem(run.tenant_id, run.id, fn=functools.partial(self._run_chunk, state, spec))
+
+    def _run_chunk(self, state: _RunState, spec: ChunkSpec) -> None:
         run = state.run
         try:
             if state.stopped:
@@ -261,15 +273,7 @@ class RunService:
                 state.started = True
             if first:
                 self.store.set_run_status(run.id, RunStatus.RUNNING)
-            check = state.resolved[check_index]
-            spec = ChunkSpec(
-                run.tenant_id,
-                run.id,
-                check_index,
-                run.checks[check_index],
-                tuple(indices),
-                state.limits[check_index],
-            )
+            check = state.resolved[spec.check_index]
             outcome = execute_chunk(
                 self.store, self.executors, self.metrics, spec, check, lambda: state.stopped
             )
@@ -307,11 +311,7 @@ class RunService:
         ]
         state.pending = len(work)
         for ci, indices in work:
-            self.scheduler.submit(
-                WorkItem(
-                    run.tenant_id, run.id, fn=functools.partial(self._run_chunk, state, ci, indices)
-                )
-            )
+            self.scheduler.submit(self._chunk_item(state, ci, indices))
 
     def _fail(self, state: _RunState, error: str) -> None:
         with state.lock:

@@ -234,10 +234,17 @@ def split_ref(ref: str) -> tuple[str, int | None]:
     return name, int(version)
 
 
+def _require_version(ref: str, version: int | None) -> None:
+    """A version no check can have is not found (a database cannot even hold it: 64 bits)."""
+    if version is not None and not 1 <= version <= MAX_VERSION:
+        raise NotFoundError(f"check {ref!r} has no version {version}")
+
+
 def get_check(
     store: CheckStore, tenant_id: str, ref: str, version: int | None = None
 ) -> CheckVersion:
     """A tenant's check by id (``chk_...`` or its UUID), ``name``, ``name@N``, or name + version."""
+    _require_version(ref, version)
     ref = check_id_from_uuid(ref) or ref
     if ref.startswith("chk_"):
         found = store.get_check_by_id(tenant_id, ref)
@@ -250,6 +257,7 @@ def get_check(
 
 def delete_check(store: CheckStore, tenant_id: str, ref: str, version: int | None = None) -> int:
     """Soft-delete a name (every version) or one version; returns how many were hidden."""
+    _require_version(ref, version)
     ref = check_id_from_uuid(ref) or ref
     if ref.startswith("chk_"):
         found = store.get_check_by_id(tenant_id, ref)

@@ -68,6 +68,23 @@ def test_check_versions_beyond_64_bits_in_five_places(api: Api) -> None:
     assert api.client.get("/v1/runs", headers=headers).json()["runs"] == []
 
 
+def test_dashboard_check_versions_beyond_64_bits_are_not_found(api: Api) -> None:
+    # The dashboard's check pages took the version unbounded: a 500 OverflowError.
+    headers = api.tenant()
+    api.push(headers, "c1", TRIVIAL_CHECK)
+    key = headers["Authorization"].removeprefix("Bearer ")
+    signed_in = api.client.post("/ui/signin", data={"api_key": key}, follow_redirects=False)
+    assert signed_in.status_code == 303, signed_in.text
+    for path in (
+        f"/ui/checks/c1?version={HUGE}",
+        f"/ui/checks/c1/diff?a={HUGE}&b=1",
+        f"/ui/checks/c1/diff?a=1&b={HUGE}",
+        "/ui/checks/c1?version=0",
+    ):
+        assert api.client.get(path).status_code == 404, path
+    assert api.client.get("/ui/checks/c1?version=1").status_code == 200
+
+
 def test_lone_surrogates_are_refused_where_they_arrive(api: Api) -> None:
     headers = api.tenant()
     source = json.dumps({"name": "c2", "source": TRIVIAL_CHECK})[:-2] + '\\ud800"}'

@@ -237,8 +237,13 @@ def test_worker_started_after_submission_picks_up_work(cluster: Cluster) -> None
             finished_at=None,
         )
         cluster.store.create_run(orphan, ({"model_output": "no"} for _ in range(700)), None)
+        # a worker that serves only /v1/score (--queues) answers it, and takes no chunk
+        cluster.start_worker("interactive", queues="scorebox.score")
+        scored = c.post("/v1/score", json={"checks": ["t"], "rows": [{"model_output": "yes"}]})
+        assert scored.status_code == 200, scored.text
+        assert scored.json()["results"][0]["score"] is True
         time.sleep(2)
-        assert c.get(f"/v1/runs/{run_id}").json()["progress"]["done"] == 0  # no worker yet
+        assert c.get(f"/v1/runs/{run_id}").json()["progress"]["done"] == 0  # no chunk worker yet
         cluster.start_worker("late")
         body = wait_run(c, run_id)
         doctor = subprocess.run(

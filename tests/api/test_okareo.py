@@ -382,3 +382,46 @@ def test_a_builtin_id_reaches_the_builtin_even_when_a_check_shadows_it(api: Api)
         "/v0/find_test_data_points", headers=h, json={"test_run_id": reply.json()["id"]}
     ).json()
     assert found[0]["check_values"][0]["check_id"] == builtin["id"]
+
+
+def test_two_references_to_one_check_name_are_a_422_naming_both(api: Api) -> None:
+    """Okareo keys a row's results by check name: a name and a pinned older version, or a
+    check and the built-in it shadows, would overwrite each other (and mix in one mean)."""
+    h = _key(api)
+    first = _save(api, h, "is_json")
+    second = _save(api, h, "is_json", check_config={"code_contents": CODE.replace("> 3", "> 4")})
+    assert second["version"] == 2 and second["id"] != first["id"]
+    listed = api.client.get("/v0/checks", headers=h).json()
+    (builtin,) = [c for c in listed if c["name"] == "is_json" and c["is_predefined"]]
+    model = api.client.post("/v0/register_model", headers=h, json={"name": "m"}).json()
+    scenario = api.client.post(
+        "/v0/scenario_sets", headers=h, json={"name": "s", "seed_data": [{"input": "q"}]}
+    ).json()
+    (point,) = api.client.get(
+        f"/v0/scenario_data_points/{scenario['scenario_id']}", headers=h
+    ).json()
+
+    def run_test(checks: list[str]) -> Any:
+        return api.client.post(
+            "/v0/test_run",
+            headers=h,
+            json={
+                "mut_id": model["id"],
+                "scenario_id": scenario["scenario_id"],
+                "checks": checks,
+                "model_results": {"model_data": {point["id"]: {"actual": "12345"}}},
+            },
+        )
+
+    for checks in (["is_json", first["id"]], [builtin["id"], "is_json"]):
+        refused = run_test(checks)
+        assert refused.status_code == 422, refused.text
+        detail = refused.json()["detail"]
+        assert f"{checks[0]!r} and {checks[1]!r} are both named 'is_json'" in detail
+    bearer = {"Authorization": f"Bearer {h['api-key']}"}
+    listed_runs = api.client.get("/v1/runs", headers=bearer).json()
+    assert not (listed_runs["runs"] if isinstance(listed_runs, dict) else listed_runs)
+    ok = run_test([first["id"], "does_code_compile"])  # distinct names: scored
+    assert ok.status_code == 201, ok.text
+    (row,) = ok.json()["model_metrics"]["scores_by_row"]
+    assert row["is_json"] is True  # v1: len > 3

@@ -276,6 +276,21 @@ def _refs(checks: list[str], builtin_names: list[str]) -> list[str]:
     return [by_uuid.get(ref, ref) for ref in checks]
 
 
+def _one_per_name(asked: list[str], names: list[str]) -> None:
+    """Refuse two references to checks of one name (a name and a pinned id, or a check and
+    the built-in it shadows): Okareo keys each row's results by check name, so the second
+    would overwrite the first and their scores would mix in one mean."""
+    first: dict[str, str] = {}
+    for ref, name in zip(asked, names, strict=True):
+        if name in first:
+            raise InvalidRequestError(
+                f"checks {first[name]!r} and {ref!r} are both named {name!r}: Okareo keys "
+                "each row's results by check name, so list one of them (to compare two "
+                "versions, run the test twice)"
+            )
+        first[name] = ref
+
+
 def _columns(run_checks: list[Any]) -> list[dict[str, Any]]:
     return [
         {
@@ -373,6 +388,8 @@ def run_test(
     if not body.checks:
         raise InvalidRequestError("name the checks to run: mut.run_test(..., checks=[...])")
     refs = _refs(list(body.checks), list(runs.builtins))
+    resolved = runs.resolve_checks(principal, refs)
+    _one_per_name(list(body.checks), [c.name for c in resolved])
     test_points, rows = translate.test_points(points, model_data)
     test_run_id = new_uuid()
     run: Run | None = None
@@ -381,7 +398,7 @@ def run_test(
         run = runs.submit_run(principal, refs, rows, labels=labels)
         run_checks = run.checks
     else:  # the model failed on every data point: nothing to score, but the checks must exist
-        run_checks = [c.to_run_check() for c in runs.resolve_checks(principal, refs)]
+        run_checks = [c.to_run_check() for c in resolved]
     test_run = okareo.create_test_run(
         TestRun(
             id=test_run_id,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 
@@ -150,6 +150,17 @@ def _remove_test_containers() -> Iterator[None]:
     from engine.sandbox.containers import owner_label
 
     remove_test_containers(owner_label())
+
+
+def assert_not_behind(during: Sequence[tuple[int, int]], total: int) -> None:
+    """Fairness measured in rows, not seconds: each small request (``during``: the big run's
+    rows done before and after it) was answered while the big run was still going, and
+    while less than half of what the big run had left got done. Queued behind the big
+    run (FIFO), a request is answered only after all of it, however fast the machine."""
+    assert during, "no request was measured"
+    for before, after in during:
+        assert after < total, f"answered only after the big run's {total} rows: {during}"
+        assert after - before < (total - before) / 2, f"waited for most of the big run: {during}"
 
 
 def queued_run(tenant_id: str, rows: int, checks: int = 1) -> Run:

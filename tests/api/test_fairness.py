@@ -8,6 +8,7 @@ import pytest
 
 from engine.settings import Settings
 from tests.api.conftest import TRIVIAL_CHECK, AppFactory
+from tests.conftest import assert_not_behind
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -36,16 +37,19 @@ def test_small_tenant_not_stuck_behind_big_run(
     while api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]["done"] == 0:
         time.sleep(0.05)
     latencies: list[float] = []
+    during: list[tuple[int, int]] = []  # A's rows done before and after each B request
     while len(latencies) < 3:
+        before = api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]["done"]
         t0 = time.monotonic()
         reply = api.client.post(
             "/v1/score", headers=b, json={"checks": ["t"], "rows": [{"model_output": "yes"}]}
         )
         latencies.append(time.monotonic() - t0)
+        after = api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]["done"]
+        during.append((before, after))
         assert reply.status_code == 200, reply.text
         assert reply.json()["results"][0]["score"] is True
         time.sleep(0.5)
-    progress_when_b_done = api.client.get(f"/v1/runs/{run_id}", headers=a).json()["progress"]
     run = api.wait_run(a, run_id, timeout=600)
     total = time.monotonic() - started
     assert run["status"] == "succeeded"
@@ -53,8 +57,6 @@ def test_small_tenant_not_stuck_behind_big_run(
     print(
         f"\nfairness: A's {ROWS}-row run took {total:.1f}s; B's 1-row /v1/score took "
         + ", ".join(f"{x:.2f}s" for x in latencies)
-        + f" (A at {progress_when_b_done['done']}/{ROWS} when B finished)"
+        + f" (A's rows done before and after each: {during})"
     )
-    assert progress_when_b_done["done"] < ROWS, "A finished before B was measured"
-    assert max(latencies) < 0.25 * total
-    assert max(latencies) < 15
+    assert_not_behind(during, ROWS)

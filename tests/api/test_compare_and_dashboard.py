@@ -7,11 +7,13 @@ tests in tests/browser drive the same pages in chromium against ``scorebox serve
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from tests.api.conftest import Api
+from tests.conftest import queued_run
 from tests.fake_llm import FakeLLM
 
 
@@ -265,44 +267,35 @@ def test_generate_form_needs_csrf_and_shows_input_and_llm_errors(
     assert len(fake_llm.requests) == 1
 
 
-def test_text_search_reads_a_window_per_page_and_still_finds_every_match(
-    api: Api, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _finished_run(api: Api, outputs: list[str], explanations: list[str]) -> str:
+    """A succeeded one-check run of ``outputs`` stored with one ok result a row."""
     from engine.contract import Status
     from engine.models import RowResult
-    from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
-    from engine.web import table
+    from engine.storage import RunStatus, new_id
 
-    tenant = api.store.create_tenant("search")
-    run = Run(
-        new_id("run"),
-        tenant.id,
-        RunStatus.SUCCEEDED,
-        [RunCheck("code", "c", 1, "chk")],
-        None,
-        {},
-        60,
-        None,
-        utcnow(),
-        None,
-        None,
-    )
-    api.store.create_run(run, ({"model_output": str(i)} for i in range(60)), None)
-    needles = {3, 4, 5, 29, 57}
+    tenant = api.store.create_tenant(new_id("search"))
+    run = replace(queued_run(tenant.id, len(outputs)), status=RunStatus.SUCCEEDED)
+    api.store.create_run(run, ({"model_output": o} for o in outputs), None)
     api.store.save_results(
         run.id,
         [
-            (
-                0,
-                i,
-                RowResult(
-                    status=Status.OK,
-                    score=i / 60,
-                    explanation="a needle here" if i in needles else "hay",
-                ),
-            )
-            for i in range(60)
+            (0, i, RowResult(status=Status.OK, score=i / len(outputs), explanation=e))
+            for i, e in enumerate(explanations)
         ],
+    )
+    return run.id
+
+
+def test_text_search_reads_a_window_per_page_and_still_finds_every_match(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.web import table
+
+    needles = {3, 4, 5, 29, 57}
+    run_id = _finished_run(
+        api,
+        [str(i) for i in range(60)],
+        ["a needle here" if i in needles else "hay" for i in range(60)],
     )
     monkeypatch.setattr(table, "SEARCH_WINDOW", 10)
     for sort in table.SORTS:
@@ -311,7 +304,7 @@ def test_text_search_reads_a_window_per_page_and_still_finds_every_match(
         cursor = None
         for _ in range(60):
             page = table.read_page(
-                api.store.engine, run.id, table.TableFilter(text="needle", sort=sort), cursor, 2
+                api.store.engine, run_id, table.TableFilter(text="needle", sort=sort), cursor, 2
             )
             assert len(page.rows) <= 2
             found += [r.row_index for r in page.rows]
@@ -328,37 +321,13 @@ def test_text_search_reads_a_window_per_page_and_still_finds_every_match(
 def test_text_search_looks_at_the_model_output_ignores_case_and_takes_wildcards_literally(
     api: Api,
 ) -> None:
-    from engine.contract import Status
-    from engine.models import RowResult
-    from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
     from engine.web import table
 
-    tenant = api.store.create_tenant("search-fields")
     outputs = ["The Paris answer", "berlin", "100% sure", "1000 sure", "Zürich", "a_b", "axb"]
-    run = Run(
-        new_id("run"),
-        tenant.id,
-        RunStatus.SUCCEEDED,
-        [RunCheck("code", "c", 1, "chk")],
-        None,
-        {},
-        len(outputs),
-        None,
-        utcnow(),
-        None,
-        None,
-    )
-    api.store.create_run(run, ({"model_output": o} for o in outputs), None)
-    api.store.save_results(
-        run.id,
-        [
-            (0, i, RowResult(status=Status.OK, score=1.0, explanation="fine"))
-            for i in range(len(outputs))
-        ],
-    )
+    run_id = _finished_run(api, outputs, ["fine"] * len(outputs))
 
     def found(text: str) -> list[int]:
-        page = table.read_page(api.store.engine, run.id, table.TableFilter(text=text))
+        page = table.read_page(api.store.engine, run_id, table.TableFilter(text=text))
         return [r.row_index for r in page.rows]
 
     assert found("paris") == [0]  # only in the model output, and in another case

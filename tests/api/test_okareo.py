@@ -8,6 +8,7 @@ route); errors are JSON with ``detail``. The real SDK drives a live server in
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -353,46 +354,14 @@ def test_a_name_that_shadows_a_builtin_says_so_in_warning(api: Api) -> None:
     assert _save(api, h, "a name of its own")["warning"] is None
 
 
-def test_a_builtin_id_reaches_the_builtin_even_when_a_check_shadows_it(api: Api) -> None:
-    h = _key(api)
-    _save(api, h, "is_json")  # the tenant's own is_json: len(model_output) > 3
+def _builtin(api: Api, h: dict[str, str], name: str) -> dict[str, Any]:
     listed = api.client.get("/v0/checks", headers=h).json()
-    (builtin,) = [c for c in listed if c["name"] == "is_json" and c["is_predefined"]]
-    model = api.client.post("/v0/register_model", headers=h, json={"name": "m"}).json()
-    scenario = api.client.post(
-        "/v0/scenario_sets", headers=h, json={"name": "s", "seed_data": [{"input": "q"}]}
-    ).json()
-    (point,) = api.client.get(
-        f"/v0/scenario_data_points/{scenario['scenario_id']}", headers=h
-    ).json()
-    reply = api.client.post(
-        "/v0/test_run",
-        headers=h,
-        json={
-            "mut_id": model["id"],
-            "scenario_id": scenario["scenario_id"],
-            "checks": [builtin["id"]],
-            "model_results": {"model_data": {point["id"]: {"actual": "not json"}}},
-        },
-    )
-    assert reply.status_code == 201, reply.text
-    (row,) = reply.json()["model_metrics"]["scores_by_row"]
-    assert row["is_json"] is False  # the built-in's verdict; the tenant's check says True
-    found = api.client.post(
-        "/v0/find_test_data_points", headers=h, json={"test_run_id": reply.json()["id"]}
-    ).json()
-    assert found[0]["check_values"][0]["check_id"] == builtin["id"]
+    (builtin,) = [c for c in listed if c["name"] == name and c["is_predefined"]]
+    return dict(builtin)
 
 
-def test_two_references_to_one_check_name_are_a_422_naming_both(api: Api) -> None:
-    """Okareo keys a row's results by check name: a name and a pinned older version, or a
-    check and the built-in it shadows, would overwrite each other (and mix in one mean)."""
-    h = _key(api)
-    first = _save(api, h, "is_json")
-    second = _save(api, h, "is_json", check_config={"code_contents": CODE.replace("> 3", "> 4")})
-    assert second["version"] == 2 and second["id"] != first["id"]
-    listed = api.client.get("/v0/checks", headers=h).json()
-    (builtin,) = [c for c in listed if c["name"] == "is_json" and c["is_predefined"]]
+def _one_row_test(api: Api, h: dict[str, str], output: str) -> Callable[[list[str]], Any]:
+    """A model and a one-point scenario set; the returned call runs ``checks`` on ``output``."""
     model = api.client.post("/v0/register_model", headers=h, json={"name": "m"}).json()
     scenario = api.client.post(
         "/v0/scenario_sets", headers=h, json={"name": "s", "seed_data": [{"input": "q"}]}
@@ -409,9 +378,36 @@ def test_two_references_to_one_check_name_are_a_422_naming_both(api: Api) -> Non
                 "mut_id": model["id"],
                 "scenario_id": scenario["scenario_id"],
                 "checks": checks,
-                "model_results": {"model_data": {point["id"]: {"actual": "12345"}}},
+                "model_results": {"model_data": {point["id"]: {"actual": output}}},
             },
         )
+
+    return run_test
+
+
+def test_a_builtin_id_reaches_the_builtin_even_when_a_check_shadows_it(api: Api) -> None:
+    h = _key(api)
+    _save(api, h, "is_json")  # the tenant's own is_json: len(model_output) > 3
+    builtin = _builtin(api, h, "is_json")
+    reply = _one_row_test(api, h, "not json")([builtin["id"]])
+    assert reply.status_code == 201, reply.text
+    (row,) = reply.json()["model_metrics"]["scores_by_row"]
+    assert row["is_json"] is False  # the built-in's verdict; the tenant's check says True
+    found = api.client.post(
+        "/v0/find_test_data_points", headers=h, json={"test_run_id": reply.json()["id"]}
+    ).json()
+    assert found[0]["check_values"][0]["check_id"] == builtin["id"]
+
+
+def test_two_references_to_one_check_name_are_a_422_naming_both(api: Api) -> None:
+    """Okareo keys a row's results by check name: a name and a pinned older version, or a
+    check and the built-in it shadows, would overwrite each other (and mix in one mean)."""
+    h = _key(api)
+    first = _save(api, h, "is_json")
+    second = _save(api, h, "is_json", check_config={"code_contents": CODE.replace("> 3", "> 4")})
+    assert second["version"] == 2 and second["id"] != first["id"]
+    builtin = _builtin(api, h, "is_json")
+    run_test = _one_row_test(api, h, "12345")
 
     for checks in (["is_json", first["id"]], [builtin["id"], "is_json"]):
         refused = run_test(checks)

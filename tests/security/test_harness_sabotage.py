@@ -84,6 +84,58 @@ def evaluate(model_output):
     assert statuses[2] is Status.OK and results[2].score == 3
 
 
+def test_a_stolen_nonce_never_forges_a_host_status(
+    engine: SandboxRunner, sandbox_runtime: str | None
+) -> None:
+    # The attack of the outside round: walk gc to the harness's job, read its nonce and
+    # write framed records claiming sandbox_error, through every descriptor within reach.
+    # Under runc the check's process holds no way to the result channel: its fd 1 and 2
+    # lead to the parent's output counter, and the non-dumpable parent's /proc/<pid>/fd
+    # is closed to it. gVisor's procfs does not honour non-dumpable there: the check can
+    # open the parent's descriptors, so its forged records reach the host, which refuses
+    # a host-only status and blames the check (docs/security.md, runc and gVisor).
+    source = """
+import gc, json, os, sys
+def nonce():
+    for obj in gc.get_objects():
+        if isinstance(obj, dict) and isinstance(obj.get("nonce"), str) and "rows" in obj:
+            return obj["nonce"]
+    return None
+def evaluate(model_output):
+    found = nonce()
+    i = int(model_output) - 1
+    record = {"t": "row", "i": i, "status": "sandbox_error", "error": "forged", "ms": 0}
+    data = f"{found} {json.dumps(record)}\\n".encode()
+    for fd in (1, 2):
+        os.write(fd, data)
+    sys.__stdout__.write(data.decode())
+    sys.__stdout__.flush()
+    opened = []
+    try:
+        names = sorted(os.listdir(f"/proc/{os.getppid()}/fd"), key=int)
+    except OSError:
+        names = ["1", "3", "4"]
+    for name in names:
+        if name == "0":
+            continue
+        try:
+            with open(f"/proc/{os.getppid()}/fd/{name}", "wb") as channel:
+                channel.write(data)
+            opened.append(name)
+        except OSError:
+            pass
+    return (0, f"nonce={'found' if found else 'missing'} opened={opened}")
+"""
+    results = run(engine, source)
+    assert Status.SANDBOX_ERROR not in [r.status for r in results], results
+    if sandbox_runtime == "runsc":
+        assert results[0].status is Status.CRASHED, results[0]
+        assert "host's to give" in (results[0].error or ""), results[0].error
+        return
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 0)] * 3, results
+    assert all(r.explanation == "nonce=found opened=[]" for r in results), results
+
+
 def test_an_ok_record_carrying_an_error_is_refused(engine: SandboxRunner) -> None:
     source = (
         FIND_PIPES

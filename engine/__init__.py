@@ -16,6 +16,7 @@ __all__ = [
     "SandboxRunner",
     "Settings",
     "Status",
+    "iter_check",
     "run_check",
     "run_checks",
 ]
@@ -23,6 +24,7 @@ __all__ = [
 _EXPORTS = {
     "CodeCheck": "engine.runner",
     "SandboxRunner": "engine.runner",
+    "iter_check": "engine.runner",
     "run_check": "engine.runner",
     "run_checks": "engine.runner",
     "Limits": "engine.models",
@@ -35,7 +37,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from engine.contract import Status
     from engine.models import Limits, Row, RowResult
-    from engine.runner import CodeCheck, SandboxRunner, run_check, run_checks
+    from engine.runner import CodeCheck, SandboxRunner, iter_check, run_check, run_checks
     from engine.settings import Settings
 
 

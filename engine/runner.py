@@ -9,7 +9,8 @@ from __future__ import annotations
 import atexit
 import secrets
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,18 +47,19 @@ class CodeCheck:
     output_type: OutputType | None = None
 
 
+def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
+    """A :class:`Row` from a dict or a Row; a bad row raises InvalidRequestError naming it."""
+    if isinstance(row, Row):
+        return row
+    try:
+        return Row.model_validate(row)
+    except ValueError as exc:
+        raise InvalidRequestError(f"row {index}: {exc}") from exc
+
+
 def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
     """Rows from dicts or :class:`Row` values; a bad row raises InvalidRequestError naming it."""
-    out: list[Row] = []
-    for index, row in enumerate(rows):
-        if isinstance(row, Row):
-            out.append(row)
-            continue
-        try:
-            out.append(Row.model_validate(row))
-        except ValueError as exc:
-            raise InvalidRequestError(f"row {index}: {exc}") from exc
-    return out
+    return [as_row(index, row) for index, row in enumerate(rows)]
 
 
 @dataclass
@@ -129,6 +131,69 @@ class SandboxRunner:
         """
         pending = self._submit(check, as_rows(rows), limits, labels, on_result)
         return pending.wait()
+
+    def iter_check(
+        self,
+        check: CodeCheck | str,
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        jobs_ahead: int | None = None,
+    ) -> Iterator[RowResult]:
+        """Score rows as they are read; yield one :class:`RowResult` per row, in row order.
+
+        Unlike :meth:`run_check`, neither every row nor every result is held at
+        once: rows are read a job (``settings.job_max_rows``) at a time, and at
+        most ``jobs_ahead`` jobs (default: twice ``max_parallel_jobs``) are
+        queued or unread, so a file of any size scores in bounded memory. A bad
+        row raises InvalidRequestError when it is read, after the results before
+        it. Leaving the loop early cancels the jobs that have not started.
+        """
+        if isinstance(check, str):
+            check = CodeCheck(source=check)
+        effective = self.settings.limits.lowered_by(limits)
+        size = self.settings.job_max_rows
+        ahead = max(1, jobs_ahead or 2 * self.settings.max_parallel_jobs)
+        queued: deque[tuple[Future[None], list[RowResult | None], int]] = deque()
+
+        def submit(batch: list[Row], offset: int) -> None:
+            results: list[RowResult | None] = [None] * len(batch)
+
+            def deliver(index: int, result: RowResult) -> None:
+                results[index - offset] = result
+
+            job = self._executor.submit(
+                self.run_job, check, batch, effective, labels or {}, offset, deliver
+            )
+            queued.append((job, results, offset))
+
+        def oldest() -> list[RowResult]:
+            job, results, offset = queued.popleft()
+            job.result()
+            missing = [offset + i for i, r in enumerate(results) if r is None]
+            if missing:
+                raise SandboxError(f"no result for rows {missing[:10]}: this is a scorebox bug")
+            return [r for r in results if r is not None]
+
+        try:
+            batch: list[Row] = []
+            offset = 0
+            for index, row in enumerate(rows):
+                batch.append(as_row(index, row))
+                if len(batch) < size:
+                    continue
+                submit(batch, offset)
+                offset, batch = offset + size, []
+                while len(queued) >= ahead:
+                    yield from oldest()
+            if batch:
+                submit(batch, offset)
+            while queued:
+                yield from oldest()
+        finally:
+            for job, _, _ in queued:
+                job.cancel()
 
     def run_checks(
         self,
@@ -377,6 +442,23 @@ def run_check(
     """
     engine = default_engine(settings)
     return engine.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+
+
+def iter_check(
+    source: str,
+    rows: Iterable[Row | Mapping[str, Any]],
+    limits: Limits | None = None,
+    *,
+    policy: Policy | str = Policy.STANDARD,
+    settings: Settings | None = None,
+) -> Iterator[RowResult]:
+    """Score ``rows`` as they are read with the check in ``source``, yielding results in order.
+
+    :func:`run_check` for datasets too big to hold: memory stays bounded by a few
+    jobs of rows (:meth:`SandboxRunner.iter_check`), on the shared :func:`default_engine`.
+    """
+    engine = default_engine(settings)
+    return engine.iter_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
 
 
 def run_checks(

@@ -560,3 +560,14 @@ def test_many_rows_split_across_parallel_jobs(docker_settings: Settings) -> None
         )
     assert [r.score for r in results] == [2 * i for i in range(1, 451)]
     assert len(backend.container_ids) == 5
+
+
+def test_iter_check_streams_the_same_results_as_run_check(docker_settings: Settings) -> None:
+    source = "def evaluate(model_output):\n    return len(model_output)\n"
+    rows = [{"id": i, "model_output": "y" * (i % 5)} for i in range(57)]
+    small_jobs = docker_settings.model_copy(update={"job_max_rows": 8})
+    with SandboxRunner(small_jobs) as runner:
+        streamed = list(runner.iter_check(source, iter(rows), jobs_ahead=2))
+    assert [(r.row_id, r.status, r.score) for r in streamed] == [
+        (i, Status.OK, i % 5) for i in range(57)
+    ]

@@ -147,8 +147,9 @@ class SandboxRunner:
         once: rows are read a job (``settings.job_max_rows``) at a time, and at
         most ``jobs_ahead`` jobs (default: twice ``max_parallel_jobs``) are
         queued or unread, so a file of any size scores in bounded memory. A bad
-        row raises InvalidRequestError when it is read, after the results before
-        it. Leaving the loop early cancels the jobs that have not started.
+        row stops the reading: the rows before it are scored and yielded, then
+        InvalidRequestError names it. Leaving the loop early cancels the jobs
+        that have not started.
         """
         if isinstance(check, str):
             check = CodeCheck(source=check)
@@ -179,8 +180,13 @@ class SandboxRunner:
         try:
             batch: list[Row] = []
             offset = 0
+            bad: InvalidRequestError | None = None
             for index, row in enumerate(rows):
-                batch.append(as_row(index, row))
+                try:
+                    batch.append(as_row(index, row))
+                except InvalidRequestError as exc:
+                    bad = exc  # raised once the rows before it are scored and yielded
+                    break
                 if len(batch) < size:
                     continue
                 submit(batch, offset)
@@ -191,6 +197,8 @@ class SandboxRunner:
                 submit(batch, offset)
             while queued:
                 yield from oldest()
+            if bad is not None:
+                raise bad
         finally:
             for job, _, _ in queued:
                 job.cancel()

@@ -64,7 +64,21 @@ def test_a_bad_row_raises_after_the_results_before_it() -> None:
     with _runner(FakeBackend()) as runner, pytest.raises(InvalidRequestError, match="row 35"):
         for result in runner.iter_check("def evaluate(model_output): ...", rows(), jobs_ahead=1):
             got.append(result)
-    assert len(got) == 30  # the three full jobs read before row 35 was; its own job never ran
+    assert [r.row_id for r in got] == list(range(35))  # every row before the bad one
+
+
+def test_a_bad_row_raises_after_the_results_before_it_however_far_ahead_rows_are_read() -> None:
+    # With jobs queued ahead (the default: twice max_parallel_jobs), the rows before the bad
+    # one are still scored and yielded before it raises, not dropped with their jobs.
+    def rows() -> Iterator[Any]:
+        yield from _source(25, [])
+        yield {"model_output": 3}  # not a string
+
+    got: list[Any] = []
+    with _runner(FakeBackend()) as runner, pytest.raises(InvalidRequestError, match="row 25"):
+        for result in runner.iter_check("def evaluate(model_output): ...", rows(), jobs_ahead=8):
+            got.append(result)
+    assert [r.row_id for r in got] == list(range(25))
 
 
 def test_leaving_the_loop_early_cancels_the_jobs_not_started() -> None:

@@ -347,7 +347,8 @@ class RunService:
         """A run with how many results are stored and its per-check summary."""
         run = self.store.get_run(principal.tenant_id, run_id)
         summary = self.summary(run)
-        return run, summary.done, summary.checks
+        # an active run's summary may be a kept one (STALE_FACTOR): the count is read now
+        return run, max(summary.done, run.results_done), summary.checks
 
     def summary(self, run: Run) -> RunSummary:
         """The run's summary with its histograms (stored once the run has finished)."""

@@ -211,3 +211,43 @@ def test_a_running_runs_summary_is_computed_again_only_when_new_and_not_too_cost
         assert run.id not in summary_module._active
     finally:
         store.engine.dispose()
+
+
+def test_a_running_runs_done_count_is_current_while_its_summary_is_kept(
+    database_url: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GET /v1/runs/{id} (what `scorebox run` follows) reports `done`: it must not wait for
+    # the kept summary to be recomputed, only the per-check figures may lag.
+    from engine.auth import Principal
+    from engine.builtins import build_builtins
+    from engine.runs import summary as summary_module
+    from engine.runs.executors import CodeExecutor, EngineHolder, Executors
+    from engine.runs.metrics import Metrics
+    from engine.runs.service import RunService
+    from tests.api.conftest import api_settings
+
+    monkeypatch.setattr(summary_module, "STALE_FACTOR", 1e9)  # the kept summary is served
+    settings = api_settings(database_url, tmp_path)
+    store = open_store(settings.effective_database_url)
+    try:
+        node = RunService(
+            settings,
+            store,
+            Executors(CodeExecutor(EngineHolder(settings))),
+            Metrics(),
+            build_builtins(),
+        )  # not started: only the test writes results
+        tenant = store.create_tenant(f"summary-{new_id('t')}")
+        run = queued_run(tenant.id, 10)
+        store.create_run(run, ({"model_output": "x"} for _ in range(10)), None)
+        store.set_run_status(run.id, RunStatus.RUNNING)
+        store.save_results(run.id, [(0, i, _ok(0.5)) for i in range(3)])
+        principal = Principal(tenant, None)
+        _, done, checks = node.get_run(principal, run.id)
+        assert done == 3 and checks[0].counts == {"ok": 3}
+        store.save_results(run.id, [(0, i, _ok(0.5)) for i in range(3, 7)])
+        _, done, checks = node.get_run(principal, run.id)
+        assert checks[0].counts == {"ok": 3}  # kept: not recomputed
+        assert done == 7
+    finally:
+        store.engine.dispose()

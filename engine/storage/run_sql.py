@@ -68,10 +68,14 @@ class SqlRuns(SqlSessions):
         """
         with self._session() as s:
             if admit is not None:
-                # PostgreSQL: FOR UPDATE serialises the tenant's submissions; SQLite has
-                # one writer at a time, and the flush below takes its write lock first
+                # PostgreSQL: FOR NO KEY UPDATE serialises the tenant's submissions and,
+                # unlike FOR UPDATE, not the foreign-key checks of its other writes (a check
+                # or key saved while a big run's rows are stored); SQLite has one writer at
+                # a time, and the flush below takes its write lock first
                 s.execute(
-                    select(TenantRow.id).where(TenantRow.id == run.tenant_id).with_for_update()
+                    select(TenantRow.id)
+                    .where(TenantRow.id == run.tenant_id)
+                    .with_for_update(key_share=True)
                 )
             s.add(
                 RunRow(

@@ -132,3 +132,60 @@ def test_queued_runs_quota_holds_for_simultaneous_submissions_on_two_nodes(
     finally:
         for store in stores:
             store.engine.dispose()
+
+
+
+def test_a_long_upload_does_not_lock_the_tenant_out_of_other_writes(database_url: str) -> None:
+    """The quota lock serialises a tenant's submissions only: while a big run's rows are
+    stored, the tenant can still save checks and keys (rows referencing its tenant row)."""
+    if database_url.startswith("sqlite"):
+        pytest.skip("SQLite has one writer at a time: every write waits for the upload")
+    import secrets
+    from datetime import UTC, datetime
+
+    from sqlalchemy import insert, text
+
+    from engine.storage import new_id
+    from engine.storage.tables import ApiKeyRow
+    from tests.conftest import queued_run
+
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant("uploader")
+        inside, release = threading.Event(), threading.Event()
+        admitted: list[int] = []
+
+        def rows() -> Any:
+            yield {"model_output": "first"}
+            inside.set()
+            release.wait(timeout=120)
+            yield {"model_output": "second"}
+
+        run = queued_run(tenant.id, 2)
+        upload = threading.Thread(
+            target=store.create_run, args=(run, rows(), None), kwargs={"admit": admitted.append}
+        )
+        upload.start()
+        try:
+            assert inside.wait(timeout=120), "the upload never started storing rows"
+            assert admitted == [0]  # the quota was counted, under the tenant's lock
+            with store.engine.connect() as conn:
+                conn.execute(text("SET lock_timeout = '10s'"))  # a write that waits fails
+                conn.execute(
+                    insert(ApiKeyRow).values(
+                        id=new_id("key"),
+                        tenant_id=tenant.id,
+                        prefix="sbx_test",
+                        key_hash=secrets.token_hex(32),
+                        name=None,
+                        created_at=datetime.now(UTC),
+                        revoked_at=None,
+                    )
+                )
+                conn.commit()
+        finally:
+            release.set()
+            upload.join(timeout=120)
+        assert store.get_run(tenant.id, run.id).row_count == 2
+    finally:
+        store.engine.dispose()

@@ -134,7 +134,6 @@ def test_queued_runs_quota_holds_for_simultaneous_submissions_on_two_nodes(
             store.engine.dispose()
 
 
-
 def test_a_long_upload_does_not_lock_the_tenant_out_of_other_writes(database_url: str) -> None:
     """The quota lock serialises a tenant's submissions only: while a big run's rows are
     stored, the tenant can still save checks and keys (rows referencing its tenant row)."""

@@ -29,7 +29,14 @@ T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 
 
+def _lower(value: Any) -> Any:
+    """``lower()`` for SQLite: its own folds ASCII letters only, PostgreSQL's folds them all
+    (the dashboard's text search ignores case the same way on both)."""
+    return value.lower() if isinstance(value, str) else value
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")

@@ -335,5 +335,6 @@ def test_text_search_looks_at_the_model_output_ignores_case_and_takes_wildcards_
     assert found("0%") == [2]  # '%' is a character, not "anything"
     assert found("a_b") == [5]  # '_' is a character, not "any one"
     assert found("zürich") == [4]
+    assert found("ZÜRICH") == [4]  # beyond ASCII too (SQLite's own lower() folds ASCII only)
     assert found("fine") == list(range(len(outputs)))  # the explanation still counts
     assert found("absent") == []

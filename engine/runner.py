@@ -75,9 +75,19 @@ class _Pending:
         if self.on_result is not None:
             self.on_result(index, result)
 
-    def wait(self) -> list[RowResult]:
+    def cancel(self) -> None:
+        """The caller is gone (Ctrl-C, a failed job): the jobs not started never will, so
+        closing the runner does not wait for all of them."""
         for future in self.futures:
-            future.result()
+            future.cancel()
+
+    def wait(self) -> list[RowResult]:
+        try:
+            for future in self.futures:
+                future.result()
+        except BaseException:
+            self.cancel()
+            raise
         missing = [i for i, r in enumerate(self.results) if r is None]
         if missing:
             raise SandboxError(f"no result for rows {missing[:10]}: this is a scorebox bug")
@@ -217,7 +227,12 @@ class SandboxRunner:
         """
         row_list = as_rows(rows)
         pending = [self._submit(check, row_list, limits, labels, None) for check in checks]
-        return [p.wait() for p in pending]
+        try:
+            return [p.wait() for p in pending]
+        except BaseException:
+            for p in pending:
+                p.cancel()
+            raise
 
     def _submit(
         self,

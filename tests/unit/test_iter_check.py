@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -89,3 +93,37 @@ def test_leaving_the_loop_early_cancels_the_jobs_not_started() -> None:
         ):
             break
     assert len(backend.calls) <= 3, len(backend.calls)  # of 1,000 jobs
+
+
+def _waiting_in_run_check(thread_id: int) -> bool:
+    """Whether the thread is blocked waiting for run_check's results (every job queued)."""
+    frame = sys._current_frames().get(thread_id)
+    while frame is not None:
+        if frame.f_code.co_name == "wait" and frame.f_code.co_filename.endswith("runner.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_ctrl_c_while_run_check_waits_cancels_the_jobs_not_started() -> None:
+    # `scorebox run` (local) waits in run_check: Ctrl-C there must not leave every queued
+    # job to run before the runner closes (close() waits for the pool) and the CLI exits.
+    main = threading.main_thread().ident
+    assert main is not None and threading.get_ident() == main
+    interrupted = threading.Event()
+
+    def ctrl_c(_index: int, _result: Any) -> None:
+        if interrupted.is_set():
+            return
+        interrupted.set()
+        for _ in range(6000):  # every job is queued once run_check waits for them
+            if _waiting_in_run_check(main):
+                break
+            time.sleep(0.01)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    backend = FakeBackend(row_seconds=0.001)
+    with _runner(backend) as runner, pytest.raises(KeyboardInterrupt):
+        runner.run_check("def evaluate(model_output): ...", _source(10_000, []), on_result=ctrl_c)
+    assert interrupted.is_set()
+    assert len(backend.calls) < 1_000, len(backend.calls)  # of 1,000 jobs

@@ -152,6 +152,9 @@ def _keep(run: Run, summary: RunSummary | None, started: float) -> None:
             _active.pop(run.id, None)
             return
         now = _clock()
+        kept = _active.get(run.id)
+        if kept is not None and kept.summary.done > summary.done:
+            return  # computed at the same time from fewer results: the kept one is newer
         _active[run.id] = _Kept(now, now - started, summary)
         _active.move_to_end(run.id)
         while len(_active) > MAX_ACTIVE_KEPT:

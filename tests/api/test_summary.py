@@ -251,3 +251,38 @@ def test_a_running_runs_done_count_is_current_while_its_summary_is_kept(
         assert done == 7
     finally:
         store.engine.dispose()
+
+
+def test_a_kept_summary_is_never_replaced_by_an_older_one(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two pollers compute an active run's summary at once: the one that started first (fewer
+    # results) finishes last. The newer summary must stay kept, not the older one.
+    from engine.runs import summary as summary_module
+
+    now = [1000.0]
+    monkeypatch.setattr(summary_module, "_clock", lambda: now[0])
+    store = open_store(database_url)
+    try:
+        run = _run(store, 10)
+        store.set_run_status(run.id, RunStatus.RUNNING)
+        store.save_results(run.id, [(0, i, _ok(0.5)) for i in range(3)])
+        real = summary_module.from_stats
+        nested: list[Any] = []
+
+        def overtaken(*args: Any) -> Any:
+            computed = real(*args)
+            if not nested:  # the first poller: another one starts, with more results, and
+                nested.append(None)  # finishes first
+                store.save_results(run.id, [(0, i, _ok(0.5)) for i in range(3, 6)])
+                nested.append(run_summary(store, store.get_run(run.tenant_id, run.id)))
+                now[0] += 10.0  # the first poller's scan was slow: its summary would be kept
+            return computed
+
+        monkeypatch.setattr(summary_module, "from_stats", overtaken)
+        older = run_summary(store, store.get_run(run.tenant_id, run.id))
+        assert older.checks[0].counts == {"ok": 3} and nested[1].checks[0].counts == {"ok": 6}
+        again = run_summary(store, store.get_run(run.tenant_id, run.id))
+        assert again.checks[0].counts == {"ok": 6}
+    finally:
+        store.engine.dispose()

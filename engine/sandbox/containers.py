@@ -28,6 +28,12 @@ from engine.errors import (
 from engine.models import Limits
 from engine.settings import Settings
 
+#: The harness is the container's PID 1 (the image's tini is bypassed): the process that
+#: holds the container's stdin and stdout (the job stream and the result channel) must be
+#: one a check cannot reach. tini, as the check's uid and dumpable, let a check open
+#: ``/proc/1/fd/1`` and write to the host's stream, or ``/proc/1/fd/0`` and inject a job.
+#: As PID 1 the harness also cannot be killed from inside (``kill(-1)`` skips it), and it
+#: reaps every orphan itself.
 HARNESS_COMMAND = ["python3", "-I", "/opt/scorebox/harness.py"]
 
 
@@ -36,6 +42,14 @@ IDLE_EXIT_SLACK_SECONDS = 10.0
 
 
 SANDBOX_USER = "10001:10001"
+#: Under gVisor the harness's parent starts as root *inside the sandbox* (gVisor's own
+#: kernel: not the host's root) with only these capabilities, and drops every process it
+#: forks for a check to ``SANDBOX_USER`` (the harness's ``drop_to_check_user``). gVisor's
+#: procfs does not honour the parent's non-dumpable flag for ``/proc/<pid>/fd``, so under
+#: runsc only another uid keeps a check from the parent's descriptors: the result channel
+#: and the job stream. Under runc the whole container runs as SANDBOX_USER.
+GVISOR_HARNESS_USER = "0:0"
+GVISOR_HARNESS_CAPS = ("SETUID", "SETGID", "KILL", "DAC_OVERRIDE", "FOWNER")
 
 
 LABEL_MANAGED = "scorebox.managed"
@@ -176,7 +190,7 @@ def container_options(
     pids = pids_options(limits, gvisor=gvisor)
     options: dict[str, Any] = {
         "image": settings.image,
-        "command": [*HARNESS_COMMAND, f"{harness_idle_exit(settings):.0f}"],
+        "entrypoint": [*HARNESS_COMMAND, f"{harness_idle_exit(settings):.0f}"],
         "stdin_open": True,
         "tty": False,
         "detach": True,
@@ -211,6 +225,9 @@ def container_options(
             **labels,
         },
     }
+    if gvisor:
+        options["user"] = GVISOR_HARNESS_USER
+        options["cap_add"] = list(GVISOR_HARNESS_CAPS)
     if settings.runtime:
         options["runtime"] = settings.runtime
     return options

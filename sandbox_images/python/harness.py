@@ -10,7 +10,8 @@ channel or survive its job:
   result channel (a copy of the original stdout; fd 1 itself points at stderr),
   frames every record with the job's nonce, and is non-dumpable, so a check
   can neither ptrace it nor open its descriptors through /proc;
-* for each job it **forks a child** that closes stdin and the result channel,
+* for each job it **forks a child** that (as the image's unprivileged user when
+  the parent runs as root, which it does under gVisor) closes stdin and the result channel,
   loads the check from the job's source into a fresh module (never from a file
   on ``sys.path``) and writes one plain JSON record per row to a pipe. The
   parent checks every record (row order, size, statuses only a check may
@@ -19,7 +20,13 @@ channel or survive its job:
   its row is ``timeout``; a child that dies or corrupts its records costs its
   row ``crashed`` (or ``oom``), and the rest of the job goes on in a fresh child.
 
-Between jobs the parent kills every process but itself and PID 1 and empties
+The parent is the container's PID 1 (the host starts it in place of the
+image's tini), so no other process holds the container's stdin and stdout, a
+check cannot signal it (``kill(-1)`` skips PID 1, and the parent ignores
+SIGINT), and every orphan is its child. Under gVisor it runs as root inside
+the sandbox and each child drops to the image's user (``drop_to_check_user``).
+
+Between jobs the parent kills every other process and empties
 /tmp and /dev/shm, so the next job starts from a clean slate. With no job for
 IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.
 """
@@ -482,6 +489,8 @@ class JobRun:
         if pid == 0:  # the child: no way back to stdin or the result channel
             code = 70
             try:
+                drop_to_check_user()
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 os.close(read_fd)
                 os.close(out_read)
                 os.close(self.result_fd)
@@ -619,7 +628,8 @@ class Tasks:
 
 
 def strays() -> list[int]:
-    """Processes in the container other than PID 1 (tini) and this harness."""
+    """Processes in the container other than PID 1 and this harness (the same one, as the
+    host starts it; a harness started under an init leaves that init alone)."""
     me = os.getpid()
     try:
         names = os.listdir("/proc")
@@ -640,7 +650,7 @@ def reset() -> bool:
         Tasks.saw(pid, ours=False)
     while True:
         with contextlib.suppress(Exception):
-            os.kill(-1, signal.SIGKILL)  # every process this user may signal but PID 1 and us
+            os.kill(-1, signal.SIGKILL)  # every process we may signal but PID 1 and us
         while True:
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -667,6 +677,27 @@ def reset() -> bool:
     return True
 
 
+#: The image's unprivileged user (Dockerfile: ``useradd --uid 10001``), a check's process's.
+CHECK_UID = CHECK_GID = 10001
+
+
+def drop_to_check_user() -> None:
+    """In a child, before any check code: become the check's user if the parent is root.
+
+    Under gVisor the parent runs as root inside the sandbox (the host's container options)
+    so that the check, as another uid, can neither open the parent's descriptors through
+    /proc (gVisor's procfs ignores non-dumpable there), nor signal it.
+    Under runc the whole container already runs as the check's user and this does nothing.
+    """
+    if os.getuid() != 0:
+        return
+    os.setgroups([])
+    os.setgid(CHECK_GID)
+    os.setuid(CHECK_UID)
+    if os.getuid() == 0 or os.geteuid() == 0:  # never run a check as root
+        os._exit(71)
+
+
 def become_subreaper() -> None:
     """PR_SET_CHILD_SUBREAPER: a job's orphans become our children, so reset() can reap them."""
     with contextlib.suppress(Exception):
@@ -687,6 +718,9 @@ def main(argv: list[str]) -> int:
     faulthandler.enable(file=2)  # the original stderr (fd 1 now leads there too)
     make_undumpable()
     become_subreaper()
+    # As PID 1 only signals with a handler reach us from inside: Python's own SIGINT
+    # handler would let a check raise KeyboardInterrupt here. (Children restore it.)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     stdin = Reader(0)
     while True:
         job = read_job(stdin, idle_exit)

@@ -233,14 +233,16 @@ def test_max_pids_counts_the_checks_processes_job_after_job(engine: SandboxRunne
             pass
         return len(children)
     """
-    limits = FAST.model_copy(update={"max_pids": 24})
+    limits = FAST.model_copy(update={"max_pids": 16})
     counts = []
     for _ in range(5):
         (result,) = run(engine, source, n=1, limits=limits)
         assert result.status is Status.OK, result.error
         counts.append(result.score)
-    # tini, the harness, the check's process and its sleep come first; the rest is forks.
-    assert all(isinstance(c, int) and 12 <= c <= 24 for c in counts), counts
+    # The check's process and its sleep come first (and, under runc, the harness, which
+    # shares the check's uid); the rest is forks. (16: 24 sleeping forks of a Python
+    # process pass the 256 MiB memory limit under gVisor.)
+    assert all(isinstance(c, int) and 10 <= c <= 16 for c in counts), counts
     # Nothing the last job forked is still counted in the next one.
     assert len(set(counts)) == 1, counts
 
@@ -305,34 +307,25 @@ def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
     assert len(backend.container_ids) - before == 1
 
 
-def test_killing_every_process_costs_only_the_killers_row(engine: SandboxRunner) -> None:
-    # os.kill(-1, SIGKILL) takes the harness's parent (same uid) and the container with it,
-    # before it passed on the rows it had: those were lost and every row was `crashed`
-    # "while loading the check". Now the rows scored before are scored again.
-    source = """
-    import os, signal
-    def evaluate(model_output):
-        if model_output == "2":
-            os.kill(-1, signal.SIGKILL)
-        return int(model_output)
-    """
-    results = run(engine, source, n=6)
-    assert statuses(results) == [Status.OK, Status.CRASHED] + [Status.OK] * 4
-    assert [r.score for r in results] == [1, None, 3, 4, 5, 6]
-    assert "SIGKILL" in (results[1].error or ""), results[1].error
-
-
-def test_a_check_that_always_kills_its_sandbox_is_blamed_not_the_sandbox(
+def test_a_check_cannot_signal_the_harness_or_anything_outside_its_own_processes(
     engine: SandboxRunner,
 ) -> None:
+    # The harness's parent is the container's PID 1: kill(-1) skips it, SIGKILL and SIGINT
+    # from inside do not reach it (no handler; it ignores SIGINT), and under runsc the check
+    # runs as another uid. Before, kill(-1) took the parent and the container with it.
     source = """
     import os, signal
     def evaluate(model_output):
-        os.kill(-1, signal.SIGKILL)
+        for target, sig in ((-1, signal.SIGKILL), (1, signal.SIGKILL), (1, signal.SIGINT),
+                            (os.getppid(), signal.SIGKILL), (os.getppid(), signal.SIGTERM)):
+            try:
+                os.kill(target, sig)
+            except OSError:
+                pass
+        return os.getppid()
     """
-    results = run(engine, source, n=8)
-    assert statuses(results) == [Status.CRASHED] * 8
-    assert "not run: the check ended its sandbox" in (results[-1].error or "")
+    results = run(engine, source, n=6)
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 1)] * 6, results
 
 
 def test_segfault_is_crashed(engine: SandboxRunner) -> None:
@@ -434,7 +427,10 @@ def test_runs_as_non_root_without_capabilities(engine: SandboxRunner) -> None:
         ok = (
             os.getuid() != 0
             and os.getgid() != 0
+            and os.geteuid() != 0
             and int(fields["CapEff"].strip(), 16) == 0
+            and int(fields["CapPrm"].strip(), 16) == 0
+            and int(fields["CapInh"].strip(), 16) == 0
             and no_new_privs == 1
         )
         return (ok, status)

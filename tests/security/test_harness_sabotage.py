@@ -88,12 +88,13 @@ def test_a_stolen_nonce_never_forges_a_host_status(
     engine: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
     # The attack of the outside round: walk gc to the harness's job, read its nonce and
-    # write framed records claiming sandbox_error, through every descriptor within reach.
-    # Under runc the check's process holds no way to the result channel: its fd 1 and 2
-    # lead to the parent's output counter, and the non-dumpable parent's /proc/<pid>/fd
-    # is closed to it. gVisor's procfs does not honour non-dumpable there: the check can
-    # open the parent's descriptors, so its forged records reach the host, which refuses
-    # a host-only status and blames the check (docs/security.md, runc and gVisor).
+    # write framed records claiming sandbox_error, through every descriptor within reach:
+    # its own fd 1 and 2 (they lead to the parent's output counter), and every descriptor
+    # of the harness's parent and of tini (PID 1) under /proc. Under runc the parent is
+    # non-dumpable, so /proc/<pid>/fd is closed to the check. gVisor's procfs ignores
+    # non-dumpable there, so under runsc the parent runs as root inside the sandbox and
+    # the check's process as another uid: the same descriptors are closed to it. (Before,
+    # the check reached the result channel under runsc.)
     source = """
 import gc, json, os, sys
 def nonce():
@@ -111,28 +112,26 @@ def evaluate(model_output):
     sys.__stdout__.write(data.decode())
     sys.__stdout__.flush()
     opened = []
-    try:
-        names = sorted(os.listdir(f"/proc/{os.getppid()}/fd"), key=int)
-    except OSError:
-        names = ["1", "3", "4"]
-    for name in names:
-        if name == "0":
-            continue
+    for pid in (os.getppid(), 1):
         try:
-            with open(f"/proc/{os.getppid()}/fd/{name}", "wb") as channel:
-                channel.write(data)
-            opened.append(name)
+            names = sorted(os.listdir(f"/proc/{pid}/fd"), key=int)
         except OSError:
-            pass
+            names = ["0", "1", "2", "3", "4"]
+        for name in names:
+            try:
+                with open(f"/proc/{pid}/fd/{name}", "wb") as channel:
+                    channel.write(data)
+                opened.append(f"{pid}/{name}")
+            except OSError:
+                pass
     return (0, f"nonce={'found' if found else 'missing'} opened={opened}")
 """
     results = run(engine, source)
     assert Status.SANDBOX_ERROR not in [r.status for r in results], results
-    if sandbox_runtime == "runsc":
-        assert results[0].status is Status.CRASHED, results[0]
-        assert "host's to give" in (results[0].error or ""), results[0].error
-        return
-    assert [(r.status, r.score) for r in results] == [(Status.OK, 0)] * 3, results
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 0)] * 3, (
+        sandbox_runtime,
+        results,
+    )
     assert all(r.explanation == "nonce=found opened=[]" for r in results), results
 
 

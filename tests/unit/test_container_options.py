@@ -86,3 +86,16 @@ def test_describe_exit_names_the_signal() -> None:
     assert "SIGSEGV" in describe_exit(139, "")
     assert "code 3" in describe_exit(3, "")
     assert "Segmentation fault" in describe_exit(139, "Fatal Python error: Segmentation fault\n")
+
+
+def test_under_gvisor_the_harness_starts_as_sandbox_root_with_five_capabilities() -> None:
+    # gVisor's procfs ignores non-dumpable for /proc/<pid>/fd: only another uid keeps a
+    # check from the harness's descriptors, so the parent starts as root inside gVisor and
+    # drops each check process to 10001 (tests/security: the stolen-nonce case).
+    runc = container_options(Settings(), Limits(), {})
+    assert runc["user"] == "10001:10001" and "cap_add" not in runc
+    gvisor = container_options(Settings(runtime="runsc"), Limits(), {}, gvisor=True)
+    assert gvisor["user"] == "0:0"
+    assert gvisor["cap_drop"] == ["ALL"]
+    assert gvisor["cap_add"] == ["SETUID", "SETGID", "KILL", "DAC_OVERRIDE", "FOWNER"]
+    assert gvisor["security_opt"] == ["no-new-privileges"]

@@ -64,14 +64,15 @@ def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
 
 @dataclass
 class _Pending:
-    """One check's results as its jobs deliver them."""
+    """One check's results as its jobs deliver them (rows ``offset`` on of the caller's)."""
 
     results: list[RowResult | None]
     on_result: ResultCallback | None
     futures: list[Future[None]] = field(default_factory=list)
+    offset: int = 0
 
     def deliver(self, index: int, result: RowResult) -> None:
-        self.results[index] = result
+        self.results[index - self.offset] = result
         if self.on_result is not None:
             self.on_result(index, result)
 
@@ -88,7 +89,7 @@ class _Pending:
         except BaseException:
             self.cancel()
             raise
-        missing = [i for i, r in enumerate(self.results) if r is None]
+        missing = [self.offset + i for i, r in enumerate(self.results) if r is None]
         if missing:
             raise SandboxError(f"no result for rows {missing[:10]}: this is a scorebox bug")
         return [r for r in self.results if r is not None]
@@ -163,30 +164,9 @@ class SandboxRunner:
         """
         if isinstance(check, str):
             check = CodeCheck(source=check)
-        effective = self.settings.limits.lowered_by(limits)
         size = self.settings.job_max_rows
         ahead = max(1, jobs_ahead or 2 * self.settings.max_parallel_jobs)
-        queued: deque[tuple[Future[None], list[RowResult | None], int]] = deque()
-
-        def submit(batch: list[Row], offset: int) -> None:
-            results: list[RowResult | None] = [None] * len(batch)
-
-            def deliver(index: int, result: RowResult) -> None:
-                results[index - offset] = result
-
-            job = self._executor.submit(
-                self.run_job, check, batch, effective, labels or {}, offset, deliver
-            )
-            queued.append((job, results, offset))
-
-        def oldest() -> list[RowResult]:
-            job, results, offset = queued.popleft()
-            job.result()
-            missing = [offset + i for i, r in enumerate(results) if r is None]
-            if missing:
-                raise SandboxError(f"no result for rows {missing[:10]}: this is a scorebox bug")
-            return [r for r in results if r is not None]
-
+        queued: deque[_Pending] = deque()  # one job each, in row order
         try:
             batch: list[Row] = []
             offset = 0
@@ -199,19 +179,19 @@ class SandboxRunner:
                     break
                 if len(batch) < size:
                     continue
-                submit(batch, offset)
+                queued.append(self._submit(check, batch, limits, labels, None, offset=offset))
                 offset, batch = offset + size, []
                 while len(queued) >= ahead:
-                    yield from oldest()
+                    yield from queued.popleft().wait()
             if batch:
-                submit(batch, offset)
+                queued.append(self._submit(check, batch, limits, labels, None, offset=offset))
             while queued:
-                yield from oldest()
+                yield from queued.popleft().wait()
             if bad is not None:
                 raise bad
         finally:
-            for job, _, _ in queued:
-                job.cancel()
+            for pending in queued:
+                pending.cancel()
 
     def run_checks(
         self,
@@ -241,16 +221,25 @@ class SandboxRunner:
         limits: Limits | None,
         labels: Mapping[str, str] | None,
         on_result: ResultCallback | None,
+        *,
+        offset: int = 0,
     ) -> _Pending:
-        """Queue one check's jobs (never waiting on the pool from inside it)."""
+        """Queue one check's jobs (never waiting on the pool from inside it); ``offset``:
+        the index of ``rows[0]`` among the caller's rows (results and callbacks use it)."""
         if isinstance(check, str):
             check = CodeCheck(source=check)
         effective = self.settings.limits.lowered_by(limits)
         size = self.settings.job_max_rows
-        pending = _Pending([None] * len(rows), on_result)
+        pending = _Pending([None] * len(rows), on_result, offset=offset)
         pending.futures = [
             self._executor.submit(
-                self.run_job, check, rows[i : i + size], effective, labels or {}, i, pending.deliver
+                self.run_job,
+                check,
+                rows[i : i + size],
+                effective,
+                labels or {},
+                offset + i,
+                pending.deliver,
             )
             for i in range(0, len(rows), size)
         ]

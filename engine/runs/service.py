@@ -39,7 +39,13 @@ from engine.runs.quotas import (
 )
 from engine.runs.scheduler import FairScheduler, WorkItem
 from engine.runs.scoring import Ref, ScoreOutcome, chunked, effective_limits, outcome
-from engine.runs.summary import CheckSummary, RunSummary, run_summary, store_summary
+from engine.runs.summary import (
+    CheckSummary,
+    RunSummary,
+    results_done,
+    run_summary,
+    store_summary,
+)
 from engine.runs.work import (
     ChunkSpec,
     ChunkStopped,
@@ -347,8 +353,7 @@ class RunService:
         """A run with how many results are stored and its per-check summary."""
         run = self.store.get_run(principal.tenant_id, run_id)
         summary = self.summary(run)
-        # an active run's summary may be a kept one (STALE_FACTOR): the count is read now
-        return run, max(summary.done, run.results_done), summary.checks
+        return run, results_done(run, summary), summary.checks
 
     def summary(self, run: Run) -> RunSummary:
         """The run's summary with its histograms (stored once the run has finished)."""

@@ -203,6 +203,13 @@ def run_summary(store: RunStore, run: Run) -> RunSummary:
     return computed
 
 
+def results_done(run: Run, summary: RunSummary) -> int:
+    """How many results ``run`` has now, for progress: its counter, which every write of
+    results bumps, unless the summary counted more (results stored by a worker older than
+    migration 0006). Never a kept summary's count alone: that may be seconds old."""
+    return max(summary.done, run.results_done)
+
+
 def store_summary(store: RunStore, run: Run) -> None:
     """Compute and store a run's summary as it finishes (never raises: a view computes it)."""
     try:

@@ -17,7 +17,7 @@ from fastapi.responses import (
     StreamingResponse,
 )
 
-from engine.runs.summary import RunSummary
+from engine.runs.summary import RunSummary, results_done
 from engine.storage import Run
 from engine.web import charts, table
 from engine.web.pages import (
@@ -189,7 +189,7 @@ def run_page(
         "run.html",
         session,
         run=run,
-        done=summary.done,
+        done=results_done(run, summary),
         checks=_charts(summary),
         **_table(request, run, after),
     )

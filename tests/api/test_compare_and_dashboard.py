@@ -338,3 +338,36 @@ def test_text_search_looks_at_the_model_output_ignores_case_and_takes_wildcards_
     assert found("ZÜRICH") == [4]  # beyond ASCII too (SQLite's own lower() folds ASCII only)
     assert found("fine") == list(range(len(outputs)))  # the explanation still counts
     assert found("absent") == []
+
+
+def test_the_run_page_shows_the_current_result_count_while_its_summary_is_kept(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engine.auth import create_tenant
+    from engine.contract import Status
+    from engine.models import RowResult
+    from engine.runs import summary as summary_module
+    from engine.storage import RunStatus
+
+    monkeypatch.setattr(summary_module, "STALE_FACTOR", 1e9)  # the kept summary is served
+    made = create_tenant(api.store, "kept-summary")
+    _sign_in(api, {"Authorization": f"Bearer {made.secret}"})
+    run = queued_run(made.tenant.id, 10)
+    api.store.create_run(run, ({"model_output": "x"} for _ in range(10)), None)
+    api.store.set_run_status(run.id, RunStatus.RUNNING)
+
+    def save(indices: range) -> None:
+        ok = RowResult(status=Status.OK, score=0.5)
+        api.store.save_results(run.id, [(0, i, ok) for i in indices])
+
+    def shown() -> str:
+        page = api.client.get(f"/ui/runs/{run.id}")
+        assert page.status_code == 200, page.text
+        found = re.search(r'data-field="done">(\d+)<', page.text)
+        assert found is not None, page.text[:2000]
+        return found.group(1)
+
+    save(range(3))
+    assert shown() == "3"
+    save(range(3, 7))
+    assert shown() == "7"  # the summary kept from the first view counted 3

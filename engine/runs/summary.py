@@ -146,11 +146,13 @@ def _kept(run: Run) -> RunSummary | None:
     return None
 
 
-def _keep(run: Run, summary: RunSummary | None, started: float) -> None:
+def _forget(run: Run) -> None:
     with _active_lock:
-        if summary is None:
-            _active.pop(run.id, None)
-            return
+        _active.pop(run.id, None)
+
+
+def _keep(run: Run, summary: RunSummary, started: float) -> None:
+    with _active_lock:
         now = _clock()
         kept = _active.get(run.id)
         if kept is not None and kept.summary.done > summary.done:
@@ -175,7 +177,7 @@ def run_summary(store: RunStore, run: Run) -> RunSummary:
         if kept is not None:
             return kept
     else:
-        _keep(run, None, 0.0)
+        _forget(run)
     if run.summary is not None and not run.status.active:
         try:
             stored = RunSummary.model_validate(run.summary)

@@ -9,8 +9,8 @@ import statistics
 import sys
 import time
 
-from engine.check_rules import MAX_SOURCE_BYTES
 from engine.contract import Policy
+from engine.contract.rules import MAX_SOURCE_BYTES
 from engine.validation import validate
 
 HEADER = """\

@@ -1,7 +1,7 @@
 """scorebox measured through its public Python API, in this process.
 
 Everything here goes through names users rely on: ``engine.run_check``, the
-runner class of ``engine.runner`` (``SandboxRunner``, or ``Engine`` before it),
+runner class of ``engine.sandbox.runner`` (``SandboxRunner``, or ``Engine`` before it),
 ``CodeCheck`` and ``Settings`` fields such as ``reuse``, ``pool_size`` and
 ``runtime``. A setting this build does not know is recorded as missing rather
 than silently ignored.
@@ -58,13 +58,13 @@ def reuse_never() -> dict[str, Any]:
 
 def open_runner(settings: Any) -> Any:
     """The runner class behind ``engine.run_check`` (``SandboxRunner``, or ``Engine`` before it)."""
-    module = importlib.import_module("engine.runner")
+    module = importlib.import_module("engine.sandbox.runner")
     cls = getattr(module, "SandboxRunner", None) or module.Engine
     return cls(settings)
 
 
 def code_check(source: str) -> Any:
-    from engine.runner import CodeCheck
+    from engine.sandbox.runner import CodeCheck
 
     return CodeCheck(source=source)
 

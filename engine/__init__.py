@@ -22,11 +22,11 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "CodeCheck": "engine.runner",
-    "SandboxRunner": "engine.runner",
-    "iter_check": "engine.runner",
-    "run_check": "engine.runner",
-    "run_checks": "engine.runner",
+    "CodeCheck": "engine.sandbox.runner",
+    "SandboxRunner": "engine.sandbox.runner",
+    "iter_check": "engine.sandbox.runner",
+    "run_check": "engine.sandbox.runner",
+    "run_checks": "engine.sandbox.runner",
     "Limits": "engine.models",
     "Row": "engine.models",
     "RowResult": "engine.models",
@@ -37,7 +37,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from engine.contract import Status
     from engine.models import Limits, Row, RowResult
-    from engine.runner import CodeCheck, SandboxRunner, iter_check, run_check, run_checks
+    from engine.sandbox.runner import CodeCheck, SandboxRunner, iter_check, run_check, run_checks
     from engine.settings import Settings
 
 

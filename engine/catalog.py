@@ -24,15 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.auth import Principal
 from engine.builtins import BuiltinCheck, Builtins
-from engine.check_rules import ModelCheckType
 from engine.contract import OutputType, Policy
+from engine.contract.rules import ModelCheckType
 from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
+from engine.okareo.store import check_id_from_uuid
 from engine.runs.quotas import Quotas, check_source
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
-from engine.storage.okareo import check_id_from_uuid
 from engine.validation import Issue, ValidationReport, validate
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).

@@ -1,34 +1,11 @@
-"""Base classes for check files: ``from engine.checks import CodeBasedCheck, CheckResponse``.
+"""``from engine.checks import CodeBasedCheck, CheckResponse``: the name check files import.
 
-Pure and stdlib-only: this file is also copied into the sandbox image, where
-``okareo.checks`` re-exports it so Okareo check files run unchanged.
+The classes live in :mod:`engine.contract.checks`; this module is the public,
+stable import path, on the host and inside the sandbox image alike.
 """
 
 from __future__ import annotations
 
-from abc import ABC
-from dataclasses import dataclass
-from typing import Any
+from engine.contract.checks import BaseCheck, CheckResponse, CodeBasedCheck
 
 __all__ = ["BaseCheck", "CheckResponse", "CodeBasedCheck"]
-
-
-@dataclass
-class CheckResponse:
-    """A score with an optional explanation and metadata."""
-
-    score: bool | int | float
-    explanation: str | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class BaseCheck(ABC):  # noqa: B024 - subclasses define evaluate in one of several forms
-    """Base of all check classes. A subclass defines ``evaluate``."""
-
-    def check_config(self) -> dict[str, Any]:
-        """Okareo compatibility: a check's configuration (none by default)."""
-        return {}
-
-
-class CodeBasedCheck(BaseCheck):
-    """Base class of a code check: define ``evaluate`` as a staticmethod."""

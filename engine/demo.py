@@ -22,11 +22,11 @@ import uvicorn
 
 from engine.api import create_app
 from engine.auth import create_tenant
-from engine.cli.data import read_rows
 from engine.cli.run_manage import render_summary
-from engine.export import record, write_records
+from engine.runs.export import record, write_records
 from engine.settings import Settings
 from engine.storage import open_store
+from engine.suites.data import read_rows
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.check_rules import ModelCheckType
 from engine.contract import Status
+from engine.contract.rules import ModelCheckType
 from engine.models import Row
 from engine.validation import ValidationReport
 

@@ -18,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.check_rules import ModelCheckType
 from engine.contract import OutputType, Policy, Status
+from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError, LLMResponseError
 from engine.judging.model_check import run_model_check
 from engine.judging.templates import model_check_type, validate_template
-from engine.llm import LLMClient
+from engine.llm.client import LLMClient
 from engine.models import Limits, Row, RowResult
-from engine.runner import CodeCheck
+from engine.sandbox.runner import CodeCheck
 from engine.settings import Settings
 from engine.validation import DeclaredCheck, ValidationReport, validate
 from generator.extract import extract_code, extract_template

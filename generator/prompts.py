@@ -13,15 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.check_rules import (
-    LEGACY_PLACEHOLDERS,
-    MODEL_CHECK_PLACEHOLDERS,
-    PARAMETER_DOCS,
-    SANDBOX_PACKAGES,
-    SANDBOX_UNUSABLE_MODULES,
-    ModelCheckType,
-)
-from engine.checks import CheckResponse
 from engine.contract import (
     CHECK_BASE_CLASSES,
     CHECK_BASE_MODULES,
@@ -34,6 +25,15 @@ from engine.contract import (
     OutputType,
     Status,
     import_allowed,
+)
+from engine.contract.checks import CheckResponse
+from engine.contract.rules import (
+    LEGACY_PLACEHOLDERS,
+    MODEL_CHECK_PLACEHOLDERS,
+    PARAMETER_DOCS,
+    SANDBOX_PACKAGES,
+    SANDBOX_UNUSABLE_MODULES,
+    ModelCheckType,
 )
 from engine.judging.templates import model_check_type
 from engine.validation import Issue

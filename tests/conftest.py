@@ -113,7 +113,7 @@ def docker_settings(
 
 def remove_test_containers(owner: str) -> None:
     """``docker rm -f`` the test-labelled containers whose owner label (host:pid) is ``owner``."""
-    from engine.sandbox.containers import LABEL_OWNER
+    from engine.sandbox.docker.containers import LABEL_OWNER
 
     try:
         ids = subprocess.run(
@@ -147,7 +147,7 @@ def _remove_test_containers() -> Iterator[None]:
     engine keeps its containers.
     """
     yield
-    from engine.sandbox.containers import owner_label
+    from engine.sandbox.docker.containers import owner_label
 
     remove_test_containers(owner_label())
 

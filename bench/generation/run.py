@@ -24,10 +24,10 @@ from typing import Any
 from bench.generation.cases import CASES, Case
 from engine.contract import OutputType
 from engine.errors import ScoreboxError
-from engine.llm import LLMClient
+from engine.llm.client import LLMClient
+from engine.llm.openai_client import create_llm_client
 from engine.models import Row
-from engine.openai_client import create_llm_client
-from engine.runner import SandboxRunner
+from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 from generator.pipeline import GeneratorOptions, agrees, engine_runner, generate_check
 

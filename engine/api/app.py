@@ -11,7 +11,7 @@ from fastapi import Depends, FastAPI
 from sqlalchemy import Engine as SAEngine
 
 from engine import web
-from engine.api import docs, okareo, openapi, problems
+from engine.api import docs, openapi, problems
 from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
@@ -19,18 +19,19 @@ from engine.api.services import Services
 from engine.builtins import build_builtins
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
-from engine.judging.usage import MeteredClient
-from engine.llm import LLMClient
-from engine.openai_client import create_llm_client
-from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
+from engine.llm.cache import SqlResponseCache, TenantResponseCache
+from engine.llm.client import LLMClient
+from engine.llm.openai_client import create_llm_client
+from engine.llm.usage import MeteredClient
+from engine.okareo import routes as okareo
+from engine.runs.executors import CodeExecutor, Executors, ModelExecutor, RunnerHolder
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import SqlStore, create_db_engine, upgrade
-from engine.storage.llm_cache import SqlResponseCache, TenantResponseCache
 
 if TYPE_CHECKING:
-    from engine.runner import SandboxRunner
+    from engine.sandbox.runner import SandboxRunner
 
 log = logging.getLogger("scorebox.api")
 
@@ -75,10 +76,10 @@ def create_app(
         if settings.migrate_on_start:
             upgrade(db)
         store = SqlStore(db)
-        engines = EngineHolder(settings, engine_factory)
+        runners = RunnerHolder(settings, engine_factory)
         try:
             if not settings.broker_url:  # distributed API nodes run no sandbox work
-                engines.get()  # start the warm pool now; scoring retries later if Docker is down
+                runners.get()  # start the warm pool now; scoring retries later if Docker is down
         except RuntimeUnavailableError:
             raise  # SCOREBOX_RUNTIME the engine lacks: refuse to start, the message names the fix
         except ScoreboxError as exc:
@@ -87,7 +88,7 @@ def create_app(
         llm = _llm_client(settings, db)
         builtins = build_builtins(llm)
         executors = Executors(
-            CodeExecutor(engines), model=ModelExecutor(llm, settings.llm_concurrency)
+            CodeExecutor(runners), model=ModelExecutor(llm, settings.llm_concurrency)
         )
         service = RunService(settings, store, executors, metrics, builtins)
         if settings.broker_url:
@@ -97,14 +98,14 @@ def create_app(
             service = DistributedRunService(
                 settings, store, executors, metrics, builtins, create_celery(settings), db
             )
-        metrics.watch(service.queue_depth, engines.pool_sizes, service.jobs_in_flight)
-        app.state.services = Services(settings, store, service, engines, metrics, db, llm)
+        metrics.watch(service.queue_depth, runners.pool_sizes, service.jobs_in_flight)
+        app.state.services = Services(settings, store, service, runners, metrics, db, llm)
         service.start()
         try:
             yield
         finally:
             service.stop()
-            engines.close()
+            runners.close()
             db.dispose()
 
     app = FastAPI(

@@ -10,8 +10,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engine.api.services import Services
 from engine.auth import Principal, authenticate, is_admin
 from engine.errors import AuthError, ForbiddenError
-from engine.llm import LLMClient
-from engine.openai_client import create_llm_client
+from engine.llm.client import LLMClient
+from engine.llm.openai_client import create_llm_client
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Store

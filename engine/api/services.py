@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine as SAEngine
 
-from engine.llm import LLMClient
-from engine.runs.executors import EngineHolder
+from engine.llm.client import LLMClient
+from engine.okareo.store import OkareoStore
+from engine.runs.executors import RunnerHolder
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Store
-from engine.storage.okareo import OkareoStore
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Services:
     settings: Settings
     store: Store
     runs: RunService
-    engines: EngineHolder
+    runners: RunnerHolder
     metrics: Metrics
     db: SAEngine
     llm: LLMClient | None = None

@@ -16,7 +16,7 @@ from engine.builtins.deterministic import deterministic_builtins
 from engine.builtins.judged import judge_builtins
 from engine.builtins.published_judges import published_judge_builtins
 from engine.builtins.text_format import format_builtins
-from engine.llm import LLMClient
+from engine.llm.client import LLMClient
 
 Builtins = Mapping[str, BuiltinCheck[Any]]
 """The built-in registry: name to check."""

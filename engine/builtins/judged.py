@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engine.builtins.base import BuiltinCheck, as_text
 from engine.contract import OutputType
 from engine.judging.execute import JudgeConfig, PromptSkip, judge_rows
-from engine.llm import LLMClient, Message
+from engine.llm.client import LLMClient, Message
 from engine.models import Row, RowResult
 
 SYSTEM_PROMPT = (

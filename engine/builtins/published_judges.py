@@ -37,7 +37,7 @@ from engine.builtins.base import BuiltinCheck, as_text
 from engine.contract import OutputType
 from engine.judging.execute import JudgeConfig, PromptSkip, judge_rows
 from engine.judging.parse import ParsedScore, UnparseableReplyError
-from engine.llm import LLMClient, Message
+from engine.llm.client import LLMClient, Message
 from engine.models import Row, RowResult
 
 # --- Cohere: the summarisation cookbook's graders, verbatim ------------------------------------

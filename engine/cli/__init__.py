@@ -18,7 +18,8 @@ from engine.cli.serve import serve
 from engine.cli.suite import init
 from engine.cli.tenant import tenant
 from engine.cli.worker import worker
-from engine.export import EXIT_INTERRUPTED
+from engine.errors import ScoreboxError
+from engine.runs.export import EXIT_INTERRUPTED
 
 
 class _Main(click.Group):
@@ -26,6 +27,8 @@ class _Main(click.Group):
 
     (click alone prints "Aborted!" and exits 1, which a CI job cannot tell from a failure.)
     Commands with more to say (following a remote run) catch it themselves first.
+    Every :class:`~engine.errors.ScoreboxError` a command lets through is shown as
+    ``Error: <message>`` with exit code 1.
     """
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -34,6 +37,8 @@ class _Main(click.Group):
         except KeyboardInterrupt:
             click.echo("\ninterrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED) from None
+        except ScoreboxError as exc:  # the library's errors name the fix: show them as they are
+            raise click.ClickException(str(exc)) from exc
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,7 +21,7 @@ class Finding:
 
 def check_sandbox(settings: Settings) -> list[Finding]:
     try:
-        from engine.sandbox.docker_backend import DockerBackend  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+        from engine.sandbox.docker.backend import DockerBackend  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
         backend = DockerBackend(settings.model_copy(update={"pool_size": 0}))
         try:

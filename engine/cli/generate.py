@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from engine.check_files import TEMPLATE_SUFFIXES
+from engine.contract.files import TEMPLATE_SUFFIXES
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 if TYPE_CHECKING:
-    from engine.check_rules import ModelCheckType
+    from engine.contract.rules import ModelCheckType
 
 
 def _example(text: str, where: str) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def generate(
     Exit 0 when accepted (validates under the restricted policy and agrees with
     every example), 1 otherwise. Then: `scorebox check push FILE`.
     """
-    from engine.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
+    from engine.llm.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
     from generator.pipeline import (  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
         GeneratorOptions,
         engine_runner,
@@ -147,7 +147,7 @@ def generate(
         llm = create_llm_client(settings)
         engine = None
         if check_type == "code":
-            from engine.runner import SandboxRunner  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+            from engine.sandbox.runner import SandboxRunner  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
             engine = SandboxRunner(settings)
         try:

@@ -8,7 +8,7 @@ from dataclasses import asdict
 import click
 
 from engine.errors import ScoreboxError
-from engine.sandbox.image import build_image, image_status, sandbox_packages
+from engine.sandbox.docker.image import build_image, image_status, sandbox_packages
 from engine.settings import Settings
 
 

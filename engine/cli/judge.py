@@ -41,7 +41,7 @@ def pairwise(
 ) -> None:
     """Which output is better, A, B or SAME: judged in both orders."""
     from engine.judging.pairwise import compare  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.llm.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         llm = create_llm_client(Settings())

@@ -16,9 +16,8 @@ from typing import Any
 
 import click
 
-from engine.cli.data import parse_map, read_rows
+from engine.cli.params import parse_map, parse_thresholds
 from engine.cli.remote import Remote, server_options
-from engine.cli.run_local import BUILTIN_PREFIX, local_llm, run_local
 from engine.cli.run_manage import (
     remote_results,
     render_summary,
@@ -29,18 +28,19 @@ from engine.cli.run_manage import (
     run_show,
 )
 from engine.cli.suite import find_suite, suite_checks, suite_data
-from engine.export import (
+from engine.runs.export import (
     DEFAULT_FAIL_ON,
     EXIT_COULD_NOT_RUN,
     EXIT_GATE_FAILED,
     EXIT_INTERRUPTED,
     Gates,
     evaluate,
-    parse_thresholds,
     write_records,
 )
+from engine.suites.data import read_rows
+from engine.suites.local import BUILTIN_PREFIX, local_llm, run_local
 
-# re-exported: engine.demo, engine.testing and callers of the CLI's own paths import them here
+# re-exported for callers of the CLI's own paths
 __all__ = [
     "BUILTIN_PREFIX",
     "check_refs",

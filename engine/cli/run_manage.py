@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from engine.cli.remote import Remote, server_options
-from engine.export import record, write_records
+from engine.runs.export import record, write_records
 
 
 def _fmt(value: Any) -> str:

@@ -40,7 +40,7 @@ def serve(host: str | None, port: int | None, log_level: str) -> None:
 
 def _check_runtime(settings: Settings) -> None:
     """Refuse to start when SCOREBOX_RUNTIME names a runtime the Docker engine lacks."""
-    from engine.sandbox.containers import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.sandbox.docker.containers import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         check_runtime(settings)

@@ -1,4 +1,4 @@
-"""``scorebox init`` and the suite file side of ``scorebox run`` (see :mod:`engine.suite`)."""
+"""``scorebox init`` and the suite file side of ``scorebox run`` (see :mod:`engine.suites.file`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from engine.suite import SuitePlan
+    from engine.suites.file import SuitePlan
 
-SUITE_FILE = "scorebox.yaml"  # engine.suite.SUITE_FILE, without importing pydantic for --help
+SUITE_FILE = "scorebox.yaml"  # engine.suites.file.SUITE_FILE, without importing pydantic for --help
 
 
 class SuiteFileError(click.ClickException):
@@ -23,7 +23,7 @@ class SuiteFileError(click.ClickException):
 def find_suite(explicit: Path | None, checks: tuple[str, ...]) -> SuitePlan | None:
     """The suite of this run: ``--suite FILE``, else ``./scorebox.yaml`` when no ``--check``
     is given; None when ``--check`` names the checks and no ``--suite`` is given."""
-    from engine.suite import SuiteError, load_suite  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.suites.file import SuiteError, load_suite  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     path = explicit
     if path is None:

@@ -37,7 +37,7 @@ def worker(concurrency: int | None, queues: str | None, name: str | None, log_le
     from engine.distributed.celery_app import QUEUES, create_celery, register_tasks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.distributed.preflight import check_distributed  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.distributed.worker import WorkerRuntime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.sandbox.containers import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.sandbox.docker.containers import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
     if not settings.broker_url:

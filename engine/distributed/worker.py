@@ -27,7 +27,7 @@ from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
 from engine.errors import ScoreboxError
 from engine.models import Limits, Row, RowResult
-from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
+from engine.runs.executors import CodeExecutor, Executors, ModelExecutor, RunnerHolder
 from engine.runs.metrics import Metrics
 from engine.runs.summary import store_summary
 from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
@@ -37,7 +37,7 @@ from engine.storage import RunCheck, RunStatus, SqlStore, Store, create_db_engin
 if TYPE_CHECKING:
     from celery import Celery
 
-    from engine.runner import SandboxRunner
+    from engine.sandbox.runner import SandboxRunner
 
 log = logging.getLogger("scorebox.worker")
 
@@ -63,11 +63,11 @@ class WorkerRuntime:
         self.ledger = ChunkLedger(self.db)
         self.replies = Replies(settings.broker_url or "")
         self.metrics = Metrics()
-        self.engines = EngineHolder(settings, engine_factory)
+        self.runners = RunnerHolder(settings, engine_factory)
         llm = _llm_client(settings, self.db)
         self.builtins = build_builtins(llm)
         self.executors = Executors(
-            CodeExecutor(self.engines), model=ModelExecutor(llm, settings.llm_concurrency)
+            CodeExecutor(self.runners), model=ModelExecutor(llm, settings.llm_concurrency)
         )
         self.dispatcher = Dispatcher(
             settings,
@@ -87,7 +87,7 @@ class WorkerRuntime:
     def warm(self) -> None:
         """Start the sandbox runner and its warm pool now (first chunks start fast)."""
         try:
-            self.engines.get()
+            self.runners.get()
         except ScoreboxError as exc:
             log.warning("sandbox not available yet: %s", exc)
 
@@ -95,7 +95,7 @@ class WorkerRuntime:
         self._stop.set()
         self._heartbeat.join(timeout=10)
         self._pool.shutdown(wait=True)
-        self.engines.close()
+        self.runners.close()
         self.replies.close()
         self.db.dispose()
 
@@ -116,7 +116,7 @@ class WorkerRuntime:
             held = len(self._held)
         return {
             "name": self.name,
-            "warm_pools": dict(self.engines.pool_sizes()),
+            "warm_pools": dict(self.runners.pool_sizes()),
             "chunks_in_hand": held,
         }
 

@@ -2,6 +2,6 @@
 built-ins are in :mod:`engine.builtins.judged`).
 
 Pure parts (``parse``, ``templates``) do no I/O; the rest talk to an
-:class:`engine.llm.LLMClient` and turn every LLM failure into a ``judge_error``
+:class:`engine.llm.client.LLMClient` and turn every LLM failure into a ``judge_error``
 row result, never an exception that stops a batch.
 """

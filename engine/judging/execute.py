@@ -5,7 +5,7 @@ Every failure is a row status, never an exception: no client or an LLM error →
 ``judge_error`` naming the form expected; a prompt that cannot be built (the
 row lacks an input) → ``skipped``. Calls run on a small thread pool (the
 client's own semaphore bounds what is in flight); the caller's context
-(e.g. the usage meter of :mod:`engine.judging.usage`) follows every call.
+(e.g. the usage meter of :mod:`engine.llm.usage`) follows every call.
 
 Ensembles: with several judge models each row is judged by each model. A
 score is the mean of the judges that answered (an ``int`` when it is whole,
@@ -34,7 +34,7 @@ from engine.judging.parse import (
     parse_pass_fail,
     parse_score,
 )
-from engine.llm import LLMClient, Message
+from engine.llm.client import LLMClient, Message
 from engine.models import Row, RowResult
 
 NO_LLM_MESSAGE = "no LLM endpoint configured: set SCOREBOX_LLM_BASE_URL"

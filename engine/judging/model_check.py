@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.check_rules import ModelCheckType
 from engine.contract import missing_inputs
+from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.judging.execute import JudgeConfig, PromptSkip, judge_rows
 from engine.judging.templates import render_template, validate_template
-from engine.llm import LLMClient, Message
+from engine.llm.client import LLMClient, Message
 from engine.models import Row, RowResult
 
 SYSTEM_PROMPT = (

@@ -18,7 +18,7 @@ from typing import Literal
 from engine.errors import LLMError
 from engine.judging.execute import NO_LLM_MESSAGE
 from engine.judging.parse import UnparseableReplyError, Verdict, parse_preference
-from engine.llm import LLMClient, Message
+from engine.llm.client import LLMClient, Message
 
 PairwiseVerdict = Literal["A", "B", "SAME", "inconsistent"]
 

@@ -10,10 +10,10 @@ from engine.catalog import ResolvedCheck, judge_models
 from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError
 from engine.judging.model_check import run_model_check
-from engine.llm import LLMClient
+from engine.llm.client import LLMClient
 from engine.models import Limits, Row, RowResult
-from engine.runner import CodeCheck, SandboxRunner
 from engine.sandbox.backend import BackendHealth
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 
 ResultCallback = Callable[[int, RowResult], None]
@@ -32,54 +32,55 @@ class CheckExecutor(Protocol):
     ) -> None: ...
 
 
-class EngineHolder:
-    """Creates the :class:`~engine.runner.SandboxRunner` on first use (Docker may start later)."""
+class RunnerHolder:
+    """Creates the :class:`~engine.sandbox.runner.SandboxRunner` on first use (Docker may
+    start later)."""
 
     def __init__(
         self, settings: Settings, factory: Callable[[Settings], SandboxRunner] | None = None
     ):
         self.settings = settings
         self._factory = factory
-        self._engine: SandboxRunner | None = None
+        self._runner: SandboxRunner | None = None
         self._lock = threading.Lock()
 
     def get(self) -> SandboxRunner:
         with self._lock:
-            if self._engine is None:
+            if self._runner is None:
                 if self._factory is not None:
-                    self._engine = self._factory(self.settings)
+                    self._runner = self._factory(self.settings)
                 else:
-                    self._engine = SandboxRunner(self.settings)
-            return self._engine
+                    self._runner = SandboxRunner(self.settings)
+            return self._runner
 
     @property
     def started(self) -> bool:
-        return self._engine is not None
+        return self._runner is not None
 
     def health(self) -> BackendHealth:
         """The backend's health; starts the engine if needed (raises when Docker is down)."""
         return self.get().backend.health()
 
     def pool_sizes(self) -> Mapping[str, int]:
-        if self._engine is None:
+        if self._runner is None:
             return {}
         try:
-            return dict(self._engine.backend.health().pool_sizes)
+            return dict(self._runner.backend.health().pool_sizes)
         except Exception:  # a scrape must not fail because Docker hiccuped
             return {}
 
     def close(self) -> None:
         with self._lock:
-            if self._engine is not None:
-                self._engine.close()
-                self._engine = None
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
 
 
 class CodeExecutor:
     """Code checks: the sandbox, through the SandboxRunner."""
 
-    def __init__(self, engines: EngineHolder) -> None:
-        self.engines = engines
+    def __init__(self, runners: RunnerHolder) -> None:
+        self.runners = runners
 
     def score(
         self,
@@ -99,7 +100,7 @@ class CodeExecutor:
             policy=Policy(version.policy),
             output_type=OutputType(version.output_data_type) if version.output_data_type else None,
         )
-        self.engines.get().run_check(code, rows, limits, labels=labels, on_result=on_result)
+        self.runners.get().run_check(code, rows, limits, labels=labels, on_result=on_result)
 
 
 class BuiltinExecutor:

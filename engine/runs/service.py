@@ -25,7 +25,6 @@ from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import Limits, Row, RowResult
-from engine.runner import as_rows
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.runs.quotas import (
@@ -53,6 +52,7 @@ from engine.runs.work import (
     resolve_run_check,
     score_batch,
 )
+from engine.sandbox.runner import as_rows
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store, new_id, utcnow
 

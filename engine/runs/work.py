@@ -20,12 +20,12 @@ from typing import Any
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
 from engine.errors import NotFoundError
-from engine.judging.usage import UsageMeter, metering
+from engine.llm.cache import cache_scope
+from engine.llm.usage import UsageMeter, metering
 from engine.models import Limits, Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.storage import RunCheck, Store
-from engine.storage.llm_cache import cache_scope
 
 #: Results buffered before a write; a kill loses at most these (they are re-scored).
 FLUSH_ROWS = 100

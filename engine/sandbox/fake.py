@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from engine.contract import Status
 from engine.models import Limits
-from engine.runner import SandboxRunner
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.protocol import Job, JobRow, LoadedRecord, RowRecord
+from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 
 #: What a handler answers for a row: a score, or the whole record.

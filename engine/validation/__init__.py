@@ -2,7 +2,7 @@
 
 Pure: the source is parsed and compiled with ``ast``/``compile`` (never executed),
 and every rule comes from :mod:`engine.contract` (and, for the ``restricted``
-policy, :mod:`engine.restricted`, which runs RestrictedPython's own policy).
+policy, :mod:`engine.contract.restricted`, which runs RestrictedPython's own policy).
 ``validate`` never raises on a user's mistake: each one is an :class:`Issue`
 with a stable code from :data:`ISSUE_CODES`, a message that says how to fix it,
 and a 1-based line and column. Decisions are explained in ``docs/validation.md``.

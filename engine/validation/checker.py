@@ -6,8 +6,9 @@ import ast
 import warnings
 from collections.abc import Iterable, Sequence
 
-from engine import check_rules, contract, restricted
-from engine.contract import Policy
+from engine import contract
+from engine.contract import Policy, restricted
+from engine.contract import rules as check_rules
 from engine.validation.facts import (
     _AUGMENTED_ITEM_HINT,
     _CHECK_BASES_OK,

@@ -10,8 +10,9 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from engine import check_rules, contract
+from engine import contract
 from engine.contract import OutputType
+from engine.contract import rules as check_rules
 
 
 @contextlib.contextmanager

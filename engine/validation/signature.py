@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from engine import check_rules, contract
+from engine import contract
 from engine.contract import OutputType
+from engine.contract import rules as check_rules
 from engine.validation.base import _ValidationBase
 from engine.validation.facts import (
     _BUILTIN_NAMES,

@@ -74,7 +74,7 @@ def health_page(request: Request) -> HTMLResponse:
     _, session = who(request)
     services = services_of(request)
     ready = json.loads(bytes(readyz(services).body))
-    pools = dict(services.engines.pool_sizes())
+    pools = dict(services.runners.pool_sizes())
     workers: dict[str, dict[str, Any]] | None = None
     workers_error = None
     if services.settings.broker_url:

@@ -191,7 +191,7 @@ def load_check(job: dict[str, Any]) -> tuple[Any, contract.Signature]:
     """Execute the check's source as a fresh module and find ``evaluate``."""
     source = job["source"]
     if job.get("policy") == contract.Policy.RESTRICTED.value:
-        from engine.restricted import exec_restricted
+        from engine.contract.restricted import exec_restricted
 
         namespace = exec_restricted(source, CHECK_FILENAME)
     else:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 
 from engine import auth
 from engine.api import create_app
-from engine.runner import SandboxRunner
+from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 from engine.storage import SqlStore, open_store
 from tests.conftest import TEST_LABEL, _in_ci

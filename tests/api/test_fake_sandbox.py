@@ -11,9 +11,9 @@ import time
 import pytest
 
 from engine.contract import Status
-from engine.runner import CodeCheck, SandboxRunner
 from engine.sandbox.fake import FakeBackend, fake_engine_factory
 from engine.sandbox.protocol import Job, JobRow, RowRecord
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 from tests.api.conftest import TRIVIAL_CHECK, AppFactory
 from tests.conftest import assert_not_behind

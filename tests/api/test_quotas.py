@@ -12,7 +12,7 @@ from engine import auth
 from engine.auth import Principal
 from engine.builtins import build_builtins
 from engine.errors import QuotaExceededError
-from engine.runs.executors import CodeExecutor, EngineHolder, Executors
+from engine.runs.executors import CodeExecutor, Executors, RunnerHolder
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.storage import open_store
@@ -102,7 +102,7 @@ def test_queued_runs_quota_holds_for_simultaneous_submissions_on_two_nodes(
             RunService(
                 settings,
                 store,
-                Executors(CodeExecutor(EngineHolder(settings))),
+                Executors(CodeExecutor(RunnerHolder(settings))),
                 Metrics(),
                 build_builtins(),
             )

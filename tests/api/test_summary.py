@@ -221,7 +221,7 @@ def test_a_running_runs_done_count_is_current_while_its_summary_is_kept(
     from engine.auth import Principal
     from engine.builtins import build_builtins
     from engine.runs import summary as summary_module
-    from engine.runs.executors import CodeExecutor, EngineHolder, Executors
+    from engine.runs.executors import CodeExecutor, Executors, RunnerHolder
     from engine.runs.metrics import Metrics
     from engine.runs.service import RunService
     from tests.api.conftest import api_settings
@@ -233,7 +233,7 @@ def test_a_running_runs_done_count_is_current_while_its_summary_is_kept(
         node = RunService(
             settings,
             store,
-            Executors(CodeExecutor(EngineHolder(settings))),
+            Executors(CodeExecutor(RunnerHolder(settings))),
             Metrics(),
             build_builtins(),
         )  # not started: only the test writes results

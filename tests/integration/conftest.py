@@ -8,10 +8,10 @@ from collections.abc import Iterator, Mapping
 import pytest
 
 from engine.models import Limits
-from engine.runner import SandboxRunner
 from engine.sandbox.backend import JobEnd, JobEvent
-from engine.sandbox.docker_backend import DockerBackend
+from engine.sandbox.docker.backend import DockerBackend
 from engine.sandbox.protocol import Job
+from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 from tests.conftest import TEST_LABEL
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from engine.contract import Policy, Status
-from engine.openai_client import OpenAIClient
-from engine.runner import CodeCheck, SandboxRunner
+from engine.llm.openai_client import OpenAIClient
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 from generator.models import GenerationResult
 from generator.pipeline import GeneratorOptions, RunRows, engine_runner, generate_check

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from engine.check_rules import SANDBOX_PACKAGES
-from engine.sandbox.image import HASH_LABEL, build_image, host_version, image_status
+from engine.contract.rules import SANDBOX_PACKAGES
+from engine.sandbox.docker.image import HASH_LABEL, build_image, host_version, image_status
 from engine.settings import Settings
 from tests.conftest import TEST_LABEL
 

@@ -31,8 +31,8 @@ import pytest
 
 from engine.builtins import build_builtins
 from engine.contract import Status
+from engine.llm.openai_client import OpenAIClient
 from engine.models import Row, RowResult
-from engine.openai_client import OpenAIClient
 from tests.conftest import _in_ci
 from tests.fake_llm import FakeLLM, Reply
 

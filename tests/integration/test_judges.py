@@ -13,12 +13,12 @@ from engine.builtins import build_builtins
 from engine.contract import Status
 from engine.judging.model_check import run_model_check
 from engine.judging.pairwise import compare
-from engine.judging.usage import MeteredClient, UsageMeter, metering
+from engine.llm.cache import ScopedResponseCache, SqlResponseCache
+from engine.llm.openai_client import OpenAIClient
+from engine.llm.usage import MeteredClient, UsageMeter, metering
 from engine.models import Row
-from engine.openai_client import OpenAIClient
 from engine.settings import Settings
 from engine.storage.database import create_db_engine, upgrade
-from engine.storage.llm_cache import ScopedResponseCache, SqlResponseCache
 from tests.fake_llm import FakeLLM, Reply
 
 
@@ -281,7 +281,7 @@ def test_model_check_score_on_the_templates_own_scale(fake_llm: FakeLLM) -> None
 def test_a_run_mixing_code_checks_builtins_and_judges(
     fake_llm: FakeLLM, docker_settings: Settings
 ) -> None:
-    from engine.runner import SandboxRunner
+    from engine.sandbox.runner import SandboxRunner
 
     fake_llm.responder = lambda body: Reply(text="SCORE: 4")
     rows = [

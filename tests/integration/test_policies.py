@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from engine.contract import Policy, Status
-from engine.runner import CodeCheck, SandboxRunner
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from tests.integration.conftest import FAST
 from tests.unit.test_restricted import HOSTILE, ROWS, RUNNABLE
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine.contract import Status
 from engine.models import Limits, RowResult
-from engine.runner import CodeCheck, SandboxRunner
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 from tests.integration.conftest import FAST, RecordingBackend, labelled_containers
 

@@ -16,7 +16,7 @@ import engine.builtins
 import engine.cli.run  # noqa: F401
 from engine.cli import main
 from engine.settings import Settings
-from engine.testing import assert_suite
+from engine.suites.testing import assert_suite
 
 pytestmark = pytest.mark.docker
 
@@ -84,7 +84,7 @@ def test_assert_scores_fails_a_test_on_a_code_checks_threshold(
     rows = [{"model_output": "tiny"}, {"model_output": "far too long an answer"}]
     pytester.makepyfile(
         test_short=f"""
-from engine.testing import assert_scores
+from engine.suites.testing import assert_scores
 
 def test_half_are_short():
     report = assert_scores({rows!r}, [{{"name": "short.py", "threshold": 0.5}}])

@@ -9,7 +9,7 @@ import pytest
 
 from engine.contract import Status
 from engine.models import Limits
-from engine.runner import CodeCheck, SandboxRunner
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 
 pytestmark = pytest.mark.docker

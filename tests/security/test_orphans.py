@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine.sandbox.containers import LABEL_OWNER
+from engine.sandbox.docker.containers import LABEL_OWNER
 from engine.settings import Settings
 from tests.conftest import TEST_LABEL, remove_test_containers
 from tests.live_server import free_port, serve_env, spawn_serve, stop, two_tenants, wait_healthy

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.models import Limits
-from engine.sandbox.containers import container_options, describe_exit, is_gvisor
+from engine.sandbox.docker.containers import container_options, describe_exit, is_gvisor
 from engine.settings import Settings
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine import check_rules, contract
+from engine import contract
 from engine.checks import CheckResponse, CodeBasedCheck
 from engine.contract import (
     EntrypointError,
@@ -20,6 +20,7 @@ from engine.contract import (
     resolve_entrypoint,
     signature_of,
 )
+from engine.contract import rules as check_rules
 
 # --- numpy-like scalars without numpy: coerce_score only looks at type(x).__module__ ---------
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.check_rules import SANDBOX_PACKAGES, SandboxPackage
+from engine.contract.rules import SANDBOX_PACKAGES, SandboxPackage
 from engine.errors import SandboxError
-from engine.sandbox import image
+from engine.sandbox.docker import image
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -190,10 +190,12 @@ def test_assemble_context_layout(tmp_path: Path) -> None:
     assert (dest / "Dockerfile").read_bytes() == (image_dir / "Dockerfile").read_bytes()
     assert (opt / "harness.py").is_file()
     assert (opt / "engine" / "__init__.py").read_bytes() == b""  # never the host's
-    contract = (engine_dir / "contract.py").read_bytes()
-    assert (opt / "engine" / "contract.py").read_bytes() == contract
-    assert (opt / "engine" / "checks.py").is_file()
-    assert (opt / "engine" / "restricted.py").is_file() == (engine_dir / "restricted.py").is_file()
+    contract = (engine_dir / "contract" / "__init__.py").read_bytes()
+    assert (opt / "engine" / "contract" / "__init__.py").read_bytes() == contract
+    assert (opt / "engine" / "contract" / "checks.py").is_file()
+    assert (opt / "engine" / "contract" / "restricted.py").is_file()
+    assert (opt / "engine" / "checks.py").is_file()  # the path check files import
+    assert not (opt / "engine" / "contract" / "rules.py").exists()  # host-only
     assert not (opt / "engine" / "settings.py").exists()
     assert (opt / "okareo" / "checks.py").is_file()
     assert not list(opt.rglob("__pycache__"))

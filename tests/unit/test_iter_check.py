@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from engine.errors import InvalidRequestError
-from engine.runner import SandboxRunner
 from engine.sandbox.fake import FakeBackend
+from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 
 SIZE = 10  # rows a job

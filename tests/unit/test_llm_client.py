@@ -17,8 +17,8 @@ from engine.errors import (
     LLMResponseError,
     LLMUnavailableError,
 )
-from engine.llm import Completion, MemoryResponseCache, cache_key
-from engine.openai_client import OpenAIClient, translate_error
+from engine.llm.client import Completion, MemoryResponseCache, cache_key
+from engine.llm.openai_client import OpenAIClient, translate_error
 from engine.settings import Settings
 from tests.fake_llm import FakeLLM
 

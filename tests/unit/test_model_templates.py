@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.check_rules import MODEL_CHECK_PLACEHOLDERS, ModelCheckType
 from engine.contract import OutputType
+from engine.contract.rules import MODEL_CHECK_PLACEHOLDERS, ModelCheckType
 from engine.judging.templates import model_check_type, render_template, validate_template
 
 

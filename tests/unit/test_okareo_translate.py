@@ -9,16 +9,16 @@ from typing import Any
 import pytest
 
 from engine.api import create_app
-from engine.api.okareo import translate
 from engine.errors import InvalidRequestError
-from engine.settings import Settings
-from engine.storage import StoredResult
-from engine.storage.okareo import (
+from engine.okareo import translate
+from engine.okareo.store import (
     ScenarioPoint,
     builtin_uuid,
     check_id_from_uuid,
     check_uuid,
 )
+from engine.settings import Settings
+from engine.storage import StoredResult
 
 #: (method, path) → the one success code okareo 0.0.162's generated client accepts.
 SDK_CODES = {

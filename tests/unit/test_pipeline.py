@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import pytest
 
-from engine.check_rules import requires_from_parameters
 from engine.contract import (
     OutputType,
     Status,
@@ -20,9 +19,10 @@ from engine.contract import (
     import_allowed,
     resolve_entrypoint,
 )
+from engine.contract.rules import requires_from_parameters
 from engine.errors import InvalidRequestError, LLMUnavailableError
+from engine.llm.openai_client import OpenAIClient
 from engine.models import Row, RowResult
-from engine.openai_client import OpenAIClient
 from engine.validation import Issue, ValidationReport
 from generator.pipeline import GeneratorOptions, agrees, generate_check, llm_judge
 from generator.prompts import GenerationSpec

@@ -4,12 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from engine.check_rules import (
-    MODEL_CHECK_PLACEHOLDERS,
-    PARAMETER_DOCS,
-    SANDBOX_PACKAGES,
-    ModelCheckType,
-)
 from engine.contract import (
     ENTRYPOINT_CLASS,
     ENTRYPOINT_FUNCTION,
@@ -18,6 +12,12 @@ from engine.contract import (
     OutputType,
     Status,
     import_allowed,
+)
+from engine.contract.rules import (
+    MODEL_CHECK_PLACEHOLDERS,
+    PARAMETER_DOCS,
+    SANDBOX_PACKAGES,
+    ModelCheckType,
 )
 from engine.validation import Issue
 from generator.models import Example, ExampleResult

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine.models import Row
-from engine.sandbox.docker_backend import _Frames
+from engine.sandbox.docker.backend import _Frames
 from engine.sandbox.protocol import (
     DoneRecord,
     Job,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from engine import checks, contract
-from engine.restricted import (
+from engine.contract.restricted import (
     CHECK_MODULE,
     RestrictedCompileError,
     compile_restricted_check,

@@ -8,9 +8,9 @@ import pytest
 
 from engine.contract import Status
 from engine.models import Limits, RowResult
-from engine.runner import CodeCheck, SandboxRunner
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 
 

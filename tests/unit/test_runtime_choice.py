@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ConfigurationError, RuntimeUnavailableError
-from engine.sandbox.containers import require_runtime
+from engine.sandbox.docker.containers import require_runtime
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,10 @@ import yaml
 from click.testing import CliRunner, Result
 
 from engine.cli import main
-from engine.cli.data import ROW_FIELDS
 from engine.cli.suite import EXAMPLE_SUITE
 from engine.contract import Status
-from engine.suite import RowField, SuiteError, load_suite, parse_suite, schema_text
+from engine.suites.data import ROW_FIELDS
+from engine.suites.file import RowField, SuiteError, load_suite, parse_suite, schema_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "docs" / "scorebox.schema.json"

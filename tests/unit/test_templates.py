@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.check_rules import ModelCheckType
+from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.judging.model_check import model_check_messages, run_model_check
 from engine.judging.templates import render_template, validate_template

@@ -1,4 +1,4 @@
-"""``engine.testing.assert_scores`` / ``assert_suite`` and ``pytest --scorebox`` (issue 11):
+"""``engine.suites.testing.assert_scores`` / ``assert_suite`` and ``pytest --scorebox`` (issue 11):
 a test suite fails on a check's threshold. Each case runs a real inner pytest session
 (pytester) over built-ins; tests/integration/test_suite_local.py does the same with a
 .py check in the sandbox."""
@@ -15,7 +15,7 @@ import pytest
 import engine.builtins
 import engine.cli.run  # noqa: F401
 from engine.errors import InvalidRequestError
-from engine.testing import assert_scores
+from engine.suites.testing import assert_scores
 from tests.fake_llm import FakeLLM, Reply
 
 ROWS = [
@@ -34,7 +34,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 TESTS = f"""
-from engine.testing import assert_scores
+from engine.suites.testing import assert_scores
 
 ROWS = {ROWS!r}
 
@@ -77,7 +77,7 @@ def test_fail_on_statuses_fail_the_test_with_the_error_of_each_row(
 ) -> None:
     pytester.makepyfile(
         test_judge=f"""
-from engine.testing import assert_scores
+from engine.suites.testing import assert_scores
 
 def test_fluent():
     assert_scores({ROWS!r}, ["fluency"])
@@ -101,7 +101,7 @@ def test_max_failures_and_numeric_thresholds(pytester: pytest.Pytester) -> None:
     rows = [{"model_output": "abc", "scenario_result": "abd"}, {"model_output": "x" * 9}]
     pytester.makepyfile(
         test_numbers=f"""
-from engine.testing import assert_scores
+from engine.suites.testing import assert_scores
 
 ROWS = {rows!r}
 
@@ -209,4 +209,4 @@ def test_the_plugin_is_registered_through_the_pytest11_entry_point() -> None:
     from importlib.metadata import entry_points
 
     found = {ep.name: ep.value for ep in entry_points(group="pytest11")}
-    assert found.get("scorebox") == "engine.pytest_plugin"
+    assert found.get("scorebox") == "engine.suites.pytest_plugin"

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from engine.check_rules import MAX_SOURCE_BYTES
 from engine.contract import OutputType, Policy
+from engine.contract.rules import MAX_SOURCE_BYTES
 from engine.validation import ISSUE_CODES, DeclaredCheck, ValidationReport, validate
 
 BOTH = ("standard", "restricted")

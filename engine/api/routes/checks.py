@@ -13,9 +13,9 @@ from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.builtins import describe
 from engine.catalog import CheckSpec
-from engine.check_files import kind_of_file
-from engine.check_rules import ModelCheckType
 from engine.contract import Policy
+from engine.contract.files import kind_of_file
+from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.validation import ValidationReport
 

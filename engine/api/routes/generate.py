@@ -2,7 +2,7 @@
 
 Dependencies: the LLM client is ``services.llm`` when the app factory made one,
 otherwise it is built from the settings on first use and kept there; the sandbox
-engine comes from ``services.engines``.
+engine comes from ``services.runners``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from engine.api.deps import LLMDep, PrincipalDep, ServicesDep
 from engine.api.problems import responses
 from engine.api.services import Services
 from engine.auth import Principal
-from engine.check_rules import MAX_SOURCE_BYTES
 from engine.contract import OutputType
-from engine.llm import LLMClient
-from engine.storage.llm_cache import scoped_llm
+from engine.contract.rules import MAX_SOURCE_BYTES
+from engine.llm.cache import scoped_llm
+from engine.llm.client import LLMClient
 from generator.models import Example, GenerationResult
 from generator.pipeline import (
     EXAMPLE_ROW_TIMEOUT_SECONDS,

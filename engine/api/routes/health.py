@@ -61,7 +61,7 @@ def readyz(services: ServicesDep) -> JSONResponse:
         ready = all(c["ok"] for c in checks.values())
         return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
     try:
-        health = services.engines.health()
+        health = services.runners.health()
         checks["docker"] = {"ok": health.engine_ok, "detail": health.detail}
         checks["image"] = {
             "ok": health.image_ok,

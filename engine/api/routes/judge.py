@@ -16,7 +16,7 @@ from engine.api.deps import LLMDep, PrincipalDep, RunsDep
 from engine.api.problems import responses
 from engine.builtins import describe
 from engine.judging.pairwise import compare
-from engine.storage.llm_cache import scoped_llm
+from engine.llm.cache import scoped_llm
 
 router = APIRouter(tags=["judging"])
 

@@ -15,8 +15,8 @@ from engine.api.problems import responses
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
-from engine.export import record, to_csv
 from engine.json_limits import FreeJSON, json_problem
+from engine.runs.export import record, to_csv
 from engine.storage import Run, RunStatus, RunStore
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])

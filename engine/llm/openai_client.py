@@ -1,0 +1,174 @@
+"""The OpenAI-compatible LLM client: the only module that imports ``openai``.
+
+:class:`OpenAIClient` implements :class:`engine.llm.client.LLMClient` over any
+OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp)
+configured by ``SCOREBOX_LLM_BASE_URL`` / ``SCOREBOX_LLM_API_KEY`` /
+``SCOREBOX_LLM_MODEL`` (falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``).
+
+Retries are the openai SDK's own (``SCOREBOX_LLM_MAX_RETRIES``): 408, 409, 429,
+5xx, timeouts and connection errors, with exponential backoff and jitter, and
+``Retry-After`` / ``retry-after-ms`` honoured up to two minutes (a server asking
+for longer is not retried). Every ``openai`` exception is translated into the
+engine's :class:`~engine.errors.LLMError` tree in :func:`translate_error`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from engine.errors import (
+    ConfigurationError,
+    LLMError,
+    LLMRateLimitError,
+    LLMResponseError,
+    LLMUnavailableError,
+)
+from engine.llm.client import Completion, LLMClient, Message, ResponseCache, Usage, cache_key
+from engine.settings import Settings
+
+#: Used as the API key for endpoints that need none (a local vLLM, Ollama, llama.cpp).
+_NO_KEY = "scorebox-no-key"
+
+
+def translate_error(exc: openai.OpenAIError, *, base_url: str, model: str) -> LLMError:
+    """The engine error for an ``openai`` exception; the one place they are mapped."""
+    where = f"the LLM endpoint at {base_url}"
+    if isinstance(exc, openai.APITimeoutError):
+        return LLMUnavailableError(
+            f"{where} did not answer in time; check the server or raise "
+            "SCOREBOX_LLM_TIMEOUT_SECONDS"
+        )
+    if isinstance(exc, openai.APIConnectionError):
+        return LLMUnavailableError(
+            f"cannot connect to {where}: {exc.__cause__ or exc}; start the server or set "
+            "SCOREBOX_LLM_BASE_URL"
+        )
+    if isinstance(exc, openai.RateLimitError):
+        return LLMRateLimitError(f"{where} kept answering 429 (rate limited): {exc.message}")
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return LLMError(
+            f"{where} rejected the API key ({exc.status_code}): set SCOREBOX_LLM_API_KEY"
+        )
+    if isinstance(exc, openai.NotFoundError):
+        return LLMError(
+            f"{where} answered 404 for model {model!r}: check SCOREBOX_LLM_MODEL and "
+            f"SCOREBOX_LLM_BASE_URL (it usually ends in /v1): {exc.message}"
+        )
+    if isinstance(exc, openai.BadRequestError | openai.UnprocessableEntityError):
+        return LLMError(f"{where} rejected the request ({exc.status_code}): {exc.message}")
+    if isinstance(exc, openai.APIResponseValidationError):
+        return LLMResponseError(f"{where} sent a reply that is not a chat completion: {exc}")
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code >= 500 or exc.status_code in {408, 409}:
+            return LLMUnavailableError(f"{where} kept failing ({exc.status_code}): {exc.message}")
+        return LLMError(f"{where} answered {exc.status_code}: {exc.message}")
+    if isinstance(exc, openai.ContentFilterFinishReasonError):
+        return LLMResponseError(f"{where} refused: the reply was blocked by a content filter")
+    if isinstance(exc, openai.LengthFinishReasonError):
+        return LLMResponseError(f"{where} cut the reply at the token limit")
+    return LLMError(f"{where} failed: {exc}")
+
+
+class OpenAIClient:
+    """:class:`~engine.llm.client.LLMClient` over the official ``openai`` package (its retries)."""
+
+    def __init__(self, settings: Settings, *, cache: ResponseCache | None = None) -> None:
+        if settings.llm_base_url is None and settings.llm_api_key is None:
+            raise ConfigurationError(
+                "no LLM endpoint configured: set SCOREBOX_LLM_BASE_URL (any OpenAI-compatible "
+                "server, e.g. http://localhost:11434/v1) and/or SCOREBOX_LLM_API_KEY "
+                "(OPENAI_BASE_URL / OPENAI_API_KEY are read too)"
+            )
+        key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else _NO_KEY
+        self.model = settings.llm_model
+        self.base_url = settings.llm_base_url or "https://api.openai.com/v1"
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=key or _NO_KEY,
+            timeout=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+        )
+        self._slots = threading.BoundedSemaphore(settings.llm_concurrency)
+        self._cache = cache
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        model = model or self.model
+        parameters: dict[str, Any] = {
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "response_format": dict(response_format) if response_format else None,
+        }
+        key = cache_key(model, messages, parameters) if self._cache is not None else ""
+        if self._cache is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
+                return Completion(hit.text, hit.model, hit.usage, hit.finish_reason, cached=True)
+        completion = self._request(model, messages, parameters)
+        if self._cache is not None:
+            self._cache.put(key, completion)
+        return completion
+
+    def _request(
+        self, model: str, messages: Sequence[Message], parameters: Mapping[str, Any]
+    ) -> Completion:
+        kwargs = {k: v for k, v in parameters.items() if v is not None}
+        try:
+            with self._slots:
+                response = self._client.chat.completions.create(
+                    model=model,
+                    messages=[dict(m) for m in messages],  # type: ignore[misc]
+                    **kwargs,
+                )
+        except openai.OpenAIError as exc:
+            raise translate_error(exc, base_url=self.base_url, model=model) from exc
+        return self._completion(response, model)
+
+    def _completion(self, response: ChatCompletion, model: str) -> Completion:
+        where = f"the LLM endpoint at {self.base_url}"
+        # openai builds the response without validating it: a malformed body lacks fields
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise LLMResponseError(f"{where} sent a reply with no choices")
+        choice = choices[0]
+        message = choice.message
+        if message.refusal:
+            raise LLMResponseError(f"the model refused: {message.refusal}")
+        if choice.finish_reason == "content_filter":
+            raise LLMResponseError(f"{where} refused: the reply was blocked by a content filter")
+        text = message.content or ""
+        if not text.strip():
+            raise LLMResponseError(
+                f"{where} sent an empty reply (finish_reason={choice.finish_reason})"
+            )
+        usage = response.usage
+        return Completion(
+            text=text,
+            model=response.model or model,
+            usage=Usage(
+                prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
+                completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+            ),
+            finish_reason=choice.finish_reason,
+        )
+
+
+def create_llm_client(settings: Settings, *, cache: ResponseCache | None = None) -> LLMClient:
+    """The configured client; :class:`ConfigurationError` naming the variables when unset."""
+    return OpenAIClient(settings, cache=cache)

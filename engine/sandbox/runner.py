@@ -1,0 +1,486 @@
+"""Scoring rows with code checks in the sandbox: batching, parallel jobs, fault recovery.
+
+This is the Python API behind ``engine.run_check``; it talks to a
+:class:`~engine.sandbox.backend.SandboxBackend` and never to Docker directly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import secrets
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
+from engine.errors import InvalidRequestError, SandboxError
+from engine.models import Limits, Row, RowResult
+from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
+from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
+from engine.settings import Settings
+
+ResultCallback = Callable[[int, RowResult], None]
+
+_TERMINATION_STATUS: Mapping[Termination, Status] = {
+    Termination.TIMEOUT: Status.TIMEOUT,
+    Termination.OOM: Status.OOM,
+    Termination.OUTPUT_LIMIT: Status.OUTPUT_LIMIT,
+    Termination.CRASHED: Status.CRASHED,
+    # Only code inside the container can break the protocol (a forged or partial record,
+    # a sabotaged json.dumps): the check's fault, never the infrastructure's.
+    Termination.PROTOCOL_ERROR: Status.CRASHED,
+    Termination.SANDBOX_ERROR: Status.SANDBOX_ERROR,
+}
+
+
+@dataclass(frozen=True)
+class CodeCheck:
+    """A code check to run: its source and how to run it."""
+
+    source: str
+    name: str | None = None
+    version: int | None = None
+    policy: Policy = Policy.STANDARD
+    output_type: OutputType | None = None
+
+
+def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
+    """A :class:`Row` from a dict or a Row; a bad row raises InvalidRequestError naming it."""
+    if isinstance(row, Row):
+        return row
+    try:
+        return Row.model_validate(row)
+    except ValueError as exc:
+        raise InvalidRequestError(f"row {index}: {exc}") from exc
+
+
+def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
+    """Rows from dicts or :class:`Row` values; a bad row raises InvalidRequestError naming it."""
+    return [as_row(index, row) for index, row in enumerate(rows)]
+
+
+@dataclass
+class _Pending:
+    """One check's results as its jobs deliver them (rows ``offset`` on of the caller's)."""
+
+    results: list[RowResult | None]
+    on_result: ResultCallback | None
+    futures: list[Future[None]] = field(default_factory=list)
+    offset: int = 0
+
+    def deliver(self, index: int, result: RowResult) -> None:
+        self.results[index - self.offset] = result
+        if self.on_result is not None:
+            self.on_result(index, result)
+
+    def cancel(self) -> None:
+        """The caller is gone (Ctrl-C, a failed job): the jobs not started never will, so
+        closing the runner does not wait for all of them."""
+        for future in self.futures:
+            future.cancel()
+
+    def wait(self) -> list[RowResult]:
+        try:
+            for future in self.futures:
+                future.result()
+        except BaseException:
+            self.cancel()
+            raise
+        missing = [self.offset + i for i, r in enumerate(self.results) if r is None]
+        if missing:
+            raise SandboxError(f"no result for rows {missing[:10]}: this is a scorebox bug")
+        return [r for r in self.results if r is not None]
+
+
+class SandboxRunner:
+    """Runs code checks over rows in sandbox containers. Thread-safe; close it when done."""
+
+    def __init__(self, settings: Settings | None = None, backend: SandboxBackend | None = None):
+        self.settings = settings or Settings()
+        if backend is None:
+            from engine.sandbox.docker.backend import DockerBackend  # noqa: PLC0415 (lazy: no docker SDK in processes that never start a container)
+
+            backend = DockerBackend(self.settings)
+        self.backend = backend
+        self._slots = threading.BoundedSemaphore(self.settings.max_parallel_jobs)
+        self._executor = ThreadPoolExecutor(
+            max_workers=self.settings.max_parallel_jobs * 2, thread_name_prefix="scorebox-job"
+        )
+        self._closed = False
+
+    def __enter__(self) -> SandboxRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop accepting work, wait for jobs in flight, drain the backend."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.shutdown(wait=True)
+        self.backend.close()
+
+    def run_check(
+        self,
+        check: CodeCheck | str,
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> list[RowResult]:
+        """Score every row with one check; one :class:`RowResult` per row, in row order.
+
+        Rows are split into jobs of ``settings.job_max_rows`` that run in
+        parallel; ``limits`` may only lower the configured limits.
+        ``on_result(index, result)`` is called as each row's result arrives.
+        """
+        pending = self._submit(check, as_rows(rows), limits, labels, on_result)
+        return pending.wait()
+
+    def iter_check(
+        self,
+        check: CodeCheck | str,
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        jobs_ahead: int | None = None,
+    ) -> Iterator[RowResult]:
+        """Score rows as they are read; yield one :class:`RowResult` per row, in row order.
+
+        Unlike :meth:`run_check`, neither every row nor every result is held at
+        once: rows are read a job (``settings.job_max_rows``) at a time, and at
+        most ``jobs_ahead`` jobs (default: twice ``max_parallel_jobs``) are
+        queued or unread, so a file of any size scores in bounded memory. A bad
+        row stops the reading: the rows before it are scored and yielded, then
+        InvalidRequestError names it. Leaving the loop early cancels the jobs
+        that have not started.
+        """
+        if isinstance(check, str):
+            check = CodeCheck(source=check)
+        size = self.settings.job_max_rows
+        ahead = max(1, jobs_ahead or 2 * self.settings.max_parallel_jobs)
+        queued: deque[_Pending] = deque()  # one job each, in row order
+        try:
+            batch: list[Row] = []
+            offset = 0
+            bad: InvalidRequestError | None = None
+            for index, row in enumerate(rows):
+                try:
+                    batch.append(as_row(index, row))
+                except InvalidRequestError as exc:
+                    bad = exc  # raised once the rows before it are scored and yielded
+                    break
+                if len(batch) < size:
+                    continue
+                queued.append(self._submit(check, batch, limits, labels, None, offset=offset))
+                offset, batch = offset + size, []
+                while len(queued) >= ahead:
+                    yield from queued.popleft().wait()
+            if batch:
+                queued.append(self._submit(check, batch, limits, labels, None, offset=offset))
+            while queued:
+                yield from queued.popleft().wait()
+            if bad is not None:
+                raise bad
+        finally:
+            for pending in queued:
+                pending.cancel()
+
+    def run_checks(
+        self,
+        checks: Sequence[CodeCheck | str],
+        rows: Iterable[Row | Mapping[str, Any]],
+        limits: Limits | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+    ) -> list[list[RowResult]]:
+        """Score the rows with each check; ``out[k][i]`` is check k on row i.
+
+        Every check's jobs share the same worker pool; only the caller waits.
+        """
+        row_list = as_rows(rows)
+        pending = [self._submit(check, row_list, limits, labels, None) for check in checks]
+        try:
+            return [p.wait() for p in pending]
+        except BaseException:
+            for p in pending:
+                p.cancel()
+            raise
+
+    def _submit(
+        self,
+        check: CodeCheck | str,
+        rows: Sequence[Row],
+        limits: Limits | None,
+        labels: Mapping[str, str] | None,
+        on_result: ResultCallback | None,
+        *,
+        offset: int = 0,
+    ) -> _Pending:
+        """Queue one check's jobs (never waiting on the pool from inside it); ``offset``:
+        the index of ``rows[0]`` among the caller's rows (results and callbacks use it)."""
+        if isinstance(check, str):
+            check = CodeCheck(source=check)
+        effective = self.settings.limits.lowered_by(limits)
+        size = self.settings.job_max_rows
+        pending = _Pending([None] * len(rows), on_result, offset=offset)
+        pending.futures = [
+            self._executor.submit(
+                self.run_job,
+                check,
+                rows[i : i + size],
+                effective,
+                labels or {},
+                offset + i,
+                pending.deliver,
+            )
+            for i in range(0, len(rows), size)
+        ]
+        return pending
+
+    def run_job(
+        self,
+        check: CodeCheck,
+        rows: Sequence[Row],
+        limits: Limits,
+        labels: Mapping[str, str],
+        offset: int,
+        deliver: ResultCallback,
+    ) -> None:
+        """Run one batch, recovering from container deaths; deliver one result per row.
+
+        Rows reported before a container ends are kept; the rest run in a fresh
+        container. When the container's harness died (``crashed``, ``oom``), the
+        results it had not yet passed on died with it, so the row that killed it
+        is unknown: the first row without a result runs again alone, and is
+        blamed only if it takes that container down too. When the host itself
+        ended the job (a timeout, the output cap, a broken record) the row in
+        flight gets the cause. Deaths are the check's doing: after
+        ``settings.job_retries`` of them in a row without a row scored, the rest
+        get the check's status and are not run; ``sandbox_error`` is only for
+        failures of the sandbox itself, bounded the same way. A check that
+        fails while loading without killing its container gives every row that
+        cause.
+        """
+        pending = list(enumerate(rows))
+        failures = 0  # consecutive sandbox errors without a row scored
+        deaths = 0  # consecutive containers the check ended without a row scored
+        suspect = False  # the next job runs the first pending row alone
+        retries = self.settings.job_retries
+        while pending:
+            batch = pending[:1] if suspect else pending
+            done, end, loaded = self._run_once(check, batch, limits, labels, offset, deliver)
+            pending = pending[done:]
+            if done:
+                failures = deaths = 0
+            if done == len(batch):
+                suspect = False
+                continue
+            if end.termination is Termination.DONE:
+                end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
+            if end.termination is Termination.SANDBOX_ERROR:
+                failures += 1
+                if failures > retries:
+                    self._fail_rows(check, pending, end, end.detail, offset, deliver)
+                    return
+                if loaded:  # the row in flight gets the cause; the rest run afresh
+                    self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
+                    pending = pending[1:]
+                continue
+            deaths += 1
+            died = end.termination in (Termination.CRASHED, Termination.OOM)
+            if died and len(batch) > 1 and deaths <= retries:
+                suspect = True
+                continue
+            if not loaded and not died:
+                # The check cannot even load (it hangs, floods or breaks the protocol at
+                # import): every row gets that cause, retrying cannot help.
+                detail = f"while loading the check: {end.detail or end.termination.value}"
+                self._fail_rows(check, pending, end, detail, offset, deliver)
+                return
+            self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
+            pending = pending[1:]
+            suspect = False
+            if deaths > retries and pending:
+                detail = (
+                    f"not run: the check ended its sandbox {deaths} times in a row without "
+                    f"a row scored (last: {end.detail or end.termination.value})"
+                )
+                self._fail_rows(check, pending, end, detail, offset, deliver)
+                return
+
+    def _run_once(
+        self,
+        check: CodeCheck,
+        pending: Sequence[tuple[int, Row]],
+        limits: Limits,
+        labels: Mapping[str, str],
+        offset: int,
+        deliver: ResultCallback,
+    ) -> tuple[int, JobEnd, bool]:
+        """One container over ``pending``: (rows delivered, how it ended, whether it loaded)."""
+        job = Job(
+            nonce=secrets.token_hex(16),
+            source=check.source,
+            policy=check.policy,
+            output_type=check.output_type,
+            row_timeout_seconds=limits.row_timeout_seconds,
+            max_output_bytes=limits.max_output_bytes,
+            rows=[row for _, row in pending],
+        )
+        done = 0
+        loaded = False
+        required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
+        with self._slots:
+            events = self.backend.execute(job, limits, labels)
+            try:
+                for event in events:
+                    if isinstance(event, LoadedRecord):
+                        loaded = True
+                        required = set(REQUIRABLE_PARAMETERS) & set(event.parameters)
+                    elif isinstance(event, RowRecord):
+                        index, row = pending[event.i]
+                        lacks = (
+                            missing_inputs(list(required), row.model_dump(include=required))
+                            if required
+                            else []
+                        )
+                        if (event.status is Status.SKIPPED) != bool(lacks):
+                            # Closing ``events`` below destroys the container.
+                            detail = "the check broke the result protocol: " + (
+                                "a row it could score was reported skipped"
+                                if not lacks
+                                else f"a row without {', '.join(lacks)} was reported scored"
+                            )
+                            return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
+                        deliver(offset + index, self._row_result(check, row, event))
+                        done += 1
+                    else:
+                        return done, event, loaded
+            finally:
+                close = getattr(events, "close", None)
+                if close is not None:
+                    close()
+        return done, JobEnd(Termination.SANDBOX_ERROR, "the backend ended without a reason"), loaded
+
+    @staticmethod
+    def _fail_rows(
+        check: CodeCheck,
+        rows: Sequence[tuple[int, Row]],
+        end: JobEnd,
+        detail: str,
+        offset: int,
+        deliver: ResultCallback,
+    ) -> None:
+        for index, row in rows:
+            deliver(
+                offset + index,
+                RowResult(
+                    row_id=row.id,
+                    check=check.name,
+                    version=check.version,
+                    status=_TERMINATION_STATUS[end.termination],
+                    error=detail or end.termination.value,
+                ),
+            )
+
+    @staticmethod
+    def _row_result(check: CodeCheck, row: Row, record: RowRecord) -> RowResult:
+        return RowResult(
+            row_id=row.id,
+            check=check.name,
+            version=check.version,
+            status=record.status,
+            score=record.score if record.status is Status.OK else None,
+            explanation=record.explanation,
+            error=record.error,
+            output=record.output,
+            duration_ms=record.ms,
+        )
+
+
+#: Deprecated name of :class:`SandboxRunner`, kept for one release (``engine`` is the package).
+Engine = SandboxRunner
+
+_default_lock = threading.Lock()
+_defaults: dict[str, SandboxRunner] = {}
+
+
+def default_runner(settings: Settings | None = None) -> SandboxRunner:
+    """A shared, warm :class:`SandboxRunner` per distinct settings, opened on first use.
+
+    ``engine.run_check`` and ``engine.run_checks`` use it, so a notebook's second
+    call is served by a warm check worker. Every one is closed at interpreter exit.
+    """
+    settings = settings or Settings()
+    key = settings.model_dump_json()
+    with _default_lock:
+        runner = _defaults.get(key)
+        if runner is None:
+            if not _defaults:
+                atexit.register(close_default_runners)
+            runner = _defaults[key] = SandboxRunner(settings)
+        return runner
+
+
+def close_default_runners() -> None:
+    """Close the shared runners (at exit, or to free their containers sooner)."""
+    with _default_lock:
+        runners = list(_defaults.values())
+        _defaults.clear()
+    for runner in runners:
+        runner.close()
+
+
+def run_check(
+    source: str,
+    rows: Iterable[Row | Mapping[str, Any]],
+    limits: Limits | None = None,
+    *,
+    policy: Policy | str = Policy.STANDARD,
+    settings: Settings | None = None,
+) -> list[RowResult]:
+    """Score ``rows`` with the check in ``source``; one result per row, in order.
+
+    Uses the shared :func:`default_runner`: the first call starts a container,
+    later calls of the same check reuse its warm worker.
+    """
+    runner = default_runner(settings)
+    return runner.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+
+
+def iter_check(
+    source: str,
+    rows: Iterable[Row | Mapping[str, Any]],
+    limits: Limits | None = None,
+    *,
+    policy: Policy | str = Policy.STANDARD,
+    settings: Settings | None = None,
+) -> Iterator[RowResult]:
+    """Score ``rows`` as they are read with the check in ``source``, yielding results in order.
+
+    :func:`run_check` for datasets too big to hold: memory stays bounded by a few
+    jobs of rows (:meth:`SandboxRunner.iter_check`), on the shared :func:`default_runner`.
+    """
+    runner = default_runner(settings)
+    return runner.iter_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+
+
+def run_checks(
+    sources: Sequence[str],
+    rows: Iterable[Row | Mapping[str, Any]],
+    limits: Limits | None = None,
+    *,
+    policy: Policy | str = Policy.STANDARD,
+    settings: Settings | None = None,
+) -> list[list[RowResult]]:
+    """Score ``rows`` with each check in ``sources``; ``out[k][i]`` is check k on row i."""
+    checks = [CodeCheck(source=s, policy=Policy(policy)) for s in sources]
+    return default_runner(settings).run_checks(checks, rows, limits)

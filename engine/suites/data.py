@@ -1,0 +1,140 @@
+"""Reading rows for ``scorebox run``: .jsonl/.ndjson, .json, .csv, .tsv, .parquet.
+
+Every problem names the file, the line (or row) and the expected columns; columns
+that are not row fields are reported (map them with ``--map FIELD=COLUMN``), never
+silently dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InvalidRequestError
+
+ROW_FIELDS = ("id", "model_output", "scenario_input", "scenario_result", "model_input", "metadata")
+EXPECTED = (
+    "expected columns: model_output (required), id, scenario_input, scenario_result, "
+    "model_input, metadata"
+)
+SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
+
+
+def _apply(
+    path: Path, where: str, record: Mapping[str, Any], mapping: Mapping[str, str]
+) -> dict[str, Any]:
+    renamed = {column: field for field, column in mapping.items()}
+    row: dict[str, Any] = {}
+    unknown: list[str] = []
+    for key, value in record.items():
+        field = renamed.get(key, key)
+        if field not in ROW_FIELDS:
+            unknown.append(str(key))
+            continue
+        row[field] = value
+    if unknown:
+        raise InvalidRequestError(
+            f"{path}:{where}: unknown column(s) {', '.join(sorted(unknown))}; {EXPECTED}. "
+            "Rename them, or map them with --map FIELD=COLUMN "
+            f"(e.g. --map model_output={sorted(unknown)[0]})"
+        )
+    if not isinstance(row.get("model_output"), str):
+        missing = "missing" if row.get("model_output") is None else "not a string"
+        raise InvalidRequestError(f"{path}:{where}: model_output is {missing}; {EXPECTED}")
+    meta = row.get("metadata")
+    if isinstance(meta, str):
+        try:
+            row["metadata"] = json.loads(meta)
+        except json.JSONDecodeError as exc:
+            raise InvalidRequestError(f"{path}:{where}: metadata is not JSON: {exc.msg}") from exc
+    return row
+
+
+def _delimited(path: Path, text: str, delimiter: str) -> list[tuple[str, dict[str, Any]]]:
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    out: list[tuple[str, dict[str, Any]]] = []
+    try:
+        header = next(reader, None)
+        if header is None:
+            return out
+        for cells in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in cells):
+                continue
+            if len(cells) != len(header):
+                raise InvalidRequestError(
+                    f"{path}:{line}: {len(cells)} cells, the header has {len(header)} "
+                    f"({', '.join(header)}); an unescaped delimiter or quote?"
+                )
+            record = {
+                k: v for k, v in zip(header, cells, strict=True) if v != "" or k == "model_output"
+            }
+            out.append((str(line), record))
+    except csv.Error as exc:
+        # strict: an unterminated quote is "unexpected end of data", not one long cell
+        raise InvalidRequestError(
+            f"{path}:{reader.line_num}: not valid {'TSV' if delimiter == chr(9) else 'CSV'}: {exc}"
+        ) from exc
+    return out
+
+
+def read_rows(path: Path, mapping: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Validated rows of a data file (see the module docstring)."""
+    mapping = mapping or {}
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise InvalidRequestError(
+            f"{path}: unknown data format {suffix or '(no suffix)'!r}; "
+            f"use one of {', '.join(SUFFIXES)}"
+        )
+    records: list[tuple[str, Any]]
+    if suffix == ".parquet":
+        try:
+            import pandas  # noqa: PLC0415 (optional, and lazy: keeps scorebox --help fast)
+        except ImportError as exc:
+            raise InvalidRequestError(
+                f"{path}: reading .parquet needs pandas and pyarrow: pip install pandas pyarrow"
+            ) from exc
+        frame = pandas.read_parquet(path)
+        records = [
+            (f"row {i + 1}", {k: v for k, v in r.items() if v is not None})
+            for i, r in enumerate(frame.to_dict(orient="records"))
+        ]
+    else:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidRequestError(f"{path}: not UTF-8 text: {exc}") from exc
+        if suffix in (".csv", ".tsv"):
+            records = list(_delimited(path, text, "\t" if suffix == ".tsv" else ","))
+        elif suffix == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise InvalidRequestError(
+                    f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}"
+                ) from exc
+            if not isinstance(data, list):
+                raise InvalidRequestError(f"{path}: expected a JSON list of row objects")
+            records = [(f"item {i}", item) for i, item in enumerate(data)]
+        else:
+            records = []
+            for number, line in enumerate(text.splitlines(), start=1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append((str(number), json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise InvalidRequestError(
+                        f"{path}:{number}: not JSON: {exc.msg} (one JSON object per line)"
+                    ) from exc
+    rows: list[dict[str, Any]] = []
+    for where, record in records:
+        if not isinstance(record, dict):
+            raise InvalidRequestError(f"{path}:{where}: expected a JSON object; {EXPECTED}")
+        rows.append(_apply(path, where, record, mapping))
+    return rows

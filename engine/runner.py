@@ -21,9 +21,15 @@ __all__ = [
     "SandboxRunner",
     "as_row",
     "as_rows",
+    "close_default_engines",
     "close_default_runners",
+    "default_engine",
     "default_runner",
     "iter_check",
     "run_check",
     "run_checks",
 ]
+
+#: Deprecated names, kept for one release: "engine" is the package, the sandbox runs checks.
+default_engine = default_runner
+close_default_engines = close_default_runners

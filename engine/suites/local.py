@@ -25,7 +25,7 @@ def local_llm(no_cache: bool) -> Any:
     settings = Settings()
     if settings.llm_base_url is None and settings.llm_api_key is None:
         return None
-    from engine.llm.cache_cli import DiskResponseCache  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.llm.disk_cache import DiskResponseCache  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.llm.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
 
     cache = None if no_cache else DiskResponseCache(settings.data_dir / "judge-cache")

@@ -16,17 +16,11 @@ from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
-from engine.builtins import build_builtins
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
-from engine.llm.cache import SqlResponseCache, TenantResponseCache
-from engine.llm.client import LLMClient
-from engine.llm.openai_client import create_llm_client
-from engine.llm.usage import MeteredClient
 from engine.okareo import routes as okareo
-from engine.runs.executors import CodeExecutor, Executors, ModelExecutor, RunnerHolder
-from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
+from engine.runs.wiring import Scoring, build_scoring
 from engine.settings import Settings
 from engine.storage import SqlStore, create_db_engine, upgrade
 
@@ -46,25 +40,30 @@ and keys with `scorebox tenant create NAME`). Errors are
 """
 
 
-def _llm_client(settings: Settings, db: SAEngine) -> LLMClient | None:
-    """The one LLM client (judges, pairwise, generator): cached in the database and metered.
+def _run_service(scoring: Scoring, store: SqlStore, db: SAEngine) -> RunService:
+    """Runs scored here, or, with a broker (``SCOREBOX_BROKER_URL``), queued for
+    ``scorebox worker`` hosts (this node then runs no sandbox work)."""
+    settings = scoring.settings
+    if not settings.broker_url:
+        return RunService(settings, store, scoring.executors, scoring.metrics, scoring.builtins)
+    from engine.distributed.celery_app import create_celery  # noqa: PLC0415 (lazy: celery is the optional [distributed] extra)
+    from engine.distributed.service import DistributedRunService  # noqa: PLC0415 (lazy: celery/redis are the optional [distributed] extra)
 
-    None when no endpoint is configured; judges then answer ``judge_error`` saying so.
-    """
-    if settings.llm_base_url is None and settings.llm_api_key is None:
-        return None
-    try:
-        cache = TenantResponseCache(SqlResponseCache(db))  # one tenant never reads another's
-        return MeteredClient(create_llm_client(settings, cache=cache))
-    except ScoreboxError as exc:
-        log.warning("LLM judges unavailable: %s", exc)
-        return None
+    return DistributedRunService(
+        settings,
+        store,
+        scoring.executors,
+        scoring.metrics,
+        scoring.builtins,
+        create_celery(settings),
+        db,
+    )
 
 
 def create_app(
     settings: Settings,
     *,
-    engine_factory: Callable[[Settings], SandboxRunner] | None = None,
+    runner_factory: Callable[[Settings], SandboxRunner] | None = None,
 ) -> FastAPI:
     """The scorebox HTTP API. Storage, workers and the sandbox start with the app's lifespan."""
 
@@ -76,36 +75,27 @@ def create_app(
         if settings.migrate_on_start:
             upgrade(db)
         store = SqlStore(db)
-        runners = RunnerHolder(settings, engine_factory)
+        scoring = build_scoring(settings, db=db, runner_factory=runner_factory)
         try:
             if not settings.broker_url:  # distributed API nodes run no sandbox work
-                runners.get()  # start the warm pool now; scoring retries later if Docker is down
+                scoring.runners.get()  # the warm pool starts now; scoring retries if Docker is down
         except RuntimeUnavailableError:
             raise  # SCOREBOX_RUNTIME the engine lacks: refuse to start, the message names the fix
         except ScoreboxError as exc:
             log.warning("sandbox not available yet: %s", exc)
-        metrics = Metrics()
-        llm = _llm_client(settings, db)
-        builtins = build_builtins(llm)
-        executors = Executors(
-            CodeExecutor(runners), model=ModelExecutor(llm, settings.llm_concurrency)
+        service = _run_service(scoring, store, db)
+        scoring.metrics.watch(
+            service.queue_depth, scoring.runners.pool_sizes, service.jobs_in_flight
         )
-        service = RunService(settings, store, executors, metrics, builtins)
-        if settings.broker_url:
-            from engine.distributed.celery_app import create_celery  # noqa: PLC0415 (lazy: celery is the optional [distributed] extra)
-            from engine.distributed.service import DistributedRunService  # noqa: PLC0415 (lazy: celery/redis are the optional [distributed] extra)
-
-            service = DistributedRunService(
-                settings, store, executors, metrics, builtins, create_celery(settings), db
-            )
-        metrics.watch(service.queue_depth, runners.pool_sizes, service.jobs_in_flight)
-        app.state.services = Services(settings, store, service, runners, metrics, db, llm)
+        app.state.services = Services(
+            settings, store, service, scoring.runners, scoring.metrics, db, scoring.llm
+        )
         service.start()
         try:
             yield
         finally:
             service.stop()
-            runners.close()
+            scoring.close()
             db.dispose()
 
     app = FastAPI(

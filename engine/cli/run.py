@@ -38,13 +38,12 @@ from engine.runs.export import (
     write_records,
 )
 from engine.suites.data import read_rows
-from engine.suites.local import BUILTIN_PREFIX, local_llm, run_local
+from engine.suites.local import BUILTIN_PREFIX, run_local
 
 # re-exported for callers of the CLI's own paths
 __all__ = [
     "BUILTIN_PREFIX",
     "check_refs",
-    "local_llm",
     "parse_params",
     "remote_results",
     "render_summary",

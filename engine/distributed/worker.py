@@ -17,8 +17,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from engine.api.app import _llm_client
-from engine.builtins import build_builtins
 from engine.catalog import ResolvedCheck, unsaved_code_check
 from engine.contract import OutputType
 from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, send
@@ -27,9 +25,8 @@ from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
 from engine.errors import ScoreboxError
 from engine.models import Limits, Row, RowResult
-from engine.runs.executors import CodeExecutor, Executors, ModelExecutor, RunnerHolder
-from engine.runs.metrics import Metrics
 from engine.runs.summary import store_summary
+from engine.runs.wiring import build_scoring
 from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
 from engine.settings import Settings
 from engine.storage import RunCheck, RunStatus, SqlStore, Store, create_db_engine
@@ -54,7 +51,7 @@ class WorkerRuntime:
         settings: Settings,
         celery: Celery,
         *,
-        engine_factory: Callable[[Settings], SandboxRunner] | None = None,
+        runner_factory: Callable[[Settings], SandboxRunner] | None = None,
     ) -> None:
         self.settings = settings
         self.name = worker_name()
@@ -62,13 +59,11 @@ class WorkerRuntime:
         self.store: Store = SqlStore(self.db)
         self.ledger = ChunkLedger(self.db)
         self.replies = Replies(settings.broker_url or "")
-        self.metrics = Metrics()
-        self.runners = RunnerHolder(settings, engine_factory)
-        llm = _llm_client(settings, self.db)
-        self.builtins = build_builtins(llm)
-        self.executors = Executors(
-            CodeExecutor(self.runners), model=ModelExecutor(llm, settings.llm_concurrency)
-        )
+        self.scoring = build_scoring(settings, db=self.db, runner_factory=runner_factory)
+        self.metrics = self.scoring.metrics
+        self.runners = self.scoring.runners
+        self.builtins = self.scoring.builtins
+        self.executors = self.scoring.executors
         self.dispatcher = Dispatcher(
             settings,
             self.ledger,
@@ -95,7 +90,7 @@ class WorkerRuntime:
         self._stop.set()
         self._heartbeat.join(timeout=10)
         self._pool.shutdown(wait=True)
-        self.runners.close()
+        self.scoring.close()
         self.replies.close()
         self.db.dispose()
 

@@ -9,7 +9,7 @@ the sandbox (fairness, quotas, restarts, the API) without Docker::
     from engine.api import create_app
     from engine.sandbox.fake import FakeBackend, fake_engine_factory
 
-    app = create_app(settings, engine_factory=fake_engine_factory(lambda job, row: True))
+    app = create_app(settings, runner_factory=fake_engine_factory(lambda job, row: True))
 
 Anything about isolation, limits or the harness needs the real Docker backend.
 """
@@ -89,7 +89,7 @@ class FakeBackend:
 def fake_engine_factory(
     handler: Handler = always_true, *, row_seconds: float = 0.0
 ) -> Callable[[Settings], SandboxRunner]:
-    """An ``engine_factory`` for :func:`engine.api.create_app` whose engine uses one
+    """An ``runner_factory`` for :func:`engine.api.create_app` whose engine uses one
     :class:`FakeBackend` (reachable as ``factory.backend``)."""
     backend = FakeBackend(handler, row_seconds=row_seconds)
 

@@ -3,7 +3,6 @@ built-ins in process."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,21 +14,6 @@ BUILTIN_PREFIX = "builtin:"
 
 def _ref_name(ref: str | Mapping[str, Any]) -> str:
     return ref if isinstance(ref, str) else str(ref["name"])
-
-
-def local_llm(no_cache: bool) -> Any:
-    """The configured LLM client for local judges (None when none is configured), with a
-    judge cache under the data dir unless ``no_cache``."""
-    from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-
-    settings = Settings()
-    if settings.llm_base_url is None and settings.llm_api_key is None:
-        return None
-    from engine.llm.disk_cache import DiskResponseCache  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.llm.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
-
-    cache = None if no_cache else DiskResponseCache(settings.data_dir / "judge-cache")
-    return create_llm_client(settings, cache=cache)
 
 
 def run_local(
@@ -44,25 +28,26 @@ def run_local(
     """
     from rich.progress import BarColumn, Progress, TextColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
-    from engine.builtins import build_builtins  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.sandbox.runner import CodeCheck, SandboxRunner, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.runs.wiring import build_scoring  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.sandbox.runner import CodeCheck, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.validation import validate  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
-    llm = local_llm(no_cache)
-    builtins = build_builtins(llm)
+    # no warm pool: a local run starts the containers its .py checks need, and only then
+    scoring = build_scoring(
+        settings.model_copy(update={"pool_size": 0}),
+        cache_dir=None if no_cache else settings.data_dir / "judge-cache",
+    )
+    builtins = scoring.builtins
     row_list = as_rows(rows)
     summaries: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
-    stack = contextlib.ExitStack()
-    engine: Any = None
     try:
         with (
-            stack,
             Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -92,11 +77,8 @@ def run_local(
                     code = CodeCheck(
                         source=source, name=path.stem, output_type=report.output_data_type
                     )
-                    if engine is None:  # the sandbox only when a .py check needs it
-                        engine = stack.enter_context(
-                            SandboxRunner(settings.model_copy(update={"pool_size": 0}))
-                        )
-                    results = engine.run_check(code, row_list, on_result=tick)
+                    runner = scoring.runners.get()  # the sandbox starts for the first .py check
+                    results = runner.run_check(code, row_list, on_result=tick)
                     summaries.append(summarize(results, path.stem).model_dump())
                 elif bare in builtins:
                     builtin = builtins[bare]
@@ -117,6 +99,5 @@ def run_local(
                     record(i, r.model_dump(mode="json"), rows[i]) for i, r in enumerate(results)
                 )
     finally:
-        if llm is not None:
-            llm.close()
+        scoring.close()
     return summaries, records

@@ -119,10 +119,10 @@ def make_api(database_url: str, tmp_path: Any) -> Iterator[AppFactory]:
     opened: list[tuple[TestClient, SqlStore]] = []
 
     def factory(
-        engine_factory: Callable[[Settings], SandboxRunner] | None = None, **overrides: Any
+        runner_factory: Callable[[Settings], SandboxRunner] | None = None, **overrides: Any
     ) -> Api:
         settings = api_settings(database_url, tmp_path, **overrides)
-        client = TestClient(create_app(settings, engine_factory=engine_factory))
+        client = TestClient(create_app(settings, runner_factory=runner_factory))
         client.__enter__()
         store = open_store(settings.effective_database_url, migrate=False)
         opened.append((client, store))

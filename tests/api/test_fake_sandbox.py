@@ -48,7 +48,7 @@ def test_small_tenant_not_stuck_behind_big_run_on_the_fake_sandbox(
 ) -> None:
     rows_total = 4000
     factory = fake_engine_factory(lambda job, row: row.model_output == "yes", row_seconds=0.002)
-    api = make_api(engine_factory=factory, pool_size=0, run_chunk_rows=200, job_max_rows=200)
+    api = make_api(runner_factory=factory, pool_size=0, run_chunk_rows=200, job_max_rows=200)
     a, b = api.tenant("big"), api.tenant("small")
     api.push(a, "t", TRIVIAL_CHECK)
     api.push(b, "t", TRIVIAL_CHECK)
@@ -75,7 +75,7 @@ def test_small_tenant_not_stuck_behind_big_run_on_the_fake_sandbox(
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_queued_runs_quota_on_the_fake_sandbox(make_api: AppFactory) -> None:
     factory = fake_engine_factory(row_seconds=0.01)
-    api = make_api(engine_factory=factory, pool_size=0, quota_queued_runs=1)
+    api = make_api(runner_factory=factory, pool_size=0, quota_queued_runs=1)
     h = api.tenant()
     api.push(h, "t", TRIVIAL_CHECK)
     body = {"checks": ["t"], "rows": [{"model_output": "x"}] * 200}

@@ -33,6 +33,7 @@ from engine.models import Limits
 from engine.okareo.store import check_id_from_uuid
 from engine.runs.quotas import Quotas, check_source
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
+from engine.suites.names import BUILTIN_PREFIX
 from engine.validation import Issue, ValidationReport, validate
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).
@@ -301,9 +302,6 @@ def unsaved_code_check(
         created_at=utcnow(),
     )
     return ResolvedCheck("code", name, check=version)
-
-
-BUILTIN_PREFIX = "builtin:"
 
 
 def shadow_warning(name: str) -> Issue:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.catalog import CheckRef, CheckSpec
+from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec
 from engine.json_limits import FreeJSON
 from engine.models import Row
 from engine.runs.summary import CheckSummary
@@ -97,7 +97,7 @@ class CheckList(BaseModel):
 class ValidateRequest(CheckSpec):
     """A check to validate; nothing is saved."""
 
-    name: str = Field(default="check", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}$")
+    name: str = Field(default="check", pattern=NAME_PATTERN)
 
 
 class Deleted(BaseModel):

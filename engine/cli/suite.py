@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from engine.suites.names import SUITE_FILE
+
 if TYPE_CHECKING:
     from engine.suites.file import SuitePlan
-
-SUITE_FILE = "scorebox.yaml"  # engine.suites.file.SUITE_FILE, without importing pydantic for --help
 
 
 class SuiteFileError(click.ClickException):

@@ -19,6 +19,9 @@ from typing import Any
 
 from engine.errors import InvalidRequestError
 
+# re-exported (engine.cli.run reads it here)
+from engine.suites.names import DEFAULT_FAIL_ON as DEFAULT_FAIL_ON  # noqa: PLC0414
+
 FIELDS = (
     "row_index",
     "row_id",
@@ -33,7 +36,6 @@ FIELDS = (
     "scenario_result",
 )
 INPUTS = ("model_output", "scenario_input", "scenario_result")
-DEFAULT_FAIL_ON = ("error", "judge_error", "sandbox_error")
 
 # Exit codes (README "Exit codes"): 0 gates passed; 1 scorebox could not run (bad
 # input, server unreachable, run failed or cancelled); 2 usage error (click);

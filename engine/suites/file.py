@@ -23,10 +23,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError
-
-SUITE_FILE = "scorebox.yaml"
-BUILTIN_PREFIX = "builtin:"
-DEFAULT_FAIL_ON = (Status.ERROR, Status.JUDGE_ERROR, Status.SANDBOX_ERROR)
+from engine.suites.names import BUILTIN_PREFIX, DEFAULT_FAIL_ON, SUITE_FILE
 
 OUTPUT_PATTERN = r"\.(jsonl|ndjson|csv|tsv|html|htm)$"
 RowField = Literal[
@@ -106,7 +103,7 @@ class Suite(BaseModel):
         "the list).",
     )
     fail_on: list[Status] = Field(
-        default=list(DEFAULT_FAIL_ON),
+        default_factory=lambda: [Status(s) for s in DEFAULT_FAIL_ON],
         description="Fail the run (exit 3) when any row has one of these statuses; [] for "
         "none (`--fail-on` overrides it).",
     )

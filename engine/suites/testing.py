@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidRequestError
-from engine.runs.export import DEFAULT_FAIL_ON, Gates, check_value, evaluate
+from engine.runs.export import Gates, check_value, evaluate
+from engine.suites.names import DEFAULT_FAIL_ON
 
 #: Failing rows shown per check in a failure message.
 SHOW_ROWS = 10

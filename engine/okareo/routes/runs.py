@@ -17,7 +17,6 @@ from fastapi import APIRouter, File, Form, UploadFile
 
 from engine.api.deps import RunsDep, StoreDep
 from engine.api.problems import responses
-from engine.catalog import BUILTIN_PREFIX
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.okareo import translate
 from engine.okareo.routes.checks import TAG
@@ -45,6 +44,7 @@ from engine.okareo.store import (
     new_uuid,
 )
 from engine.storage import Run, Store, StoredResult, utcnow
+from engine.suites.names import BUILTIN_PREFIX
 
 router = APIRouter(prefix="/v0", tags=[TAG])
 

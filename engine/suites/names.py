@@ -1,0 +1,17 @@
+"""Names the suite files, the CLI, the catalog and the exports share, defined once.
+
+This module imports nothing (not even pydantic), so ``scorebox --help`` stays fast when a
+command module reads a name from here.
+"""
+
+from __future__ import annotations
+
+#: The suite file ``scorebox run`` reads when no ``--check`` is given.
+SUITE_FILE = "scorebox.yaml"
+
+#: ``builtin:NAME`` names the built-in NAME even when a check of the tenant shadows it.
+BUILTIN_PREFIX = "builtin:"
+
+#: The row statuses that fail a run (exit 3) unless a suite's ``fail_on`` or ``--fail-on``
+#: says otherwise: values of :class:`engine.contract.Status`.
+DEFAULT_FAIL_ON: tuple[str, ...] = ("error", "judge_error", "sandbox_error")

@@ -9,7 +9,8 @@ from typing import Any
 
 from engine.runs.export import record
 
-BUILTIN_PREFIX = "builtin:"
+# re-exported (engine.cli.run reads it here)
+from engine.suites.names import BUILTIN_PREFIX as BUILTIN_PREFIX  # noqa: PLC0414
 
 
 def _ref_name(ref: str | Mapping[str, Any]) -> str:

@@ -2,22 +2,40 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
-from engine import catalog
+import engine
 from engine.contract import Status
-from engine.runs import export
-from engine.suites import file, names, pytest_plugin, testing
+from engine.suites import file, names
+
+SHARED = ("SUITE_FILE", "BUILTIN_PREFIX", "DEFAULT_FAIL_ON")
 
 
-def test_every_user_reads_the_one_definition() -> None:
-    assert file.SUITE_FILE is names.SUITE_FILE
-    assert pytest_plugin.SUITE_FILE is names.SUITE_FILE
-    assert file.BUILTIN_PREFIX is names.BUILTIN_PREFIX
-    assert catalog.BUILTIN_PREFIX is names.BUILTIN_PREFIX
-    assert export.DEFAULT_FAIL_ON is names.DEFAULT_FAIL_ON
-    assert testing.DEFAULT_FAIL_ON is names.DEFAULT_FAIL_ON
+def _definitions(name: str) -> list[str]:
+    """Modules of engine/ that assign ``name`` at their top level."""
+    root = Path(engine.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found.append(path.relative_to(root.parent).as_posix())
+    return found
+
+
+def test_each_shared_name_is_defined_once() -> None:
+    for name in SHARED:
+        assert _definitions(name) == ["engine/suites/names.py"], name
 
 
 def test_default_fail_on_is_statuses_and_a_suite_defaults_to_them() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,7 +31,6 @@ from engine.errors import CheckValidationError, ConflictError, InvalidRequestErr
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
-from engine.okareo.store import check_id_from_uuid
 from engine.runs.quotas import Quotas, check_source
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
 from engine.suites.names import BUILTIN_PREFIX
@@ -233,6 +233,32 @@ def split_ref(ref: str) -> tuple[str, int | None]:
             f"bad check reference {ref!r}: use name, name@VERSION (1 to {MAX_VERSION}) or an id"
         )
     return name, int(version)
+
+
+# ---- a check version's UUID: how the Okareo SDK sees it, and /v1 reads it too ----------
+
+#: The last 12 hex digits of a check version's UUID; the first 20 are its ``chk_`` id's.
+_CHECK_UUID_TAIL = "5c0b0000c4ec"
+_CHECK_ID_HEX = 20
+
+
+def check_uuid(check_id: str) -> str:
+    """The UUID of a check version: a reversible spelling of its ``chk_<20 hex>`` id."""
+    prefix, _, digits = check_id.partition("_")
+    if prefix != "chk" or len(digits) != _CHECK_ID_HEX:
+        raise ValueError(f"not a scorebox check id: {check_id!r}")
+    return str(uuid.UUID(digits + _CHECK_UUID_TAIL))
+
+
+def check_id_from_uuid(value: str) -> str | None:
+    """The ``chk_`` id a check version UUID spells, or None when ``value`` is not one."""
+    try:
+        digits = uuid.UUID(value).hex
+    except (ValueError, AttributeError, TypeError):
+        return None
+    if not digits.endswith(_CHECK_UUID_TAIL):
+        return None
+    return "chk_" + digits[:_CHECK_ID_HEX]
 
 
 def _require_version(ref: str, version: int | None) -> None:

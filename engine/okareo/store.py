@@ -428,29 +428,7 @@ class OkareoStore(SqlSessions):
 
 # ---- ids the SDK sees for scorebox's own objects ----------------------------------------
 
-#: The last 12 hex digits of a check version's UUID; the first 20 are its ``chk_`` id's.
-_CHECK_UUID_TAIL = "5c0b0000c4ec"
-_CHECK_ID_HEX = 20
 _BUILTIN_NAMESPACE = uuid.UUID("5c0b5c0b-0000-4000-8000-0000b0117125")
-
-
-def check_uuid(check_id: str) -> str:
-    """The UUID of a check version: a reversible spelling of its ``chk_<20 hex>`` id."""
-    prefix, _, digits = check_id.partition("_")
-    if prefix != "chk" or len(digits) != _CHECK_ID_HEX:
-        raise ValueError(f"not a scorebox check id: {check_id!r}")
-    return str(uuid.UUID(digits + _CHECK_UUID_TAIL))
-
-
-def check_id_from_uuid(value: str) -> str | None:
-    """The ``chk_`` id a check version UUID spells, or None when ``value`` is not one."""
-    try:
-        digits = uuid.UUID(value).hex
-    except (ValueError, AttributeError, TypeError):
-        return None
-    if not digits.endswith(_CHECK_UUID_TAIL):
-        return None
-    return "chk_" + digits[:_CHECK_ID_HEX]
 
 
 def builtin_uuid(name: str) -> str:

@@ -9,14 +9,10 @@ from typing import Any
 import pytest
 
 from engine.api import create_app
+from engine.catalog import check_id_from_uuid, check_uuid
 from engine.errors import InvalidRequestError
 from engine.okareo import translate
-from engine.okareo.store import (
-    ScenarioPoint,
-    builtin_uuid,
-    check_id_from_uuid,
-    check_uuid,
-)
+from engine.okareo.store import ScenarioPoint, builtin_uuid
 from engine.settings import Settings
 from engine.storage import StoredResult
 

@@ -10,13 +10,14 @@ from engine import catalog
 from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
 from engine.builtins import BuiltinCheck, Builtins
+from engine.catalog import check_uuid
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError
 from engine.llm.cache import scoped_llm
 from engine.okareo import translate
 from engine.okareo.routes.deps import OkareoPrincipalDep, OkareoStoreDep, project_of
 from engine.okareo.schemas import CheckIn, GenerateIn, GenerateOut, OkareoCheckOut
-from engine.okareo.store import builtin_uuid, check_uuid
+from engine.okareo.store import builtin_uuid
 from engine.storage import CheckVersion
 from generator.pipeline import EXAMPLE_ROW_TIMEOUT_SECONDS, GeneratorOptions, llm_judge
 from generator.pipeline import generate_check as generate

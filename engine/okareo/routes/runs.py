@@ -17,6 +17,7 @@ from fastapi import APIRouter, File, Form, UploadFile
 
 from engine.api.deps import RunsDep, StoreDep
 from engine.api.problems import responses
+from engine.catalog import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.okareo import translate
 from engine.okareo.routes.checks import TAG
@@ -40,7 +41,6 @@ from engine.okareo.store import (
     ScenarioSet,
     TestRun,
     builtin_uuid,
-    check_uuid,
     new_uuid,
 )
 from engine.storage import Run, Store, StoredResult, utcnow

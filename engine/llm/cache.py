@@ -4,7 +4,7 @@
 :func:`engine.llm.cache_key` (sha256 of canonical JSON of model, messages and
 parameters), so re-running a run costs no LLM calls. A database hiccup never
 fails a judgement: a failed read is a miss and a failed write is dropped, both
-logged. :class:`ScopedResponseCache` keeps tenants' entries apart.
+logged.
 
 The service shares one LLM client between tenants, so its cache is a
 :class:`TenantResponseCache`: each entry belongs to the tenant whose work made
@@ -93,23 +93,6 @@ class SqlResponseCache:
             pass  # another worker stored the same reply first
         except SQLAlchemyError as exc:
             log.warning("LLM cache write failed (reply not cached): %s", exc)
-
-
-class ScopedResponseCache:
-    """Prefixes every key with a scope (e.g. a tenant id) so scopes never share entries."""
-
-    def __init__(self, inner: ResponseCache, scope: str) -> None:
-        self._inner = inner
-        self._scope = scope
-
-    def _key(self, key: str) -> str:
-        return hashlib.sha256(f"{self._scope}\x00{key}".encode()).hexdigest()
-
-    def get(self, key: str) -> Completion | None:
-        return self._inner.get(self._key(key))
-
-    def put(self, key: str, completion: Completion) -> None:
-        self._inner.put(self._key(key), completion)
 
 
 _SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar(

@@ -13,7 +13,7 @@ from engine.builtins import build_builtins
 from engine.contract import Status
 from engine.judging.model_check import run_model_check
 from engine.judging.pairwise import compare
-from engine.llm.cache import ScopedResponseCache, SqlResponseCache
+from engine.llm.cache import SqlResponseCache, TenantResponseCache, cache_scope
 from engine.llm.openai_client import OpenAIClient
 from engine.llm.usage import MeteredClient, UsageMeter, metering
 from engine.models import Row
@@ -138,12 +138,16 @@ def test_cache_hit_on_rerun_costs_no_requests_and_usage_is_metered(
     snap = second_usage.snapshot()
     assert (snap.calls, snap.cached_calls, snap.total_tokens) == (0, 3, 0)
 
-    # another scope (tenant) does not share the entries
-    scoped = OpenAIClient(
-        fake_llm.settings(), cache=ScopedResponseCache(SqlResponseCache(engine), "tenant-b")
-    )
-    build_builtins(scoped)["fluency"].score(rows[:1], {})
-    assert len(fake_llm.requests) == 4
+    # a tenant's scope does not share the entries, and neither does another tenant's
+    scoped = OpenAIClient(fake_llm.settings(), cache=TenantResponseCache(SqlResponseCache(engine)))
+    with cache_scope("tenant-b"):
+        build_builtins(scoped)["fluency"].score(rows[:1], {})
+        assert len(fake_llm.requests) == 4
+        build_builtins(scoped)["fluency"].score(rows[:1], {})
+        assert len(fake_llm.requests) == 4  # tenant-b's own entry
+    with cache_scope("tenant-c"):
+        build_builtins(scoped)["fluency"].score(rows[:1], {})
+        assert len(fake_llm.requests) == 5
     engine.dispose()
 
 

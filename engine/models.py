@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -87,3 +89,12 @@ class RowResult(BaseModel):
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("score must be finite")
         return value
+
+
+#: A row with its index among the caller's rows: the index of the row in the run or in the
+#: ``/v1/score`` request. It is the one index space from the route to the sandbox and back.
+IndexedRow: TypeAlias = tuple[int, Row]
+
+#: Called once per scored row with the row's index (as it came in its :data:`IndexedRow`)
+#: and its result; the one result-callback type of every executor and of the sandbox runner.
+ResultCallback: TypeAlias = Callable[[int, RowResult], None]

@@ -208,7 +208,7 @@ class DistributedRunService(RunService):
             "sources": [_unsaved_source(c) for c in resolved],
             "limits": [self._limits_for(c, limits).model_dump(mode="json") for c in resolved],
             "rows": [r.model_dump(mode="json") for r in row_list],
-            "chunk_rows": min(self.settings.run_chunk_rows, self.settings.job_max_rows),
+            "chunk_rows": self.settings.run_chunk_rows,
             "reply": reply,
         }
         try:

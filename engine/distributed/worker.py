@@ -24,7 +24,7 @@ from engine.distributed.dispatch import Dispatcher, QuotaCache
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
 from engine.errors import ScoreboxError
-from engine.models import Limits, Row, RowResult
+from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.summary import store_summary
 from engine.runs.wiring import build_scoring
 from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
@@ -231,13 +231,13 @@ class WorkerRuntime:
         self.replies.push(reply, {"started": self.name})
         try:
             tenant_id = str(message["tenant_id"])
-            rows = [Row.model_validate(r) for r in message["rows"]]
+            rows = [(i, Row.model_validate(r)) for i, r in enumerate(message["rows"])]
             size = max(1, int(message.get("chunk_rows") or len(rows)))
             labels = {"scorebox.tenant": tenant_id}
             results: list[list[dict[str, Any] | None]] = [
                 [None] * len(rows) for _ in message["checks"]
             ]
-            units: list[tuple[int, ResolvedCheck, Limits, list[int]]] = []
+            units: list[tuple[int, ResolvedCheck, Limits, list[IndexedRow]]] = []
             sources = message.get("sources") or [None] * len(message["checks"])
             for ci, (rc, limits, source) in enumerate(
                 zip(message["checks"], message["limits"], sources, strict=True)
@@ -245,17 +245,15 @@ class WorkerRuntime:
                 check = self._score_check(tenant_id, RunCheck.from_json(rc), source)
                 chunk_limits = Limits.model_validate(limits)
                 for start in range(0, len(rows), size):
-                    units.append(
-                        (ci, check, chunk_limits, list(range(start, min(start + size, len(rows)))))
-                    )
+                    units.append((ci, check, chunk_limits, rows[start : start + size]))
 
-            def run_unit(ci: int, check: ResolvedCheck, limits: Limits, chunk: list[int]) -> None:
+            def run_unit(
+                ci: int, check: ResolvedCheck, limits: Limits, chunk: list[IndexedRow]
+            ) -> None:
                 def deliver(index: int, result: RowResult) -> None:
                     results[ci][index] = result.model_dump(mode="json")
 
-                score_batch(
-                    self.executors, self.metrics, check, rows, chunk, limits, labels, deliver
-                )
+                score_batch(self.executors, self.metrics, check, chunk, limits, labels, deliver)
 
             if len(units) == 1:
                 run_unit(*units[0])

@@ -11,21 +11,20 @@ from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError
 from engine.judging.model_check import run_model_check
 from engine.llm.client import LLMClient
-from engine.models import Limits, Row, RowResult
+from engine.models import IndexedRow, Limits, ResultCallback
 from engine.sandbox.backend import BackendHealth
 from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 
-ResultCallback = Callable[[int, RowResult], None]
-
 
 class CheckExecutor(Protocol):
-    """Scores rows with one resolved check, calling ``on_result(index, result)`` once per row."""
+    """Scores rows with one resolved check, calling ``on_result(index, result)`` once per
+    row with the index the row came with (its index in the run or request)."""
 
     def score(
         self,
         check: ResolvedCheck,
-        rows: Sequence[Row],
+        rows: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
         on_result: ResultCallback,
@@ -85,7 +84,7 @@ class CodeExecutor:
     def score(
         self,
         check: ResolvedCheck,
-        rows: Sequence[Row],
+        rows: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
         on_result: ResultCallback,
@@ -100,7 +99,7 @@ class CodeExecutor:
             policy=Policy(version.policy),
             output_type=OutputType(version.output_data_type) if version.output_data_type else None,
         )
-        self.runners.get().run_check(code, rows, limits, labels=labels, on_result=on_result)
+        self.runners.get().run_batch(code, rows, limits, labels, on_result)
 
 
 class BuiltinExecutor:
@@ -109,7 +108,7 @@ class BuiltinExecutor:
     def score(
         self,
         check: ResolvedCheck,
-        rows: Sequence[Row],
+        rows: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
         on_result: ResultCallback,
@@ -117,7 +116,7 @@ class BuiltinExecutor:
         if check.builtin is None:
             raise InvalidRequestError(f"{check.name!r} is not a built-in check")
         try:
-            results = check.builtin.score(rows, check.params)
+            results = check.builtin.score([row for _, row in rows], check.params)
         except InvalidRequestError:
             raise
         except (ValueError, TypeError) as exc:
@@ -126,11 +125,8 @@ class BuiltinExecutor:
             raise InvalidRequestError(
                 f"built-in {check.name!r} returned the wrong number of results"
             )
-        for index, result in enumerate(results):
-            on_result(
-                index,
-                result.model_copy(update={"check": check.name, "row_id": rows[index].id}),
-            )
+        for (index, row), result in zip(rows, results, strict=True):
+            on_result(index, result.model_copy(update={"check": check.name, "row_id": row.id}))
 
 
 class ModelExecutor:
@@ -143,7 +139,7 @@ class ModelExecutor:
     def score(
         self,
         check: ResolvedCheck,
-        rows: Sequence[Row],
+        rows: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
         on_result: ResultCallback,
@@ -154,16 +150,16 @@ class ModelExecutor:
         results = run_model_check(
             version.prompt_template,
             version.check_type or "score",
-            rows,
+            [row for _, row in rows],
             self.llm,
             concurrency=self.concurrency,
             models=judge_models(check.params),
         )
-        for index, result in enumerate(results):
+        for (index, row), result in zip(rows, results, strict=True):
             on_result(
                 index,
                 result.model_copy(
-                    update={"check": check.name, "version": check.version, "row_id": rows[index].id}
+                    update={"check": check.name, "version": check.version, "row_id": row.id}
                 ),
             )
 

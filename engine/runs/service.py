@@ -24,7 +24,7 @@ from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
-from engine.models import Limits, Row, RowResult
+from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.runs.quotas import (
@@ -393,21 +393,15 @@ class RunService:
         results: list[list[RowResult | None]] = [[None] * len(row_list) for _ in resolved]
         group = f"score:{secrets.token_hex(6)}"
         labels = {"scorebox.tenant": principal.tenant_id}
-        size = min(self.settings.run_chunk_rows, self.settings.job_max_rows)
+        indexed = list(enumerate(row_list))
+        size = self.settings.run_chunk_rows
         items: list[WorkItem] = []
         for ci, check in enumerate(resolved):
             check_limits = self._limits_for(check, limits)
-            for chunk in chunked(range(len(row_list)), size):
-                items.append(
-                    WorkItem(
-                        principal.tenant_id,
-                        group,
-                        interactive=True,
-                        fn=self._score_fn(
-                            check, ci, chunk, row_list, check_limits, labels, results
-                        ),
-                    )
-                )
+            for start in range(0, len(indexed), size):
+                chunk = indexed[start : start + size]
+                fn = self._score_fn(check, ci, chunk, check_limits, labels, results)
+                items.append(WorkItem(principal.tenant_id, group, interactive=True, fn=fn))
         for item in items:
             self.scheduler.submit(item)
         deadline = started_at + self.settings.score_wait_seconds
@@ -484,8 +478,7 @@ class RunService:
         self,
         check: ResolvedCheck,
         ci: int,
-        chunk: list[int],
-        rows: list[Row],
+        chunk: list[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
         results: list[list[RowResult | None]],
@@ -494,5 +487,5 @@ class RunService:
             results[ci][index] = result
 
         return functools.partial(
-            score_batch, self.executors, self.metrics, check, rows, chunk, limits, labels, deliver
+            score_batch, self.executors, self.metrics, check, chunk, limits, labels, deliver
         )

@@ -22,7 +22,7 @@ from engine.catalog import ResolvedCheck
 from engine.errors import NotFoundError
 from engine.llm.cache import cache_scope
 from engine.llm.usage import UsageMeter, metering
-from engine.models import Limits, Row, RowResult
+from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.storage import RunCheck, Store
@@ -30,8 +30,6 @@ from engine.storage import RunCheck, Store
 #: Results buffered before a write; a kill loses at most these (they are re-scored).
 FLUSH_ROWS = 100
 FLUSH_SECONDS = 1.0
-
-ResultCallback = Callable[[int, RowResult], None]
 
 
 class ChunkStopped(Exception):
@@ -113,14 +111,12 @@ class ResultWriter:
         store: Store,
         run_id: str,
         check_index: int,
-        indices: Sequence[int],
         metrics: Metrics,
         should_stop: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self.check_index = check_index
-        self.indices = indices
         self.metrics = metrics
         self.should_stop = should_stop
         self.written = 0
@@ -129,8 +125,9 @@ class ResultWriter:
         self._last = time.monotonic()
 
     def add(self, index: int, result: RowResult) -> None:
+        """Buffer the result of the run's row ``index``."""
         with self._lock:
-            self._buffer.append((self.check_index, self.indices[index], result))
+            self._buffer.append((self.check_index, index, result))
             if len(self._buffer) >= FLUSH_ROWS or time.monotonic() - self._last > FLUSH_SECONDS:
                 self._flush_locked()
                 if self.should_stop is not None and self.should_stop():
@@ -185,8 +182,8 @@ def execute_chunk(
     if not indices:
         return ChunkOutcome(0, 0, {})
     data = store.load_rows(spec.run_id, indices)
-    rows = [Row.model_validate(data[i]) for i in indices]
-    writer = ResultWriter(store, spec.run_id, spec.check_index, indices, metrics, should_stop)
+    rows = [(i, Row.model_validate(data[i])) for i in indices]
+    writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
     started = time.monotonic()
     outcome = "ok"
@@ -213,26 +210,23 @@ def score_batch(
     executors: Executors,
     metrics: Metrics,
     check: ResolvedCheck,
-    rows: Sequence[Row],
-    chunk: Sequence[int],
+    rows: Sequence[IndexedRow],
     limits: Limits,
     labels: Mapping[str, str],
     deliver: ResultCallback,
 ) -> None:
-    """Score ``rows[i]`` for each ``i`` in ``chunk`` with one check, as one job of a
-    ``/v1/score`` request (nothing stored); the same in both modes. ``deliver`` gets each
-    result with its index in ``rows``."""
+    """Score one chunk of a ``/v1/score`` request with one check (nothing stored); the same
+    in both modes. ``deliver`` gets each result with its row's index in the request."""
 
     def counted(index: int, result: RowResult) -> None:
-        deliver(chunk[index], result)
+        deliver(index, result)
         metrics.rows.labels(result.status.value).inc()
 
     started = time.monotonic()
     outcome = "ok"
     try:
         with cache_scope(labels.get("scorebox.tenant")):
-            batch = [rows[i] for i in chunk]
-            executors.for_check(check).score(check, batch, limits, labels, counted)
+            executors.for_check(check).score(check, rows, limits, labels, counted)
     except Exception:
         outcome = "error"
         raise

@@ -10,19 +10,17 @@ import atexit
 import secrets
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
 from engine.errors import InvalidRequestError, SandboxError
-from engine.models import Limits, Row, RowResult
+from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.settings import Settings
-
-ResultCallback = Callable[[int, RowResult], None]
 
 _TERMINATION_STATUS: Mapping[Termination, Status] = {
     Termination.TIMEOUT: Status.TIMEOUT,
@@ -235,26 +233,45 @@ class SandboxRunner:
             self._executor.submit(
                 self.run_job,
                 check,
-                rows[i : i + size],
+                list(enumerate(rows[i : i + size], start=offset + i)),
                 effective,
                 labels or {},
-                offset + i,
                 pending.deliver,
             )
             for i in range(0, len(rows), size)
         ]
         return pending
 
+    def run_batch(
+        self,
+        check: CodeCheck,
+        rows: Sequence[IndexedRow],
+        limits: Limits | None,
+        labels: Mapping[str, str],
+        deliver: ResultCallback,
+    ) -> None:
+        """Score ``rows`` (each with its index in the caller's rows) in the calling thread,
+        one job of at most ``settings.job_max_rows`` rows at a time; ``deliver(index,
+        result)`` gets each row's result under the index it came with.
+
+        The service's path: its scheduler already bounds how many chunks run at once, so a
+        chunk runs here, in its own thread, with no second pool and no second chunking.
+        """
+        effective = self.settings.limits.lowered_by(limits)
+        size = self.settings.job_max_rows
+        for start in range(0, len(rows), size):
+            self.run_job(check, rows[start : start + size], effective, labels, deliver)
+
     def run_job(
         self,
         check: CodeCheck,
-        rows: Sequence[Row],
+        rows: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
-        offset: int,
         deliver: ResultCallback,
     ) -> None:
-        """Run one batch, recovering from container deaths; deliver one result per row.
+        """Run one batch, recovering from container deaths; deliver one result per row,
+        under the index each row came with.
 
         Rows reported before a container ends are kept; the rest run in a fresh
         container. When the container's harness died (``crashed``, ``oom``), the
@@ -269,14 +286,14 @@ class SandboxRunner:
         fails while loading without killing its container gives every row that
         cause.
         """
-        pending = list(enumerate(rows))
+        pending = list(rows)
         failures = 0  # consecutive sandbox errors without a row scored
         deaths = 0  # consecutive containers the check ended without a row scored
         suspect = False  # the next job runs the first pending row alone
         retries = self.settings.job_retries
         while pending:
             batch = pending[:1] if suspect else pending
-            done, end, loaded = self._run_once(check, batch, limits, labels, offset, deliver)
+            done, end, loaded = self._run_once(check, batch, limits, labels, deliver)
             pending = pending[done:]
             if done:
                 failures = deaths = 0
@@ -288,10 +305,10 @@ class SandboxRunner:
             if end.termination is Termination.SANDBOX_ERROR:
                 failures += 1
                 if failures > retries:
-                    self._fail_rows(check, pending, end, end.detail, offset, deliver)
+                    self._fail_rows(check, pending, end, end.detail, deliver)
                     return
                 if loaded:  # the row in flight gets the cause; the rest run afresh
-                    self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
+                    self._fail_rows(check, pending[:1], end, end.detail, deliver)
                     pending = pending[1:]
                 continue
             deaths += 1
@@ -303,9 +320,9 @@ class SandboxRunner:
                 # The check cannot even load (it hangs, floods or breaks the protocol at
                 # import): every row gets that cause, retrying cannot help.
                 detail = f"while loading the check: {end.detail or end.termination.value}"
-                self._fail_rows(check, pending, end, detail, offset, deliver)
+                self._fail_rows(check, pending, end, detail, deliver)
                 return
-            self._fail_rows(check, pending[:1], end, end.detail, offset, deliver)
+            self._fail_rows(check, pending[:1], end, end.detail, deliver)
             pending = pending[1:]
             suspect = False
             if deaths > retries and pending:
@@ -313,16 +330,15 @@ class SandboxRunner:
                     f"not run: the check ended its sandbox {deaths} times in a row without "
                     f"a row scored (last: {end.detail or end.termination.value})"
                 )
-                self._fail_rows(check, pending, end, detail, offset, deliver)
+                self._fail_rows(check, pending, end, detail, deliver)
                 return
 
     def _run_once(
         self,
         check: CodeCheck,
-        pending: Sequence[tuple[int, Row]],
+        pending: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
-        offset: int,
         deliver: ResultCallback,
     ) -> tuple[int, JobEnd, bool]:
         """One container over ``pending``: (rows delivered, how it ended, whether it loaded)."""
@@ -360,7 +376,7 @@ class SandboxRunner:
                                 else f"a row without {', '.join(lacks)} was reported scored"
                             )
                             return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
-                        deliver(offset + index, self._row_result(check, row, event))
+                        deliver(index, self._row_result(check, row, event))
                         done += 1
                     else:
                         return done, event, loaded
@@ -373,15 +389,14 @@ class SandboxRunner:
     @staticmethod
     def _fail_rows(
         check: CodeCheck,
-        rows: Sequence[tuple[int, Row]],
+        rows: Sequence[IndexedRow],
         end: JobEnd,
         detail: str,
-        offset: int,
         deliver: ResultCallback,
     ) -> None:
         for index, row in rows:
             deliver(
-                offset + index,
+                index,
                 RowResult(
                     row_id=row.id,
                     check=check.name,

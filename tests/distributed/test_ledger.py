@@ -13,8 +13,8 @@ from engine import auth
 from engine.catalog import ResolvedCheck
 from engine.contract import Status
 from engine.distributed.ledger import DISPATCH_LOCK, ChunkKey, ChunkLedger
-from engine.models import Limits, Row, RowResult
-from engine.runs.executors import Executors, ResultCallback
+from engine.models import IndexedRow, Limits, ResultCallback, RowResult
+from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.runs.work import ChunkSpec, execute_chunk
 from engine.storage import Run, RunStatus, SqlStore, open_store
@@ -33,12 +33,12 @@ class CountingExecutor:
     def score(
         self,
         check: ResolvedCheck,
-        rows: Sequence[Row],
+        rows: Sequence[IndexedRow],
         limits: Limits,
         labels: Mapping[str, str],
         on_result: ResultCallback,
     ) -> None:
-        for index, row in enumerate(rows):
+        for index, row in rows:
             with self.lock:
                 self.seen.append(row.model_output)
             on_result(index, RowResult(status=Status.OK, score=len(row.model_output)))

@@ -28,12 +28,12 @@ CHECK = "def evaluate(model_output: str) -> bool:\n    return 'yes' in model_out
 def trace_request(root: Path) -> dict[str, Any]:
     """Files under ``root/engine`` that run while the second of two identical requests is
     answered; ``root`` must be the checkout that ``engine`` is imported from."""
-    from fastapi.testclient import TestClient  # noqa: PLC0415 (after sys.path is set)
+    from fastapi.testclient import TestClient
 
-    from engine import auth  # noqa: PLC0415
-    from engine.api import create_app  # noqa: PLC0415
-    from engine.settings import Settings  # noqa: PLC0415
-    from engine.storage import open_store  # noqa: PLC0415
+    from engine import auth
+    from engine.api import create_app
+    from engine.settings import Settings
+    from engine.storage import open_store
 
     engine_dir = str((root / "engine").resolve()) + "/"
     seen: set[str] = set()

@@ -1,0 +1,149 @@
+"""``python -m engine.demo``: start the service on the embedded defaults, push the example
+checks, score ``examples/rows.jsonl`` through the API and print the summary.
+
+The service runs in this process on a free local port with a temporary data
+directory (SQLite) unless ``--data-dir`` is given. Exits non-zero on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from engine.api import create_app
+from engine.auth import create_tenant
+from engine.cli.run_manage import render_summary
+from engine.runs.export import record, write_records
+from engine.settings import Settings
+from engine.storage import open_store
+from engine.suites.data import read_rows
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine.demo", description=__doc__)
+    parser.add_argument("--examples", type=Path, default=EXAMPLES)
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument(
+        "--report",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "scorebox-demo-report.html",
+        help="Where to write the one-file HTML report of the run.",
+    )
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="keep serving (the dashboard too) after the demo, until Ctrl-C",
+    )
+    args = parser.parse_args(argv)
+
+    temp = tempfile.TemporaryDirectory(prefix="scorebox-demo-")
+    data_dir = args.data_dir or Path(temp.name)
+    port = free_port()
+    settings = Settings(data_dir=data_dir, host="127.0.0.1", port=port)
+    store = open_store(settings.effective_database_url)
+    key = create_tenant(store, f"demo-{int(time.time())}").secret
+    store.engine.dispose()
+
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=300
+        ) as client:
+            deadline = time.monotonic() + 120
+            while not server.started:
+                if time.monotonic() > deadline or not thread.is_alive():
+                    print("the service did not start", file=sys.stderr)
+                    return 1
+                time.sleep(0.1)
+            print(f"scorebox service on {base} (data in {data_dir})")
+            names = []
+            for path in sorted((args.examples / "checks").glob("*.py")):
+                reply = client.post(
+                    "/v1/checks/upload", files={"file": (path.name, path.read_bytes())}
+                )
+                if reply.status_code >= 400:
+                    print(f"push {path.name} failed: {reply.text}", file=sys.stderr)
+                    return 1
+                body = reply.json()
+                names.append(f"{body['name']}@{body['version']}")
+                print(f"pushed {body['name']}@{body['version']}")
+            rows_path = args.examples / "rows.jsonl"
+            rows = read_rows(rows_path)
+            reply = client.post("/v1/runs", json={"checks": names, "rows": rows})
+            if reply.status_code != 202:
+                print(f"run failed to start: {reply.text}", file=sys.stderr)
+                return 1
+            run: dict[str, Any] = reply.json()
+            while run["status"] in ("queued", "running"):
+                time.sleep(0.3)
+                run = client.get(f"/v1/runs/{run['id']}").json()
+            render_summary(run["summary"], f"{len(rows)} rows of {rows_path.name}: {run['status']}")
+            results = client.get(
+                f"/v1/runs/{run['id']}/results", headers={"Accept": "application/x-ndjson"}
+            )
+            records = [
+                record(int(item["row_index"]), item, rows[int(item["row_index"])])
+                for item in (json.loads(line) for line in results.text.splitlines() if line)
+            ]
+            write_records(args.report, records, f"scorebox demo: run {run['id']}")
+            print(f"HTML report: {args.report}")
+            _print_dashboard(base, run["id"], key, args.data_dir, args.serve)
+            if args.serve:
+                _serve_until_interrupted(thread)
+            return 0 if run["status"] == "succeeded" else 1
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        temp.cleanup()
+
+
+def _print_dashboard(
+    base: str, run_id: str, key: str, data_dir: Path | None, serving: bool
+) -> None:
+    """The last lines: where to look at this run in the dashboard, and how to sign in."""
+    if serving:
+        print(f"dashboard: {base}/ui/runs/{run_id}  (sign in with the key {key}; Ctrl-C stops)")
+    elif data_dir is not None:
+        print(
+            f"to browse it: SCOREBOX_DATA_DIR={data_dir} scorebox serve, sign in with the key "
+            f"{key}, then open"
+        )
+        print(f"dashboard: http://127.0.0.1:8000/ui/runs/{run_id}")
+    else:
+        print("(the demo's data was temporary: rerun with --serve to browse it)")
+        print(f"dashboard: {base}/ui/runs/{run_id}")
+
+
+def _serve_until_interrupted(thread: threading.Thread) -> None:
+    try:
+        while thread.is_alive():
+            thread.join(timeout=1)
+    except KeyboardInterrupt:
+        print()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

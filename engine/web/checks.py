@@ -19,10 +19,9 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, TextLexer
 from starlette.concurrency import run_in_threadpool
 
-from engine import catalog
+from engine import catalog, generation
 from engine.api.deps import get_llm
 from engine.api.problems import status_for
-from engine.api.routes.generate import GenerateRequest, run_generation
 from engine.catalog import CheckSpec
 from engine.contract import Policy
 from engine.errors import (
@@ -39,7 +38,6 @@ from engine.web.pages import (
     who,
 )
 from engine.web.session import Session, csrf_ok
-from generator.models import Example
 
 router = page_router()
 
@@ -72,14 +70,14 @@ def generate_form(request: Request) -> HTMLResponse:
     return render(request, "generate.html", session, form=GENERATE_DEFAULTS, result=None)
 
 
-def _examples(text: str) -> list[Example]:
+def _examples(text: str) -> list[generation.Example]:
     """Labelled examples, one JSON object a line (as ``scorebox check generate --example``)."""
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            found.append(Example.model_validate(json.loads(line)))
+            found.append(generation.Example.model_validate(json.loads(line)))
         except (ValueError, ValidationError) as exc:
             raise InvalidRequestError(
                 f"example on line {number}: {exc}; expected "
@@ -106,17 +104,19 @@ async def generate(request: Request) -> Response:
     }
     try:
         examples = _examples(values["examples"])
-        body = GenerateRequest(
+        body = generation.GenerateRequest(
             description=values["description"],
             requires_scenario_input=values["requires_scenario_input"],
             requires_scenario_result=values["requires_scenario_result"],
             output_data_type=values["output_data_type"],
-            check_type="code",
+            kind="code",
             examples=examples,
             max_attempts=int(values["max_attempts"]) if values["max_attempts"] else None,
         )
         llm = get_llm(request, services)
-        result = await run_in_threadpool(run_generation, services, principal, llm, body)
+        result = await run_in_threadpool(
+            generation.generate_request, services.runs, services.settings, principal, llm, body
+        )
     except (ValueError, ValidationError) as exc:  # a bad field: int(), GenerateRequest
         return _generate_error(request, session, values, 422, str(exc))
     except ScoreboxError as exc:  # no LLM configured, the LLM or the sandbox failed, a quota

@@ -6,21 +6,18 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Query, Response
 
-from engine import catalog
+from engine import catalog, generation
 from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
 from engine.builtins import BuiltinCheck, Builtins
 from engine.catalog import check_uuid
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError
-from engine.llm.cache import scoped_llm
 from engine.okareo import translate
 from engine.okareo.routes.deps import OkareoPrincipalDep, OkareoStoreDep, project_of
 from engine.okareo.schemas import CheckIn, GenerateIn, GenerateOut, OkareoCheckOut
 from engine.okareo.store import builtin_uuid
 from engine.storage import CheckVersion
-from generator.pipeline import EXAMPLE_ROW_TIMEOUT_SECONDS, GeneratorOptions, llm_judge
-from generator.pipeline import generate_check as generate
 
 TAG = "okareo"
 router = APIRouter(prefix="/v0", tags=[TAG])
@@ -181,7 +178,6 @@ def delete_check(
 def generate_check(
     body: GenerateIn, services: ServicesDep, principal: OkareoPrincipalDep, llm: LLMDep
 ) -> GenerateOut:
-    llm = scoped_llm(llm, principal.tenant_id)  # its cached replies are this tenant's alone
     description = (body.user_input or body.description or "").strip()
     if not description:
         raise InvalidRequestError("describe the check: EvaluatorSpecRequest(description=...)")
@@ -194,22 +190,17 @@ def generate_check(
     check_type = body.check_type or "code"
     if check_type not in ("code", "model"):
         raise InvalidRequestError(f"check_type {check_type!r} is not one of code, model")
-    run = (
-        services.runs.code_runner(principal, {"row_timeout_seconds": EXAMPLE_ROW_TIMEOUT_SECONDS})
-        if check_type == "code"
-        else None
-    )
-    result = generate(
+    result = generation.generate(
+        services.runs,
+        services.settings,
+        principal,
+        llm,
         description,
+        kind="model" if check_type == "model" else "code",
         requires_scenario_input=body.requires_scenario_input,
         requires_scenario_result=body.requires_scenario_result,
         output_data_type=output,
-        check_type="model" if check_type == "model" else "code",
         prior_code=body.prior_code or body.prior_prompt,
-        llm=llm,
-        run=run,
-        judge=llm_judge(llm) if check_type == "model" else None,
-        options=GeneratorOptions.from_settings(services.settings),
     )
     report = result.report
     return GenerateOut(

@@ -2,9 +2,17 @@
 
 Pure and stdlib-only. The validator (host), the generator's prompts (host) and
 the harness (inside the sandbox image, where this file is copied verbatim) all
-import it, so the rules below exist exactly once. What only the host needs to help
-people write checks (parameter docs, the image's packages, model-check templates)
-is in :mod:`engine.contract.rules`, which builds on this module.
+import it, so the rules below exist exactly once.
+
+**Carried into the sandbox image** (``ENGINE_FILES`` in
+:mod:`engine.sandbox.docker.image.constants`, copied verbatim to
+``/opt/scorebox/engine/``): this module, :mod:`engine.contract.checks` (the base
+classes check files import) and :mod:`engine.contract.restricted` (the restricted
+policy's run-time guards). They import nothing but the standard library (and
+RestrictedPython), which an import-linter contract in pyproject.toml enforces.
+**Host only**: :mod:`engine.contract.rules` (what helps people write checks:
+parameter docs, the image's packages, model-check templates) and
+:mod:`engine.contract.files` (what kind of check a pushed file is).
 
 A check is Python source with one entrypoint, either
 

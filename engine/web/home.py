@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import Request
@@ -12,11 +11,11 @@ from fastapi.responses import (
     Response,
 )
 
-from engine.api.routes.health import readyz
 from engine.auth import authenticate
 from engine.errors import (
     AuthError,
 )
+from engine.readiness import readiness
 from engine.web.pages import (
     page_router,
     render,
@@ -73,7 +72,7 @@ async def signout(request: Request) -> Response:
 def health_page(request: Request) -> HTMLResponse:
     _, session = who(request)
     services = services_of(request)
-    ready = json.loads(bytes(readyz(services).body))
+    ready = readiness(services.settings, services.store, services.runners).as_json()
     pools = dict(services.runners.pool_sizes())
     workers: dict[str, dict[str, Any]] | None = None
     workers_error = None

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
 from engine.api.deps import ServicesDep
-from engine.distributed.preflight import check_broker
-from engine.errors import ScoreboxError
+from engine.readiness import readiness
 from engine.runs.metrics import CONTENT_TYPE
 
 router = APIRouter(tags=["health"])
@@ -46,32 +43,8 @@ def healthz() -> dict[str, str]:
     },
 )
 def readyz(services: ServicesDep) -> JSONResponse:
-    checks: dict[str, dict[str, Any]] = {}
-    try:
-        services.store.ping()
-        checks["database"] = {"ok": True, "detail": "ok"}
-    except ScoreboxError as exc:
-        checks["database"] = {"ok": False, "detail": str(exc)}
-    if services.settings.broker_url:
-        try:
-            check_broker(services.settings.broker_url, timeout_seconds=2.0)
-            checks["broker"] = {"ok": True, "detail": "ok"}
-        except ScoreboxError as exc:
-            checks["broker"] = {"ok": False, "detail": str(exc)}
-        ready = all(c["ok"] for c in checks.values())
-        return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
-    try:
-        health = services.runners.health()
-        checks["docker"] = {"ok": health.engine_ok, "detail": health.detail}
-        checks["image"] = {
-            "ok": health.image_ok,
-            "detail": services.settings.image if health.image_ok else health.detail,
-        }
-    except ScoreboxError as exc:
-        checks["docker"] = {"ok": False, "detail": str(exc)}
-        checks["image"] = {"ok": False, "detail": "unknown: the Docker engine is not reachable"}
-    ready = all(c["ok"] for c in checks.values())
-    return JSONResponse({"ready": ready, "checks": checks}, status_code=200 if ready else 503)
+    found = readiness(services.settings, services.store, services.runners)
+    return JSONResponse(found.as_json(), status_code=200 if found.ready else 503)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)

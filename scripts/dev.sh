@@ -3,8 +3,9 @@
 #
 #   scripts/dev.sh setup               venv + Docker engine + gVisor (runsc) + sandbox image
 #   scripts/dev.sh demo                setup, then the demo
-#   scripts/dev.sh lint                ruff check, ruff format --check, mypy --strict, bandit (what CI gates on)
+#   scripts/dev.sh lint                ruff, ruff format --check, mypy --strict, bandit, lint-imports (what CI gates on)
 #   scripts/dev.sh test [pytest args]  setup, lint, then pytest (Docker, PostgreSQL, Redis tests included)
+#   scripts/dev.sh test-fast [args]    pytest tests/unit only: no Docker, no database server (the fast loop)
 #
 # Idempotent and non-interactive; every step is skipped when already done.
 # As root it installs what is missing with apt-get (docker.io, debootstrap,
@@ -192,13 +193,19 @@ run_demo() {
 run_lint() {
     # Any lint, format or type error fails `scripts/dev.sh test`, hence CI (.ci/run).
     # mypy's file list (engine, generator, the harness, tests) is [tool.mypy] files in pyproject.
-    say "lint: ruff check, ruff format --check, mypy --strict, bandit"
+    say "lint: ruff check, ruff format --check, mypy --strict, bandit, lint-imports"
     "$VENV/bin/ruff" check --quiet . || die "ruff check failed (\`.venv/bin/ruff check --fix .\` fixes some)"
     "$VENV/bin/ruff" format --check --quiet . || die "ruff format failed: run \`.venv/bin/ruff format .\`"
     "$VENV/bin/mypy" || die "mypy failed (errors above)"
     # Accepted findings carry `# nosec BXXX` with the reason on the line above.
     "$VENV/bin/bandit" -c pyproject.toml -q -r engine generator 2>/dev/null \
         || die "bandit found a security issue (above): fix it, or accept it inline with \`# nosec BXXX\` and the reason"
+    # The layering of engine/ ([tool.importlinter] in pyproject.toml, docs/architecture.md "Rooms").
+    local layering
+    layering="$("$VENV/bin/lint-imports" --no-cache 2>&1)" || {
+        printf '%s\n' "$layering" >&2
+        die "lint-imports: an import breaks a layering contract (above): move the shared code into a room, or import the room, not the edge"
+    }
 }
 
 run_tests() {
@@ -222,8 +229,16 @@ run_tests() {
     return "$rc"
 }
 
+run_fast_tests() {
+    # The unit tests alone: pure code and fakes, no Docker, PostgreSQL, Redis or browser.
+    local rc=0
+    "$VENV/bin/pytest" -q tests/unit "$@" || rc=$?
+    [[ "$rc" -eq 5 ]] && die "pytest collected no tests (arguments: ${*:-none}): that is a failure"
+    return "$rc"
+}
+
 usage() {
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -235,6 +250,7 @@ main() {
         demo) setup; run_demo ;;
         lint) ensure_venv; run_lint ;;
         test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; run_tests "$@" ;;
+        test-fast) ensure_venv; run_fast_tests "$@" ;;
         *) usage ;;
     esac
 }

@@ -1,0 +1,2 @@
+"""Runs: the score request and stored runs, from the route to the sandbox and back
+(docs/architecture.md, "Score request")."""

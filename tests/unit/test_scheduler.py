@@ -1,0 +1,135 @@
+"""engine.runs.scheduler.FairScheduler: the order workers take items in, per-tenant limits,
+withdrawing and dropping pending work, and close (pure threading, no I/O)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from engine.runs.scheduler import FairScheduler, WorkItem
+
+
+def _item(tenant: str, group: str = "g", *, interactive: bool = False) -> WorkItem:
+    return WorkItem(tenant_id=tenant, group=group, fn=lambda: None, interactive=interactive)
+
+
+def _drain(scheduler: FairScheduler) -> list[WorkItem]:
+    """Take (and finish) every pending item, one worker at a time."""
+    taken = []
+    while (item := scheduler.take(timeout=0)) is not None:
+        taken.append(item)
+        scheduler.finish(item)
+    return taken
+
+
+def _names(items: list[WorkItem]) -> list[str]:
+    return [f"{i.tenant_id}/{i.group}" for i in items]
+
+
+def test_round_robin_across_tenants_then_across_a_tenants_runs() -> None:
+    scheduler = FairScheduler(lambda tenant: 10)
+    for _ in range(3):
+        scheduler.submit(_item("big", "run1"))
+    scheduler.submit(_item("big", "run2"))
+    scheduler.submit(_item("small", "run3"))
+    assert scheduler.depth() == 5
+    assert _names(_drain(scheduler)) == [
+        "big/run1",
+        "small/run3",  # the other tenant's chunk comes before big's next one
+        "big/run2",  # then big's other run, before run1 again
+        "big/run1",
+        "big/run1",
+    ]
+    assert scheduler.depth() == 0
+
+
+def test_interactive_items_come_before_run_chunks() -> None:
+    scheduler = FairScheduler(lambda tenant: 10)
+    scheduler.submit(_item("a", "run"))
+    scheduler.submit(_item("a", "run"))
+    scheduler.submit(_item("b", "score-1", interactive=True))
+    scheduler.submit(_item("a", "score-2", interactive=True))
+    order = _drain(scheduler)
+    assert [i.interactive for i in order] == [True, True, False, False]
+    assert _names(order) == ["a/score-2", "b/score-1", "a/run", "a/run"]
+
+
+def test_a_tenant_at_its_concurrency_is_skipped_not_blocking_others() -> None:
+    limits = {"a": 1, "b": 2, "zero": 0}
+    scheduler = FairScheduler(lambda tenant: limits[tenant])
+    for tenant in ("a", "a", "b", "b", "b", "zero", "zero"):
+        scheduler.submit(_item(tenant))
+    held = [scheduler.take(timeout=0) for _ in range(4)]
+    assert sorted(i.tenant_id for i in held if i is not None) == ["a", "b", "b", "zero"]
+    assert held[-1] is not None  # a limit of 0 still lets one through (max(1, ...))
+    assert scheduler.take(timeout=0) is None  # every tenant is at its limit
+    assert (scheduler.inflight("a"), scheduler.inflight("b"), scheduler.inflight()) == (1, 2, 4)
+    first_a = next(i for i in held if i is not None and i.tenant_id == "a")
+    scheduler.finish(first_a)
+    assert first_a.finished.is_set()
+    nxt = scheduler.take(timeout=0)
+    assert nxt is not None and nxt.tenant_id == "a"  # a's slot freed, a's next item runs
+    assert scheduler.inflight("a") == 1
+
+
+def test_take_waits_for_a_submit_and_marks_the_item_started() -> None:
+    scheduler = FairScheduler(lambda tenant: 1)
+    got: list[WorkItem | None] = []
+    worker = threading.Thread(target=lambda: got.append(scheduler.take(timeout=10)))
+    worker.start()
+    time.sleep(0.05)
+    item = _item("a")
+    scheduler.submit(item)
+    worker.join(5)
+    assert got == [item]
+    assert item.started.is_set() and not item.finished.is_set()
+
+
+def test_take_returns_none_after_its_timeout() -> None:
+    scheduler = FairScheduler(lambda tenant: 1)
+    started = time.monotonic()
+    assert scheduler.take(timeout=0.1) is None
+    assert 0.09 <= time.monotonic() - started < 2
+
+
+def test_withdraw_removes_a_pending_item_only() -> None:
+    scheduler = FairScheduler(lambda tenant: 10)
+    run_item, score_item, other = _item("a", "run"), _item("a", "s", interactive=True), _item("b")
+    for item in (run_item, score_item, other):
+        scheduler.submit(item)
+    assert scheduler.withdraw(run_item) is True
+    assert scheduler.withdraw(run_item) is False  # already gone
+    taken = scheduler.take(timeout=0)
+    assert taken is score_item
+    assert scheduler.withdraw(score_item) is False  # a worker has it
+    assert _drain(scheduler) == [other]
+    assert scheduler.withdraw(_item("nobody")) is False
+
+
+def test_drop_group_removes_a_cancelled_runs_pending_items() -> None:
+    scheduler = FairScheduler(lambda tenant: 10)
+    for _ in range(3):
+        scheduler.submit(_item("a", "cancelled"))
+    kept = _item("a", "kept")
+    scheduler.submit(kept)
+    scheduler.submit(_item("b", "cancelled"))  # another tenant's group of the same name
+    assert scheduler.drop_group("a", "cancelled") == 3
+    assert scheduler.drop_group("a", "cancelled") == 0
+    assert scheduler.drop_group("nobody", "x") == 0
+    assert _names(_drain(scheduler)) == ["a/kept", "b/cancelled"]
+
+
+def test_close_wakes_every_waiting_worker_and_take_returns_none() -> None:
+    scheduler = FairScheduler(lambda tenant: 1)
+    results: list[WorkItem | None] = []
+    workers = [threading.Thread(target=lambda: results.append(scheduler.take())) for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    time.sleep(0.05)
+    scheduler.close()
+    for worker in workers:
+        worker.join(5)
+        assert not worker.is_alive()
+    assert results == [None, None, None]
+    scheduler.submit(_item("a"))
+    assert scheduler.take(timeout=0) is None  # closed: pending items are not handed out

@@ -103,7 +103,7 @@ class Suite(BaseModel):
         "the list).",
     )
     fail_on: list[Status] = Field(
-        default_factory=lambda: [Status(s) for s in DEFAULT_FAIL_ON],
+        default=[Status(s) for s in DEFAULT_FAIL_ON],
         description="Fail the run (exit 3) when any row has one of these statuses; [] for "
         "none (`--fail-on` overrides it).",
     )

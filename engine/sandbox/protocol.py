@@ -1,4 +1,4 @@
-"""The host <-> harness job protocol (DESIGN.md §4), host side.
+"""The host <-> harness job protocol (docs/architecture.md, "Sandbox"), host side.
 
 The host writes one job to the container's stdin: a line holding the byte
 length of the JSON document, then the document. The harness answers on stdout

@@ -29,7 +29,7 @@ EXAMPLES = int(os.environ.get("SCOREBOX_FUZZ_EXAMPLES", "12"))
 CALL_TIMEOUT_SECONDS = 60.0  # "no hang": any single call past this fails the test
 #: Schema-valid is not semantically valid here: a check whose code does not parse, a run
 #: naming a check that does not exist, a template without placeholders are all 422 by design
-#: (DESIGN.md section 7), so "every schema-valid request gets a 2xx" cannot hold.
+#: (docs/service.md), so "every schema-valid request gets a 2xx" cannot hold.
 EXCLUDED_CHECKS = [schemathesis.checks.positive_data_acceptance]
 
 

@@ -1,4 +1,5 @@
-"""Checks API: auth, versioning, upload, validate, list, get, delete (DESIGN.md §7)."""
+"""Checks API: auth, versioning, upload, validate, list, get, delete (docs/architecture.md,
+"Upload to first run")."""
 
 from __future__ import annotations
 

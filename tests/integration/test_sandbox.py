@@ -1,4 +1,5 @@
-"""Real-Docker tests: one per sandbox guarantee (DESIGN.md §4)."""
+"""Real-Docker tests: one per sandbox guarantee (docs/security.md; docs/architecture.md,
+"Sandbox")."""
 
 from __future__ import annotations
 

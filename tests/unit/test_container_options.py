@@ -1,4 +1,4 @@
-"""Every hardening flag of DESIGN.md §4 is on every container, by default."""
+"""Every hardening flag (docs/security.md) is on every container, by default."""
 
 from __future__ import annotations
 

@@ -130,7 +130,9 @@ class _Worker:
 
 
 class DockerBackend:
-    """Runs jobs in hardened, single-use Docker containers, with a warm pool."""
+    """Runs jobs in hardened Docker containers: a warm pool of started, never-used ones, and
+    (``reuse="check"``, the default) warm check workers kept after a clean job for the next
+    job of the same tenant, check version, policy and limits; see the module docstring."""
 
     def __init__(self, settings: Settings, *, reap_orphans: bool = True) -> None:
         self.settings = settings

@@ -1,7 +1,7 @@
 """How a sandbox container is made: the hardened options, labels and OCI runtimes.
 
-Every container is hardened the same way (:func:`container_options`, DESIGN.md §4);
-gVisor (runsc) needs its process limit counted differently (:func:`pids_options`).
+Every container is hardened the same way (:func:`container_options`; docs/architecture.md,
+"Sandbox"); gVisor (runsc) needs its process limit counted differently (:func:`pids_options`).
 Used by :mod:`engine.sandbox.docker.backend`, which runs jobs in these containers.
 """
 
@@ -185,7 +185,7 @@ def pids_options(limits: Limits, *, gvisor: bool) -> dict[str, Any]:
 def container_options(
     settings: Settings, limits: Limits, labels: Mapping[str, str], *, gvisor: bool = False
 ) -> dict[str, Any]:
-    """The hardened ``containers.create`` arguments: every guarantee of DESIGN.md §4."""
+    """The hardened ``containers.create`` arguments: every sandbox guarantee (docs/security.md)."""
     memory = f"{limits.memory_mb}m"
     pids = pids_options(limits, gvisor=gvisor)
     options: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Build and inspect the sandbox image (DESIGN.md §4).
+"""Build and inspect the sandbox image (docs/architecture.md, "Sandbox").
 
 :func:`build_image` turns ``sandbox_images/python/`` into ``scorebox-sandbox:<hash12>``,
 also tagged ``Settings.image`` and ``scorebox-sandbox:latest``:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from engine.contract import Status
 from engine.contract.rules import ModelCheckType
@@ -62,7 +62,9 @@ class Attempt(BaseModel):
 class GenerationResult(BaseModel):
     """The generator's answer: the best attempt's check, its report, every attempt."""
 
-    check_type: Literal["code", "model"]
+    kind: Literal["code", "model"] = Field(
+        description="What was generated: `code` (a Python check) or `model` (a prompt template)."
+    )
     code: str | None = None
     prompt_template: str | None = None
     model_check_type: ModelCheckType | None = None
@@ -71,3 +73,11 @@ class GenerationResult(BaseModel):
     agreement: Agreement = Field(default_factory=Agreement)
     accepted: bool = False
     message: str = Field(description="One-paragraph summary of the outcome.")
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="Deprecated: the old name of `kind`, still sent for older clients.",
+        json_schema_extra={"deprecated": True},
+    )
+    @property
+    def check_type(self) -> Literal["code", "model"]:
+        return self.kind

@@ -265,7 +265,7 @@ class _Generation:
                 failures=failures,
                 passed=attempt.agreement.passed,
                 total=attempt.agreement.total,
-                check_type=spec.check_type,
+                kind=spec.kind,
             )
             attempt = attempt.model_copy(update={"feedback": feedback})
             self.messages.append({"role": "user", "content": feedback})
@@ -273,7 +273,7 @@ class _Generation:
 
     def _evaluate(self, n: int, reply: str) -> Attempt:
         spec = self.spec
-        if spec.check_type == "model":
+        if spec.kind == "model":
             template = extract_template(reply)
             if template is None:
                 return Attempt(n=n, error="the reply holds no template")
@@ -284,9 +284,9 @@ class _Generation:
             if self.judge is None:
                 # LLM-judged checks do not exist yet: placeholders are all we can check.
                 return attempt.model_copy(update={"accepted": True})
-            kind = model_check_type(spec.output_type)
+            answer = model_check_type(spec.output_type)
             rows = [ex.row for ex in spec.examples]
-            return self._with_results(attempt, self.judge(template, kind, rows) if rows else [])
+            return self._with_results(attempt, self.judge(template, answer, rows) if rows else [])
 
         code = extract_code(reply)
         if code is None:
@@ -331,17 +331,17 @@ class _Generation:
 
 
 def _summary(best: Attempt | None, attempts: Sequence[Attempt], spec: GenerationSpec) -> str:
-    what = "template" if spec.check_type == "model" else "check"
+    what = "template" if spec.kind == "model" else "check"
     if best is None:
         return f"no usable {what} in {len(attempts)} attempts: every reply was unusable"
     total = best.agreement.total
     if best.accepted:
         parts = [f"accepted on attempt {best.n} of {len(attempts)}: the {what} validates"]
-        if spec.check_type == "code":
+        if spec.kind == "code":
             parts[0] += " under the restricted policy"
         if total:
             parts.append(f"agrees with all {total} examples")
-        elif spec.check_type == "model" and spec.examples:
+        elif spec.kind == "model" and spec.examples:
             parts.append("examples not evaluated (LLM-judged checks are not available)")
         return "; ".join(parts) + "."
     report = best.report
@@ -362,7 +362,7 @@ def generate_check(
     requires_scenario_input: bool = False,
     requires_scenario_result: bool = False,
     output_data_type: OutputType | str = OutputType.BOOL,
-    check_type: str = "code",
+    kind: str = "code",
     examples: Sequence[Example | dict[str, Any]] = (),
     prior_code: str | None = None,
     max_attempts: int | None = None,
@@ -378,13 +378,13 @@ def generate_check(
 
     ``run`` runs the examples (:func:`engine_runner` over a sandbox runner, or the
     run service's :data:`RunRows`); None skips running (validation only).
-    ``check_type="model"`` produces a prompt template instead, evaluated on the
+    ``kind="model"`` produces a prompt template instead, evaluated on the
     examples with ``judge`` when given. LLM failures other than unusable replies
     (:class:`~engine.errors.LLMUnavailableError`, :class:`~engine.errors.LLMRateLimitError`,
     ...) propagate after the client's retries. ``on_attempt`` sees each attempt as it finishes.
     """
-    if check_type not in {"code", "model"}:
-        raise InvalidRequestError(f"check_type must be 'code' or 'model', not {check_type!r}")
+    if kind not in {"code", "model"}:
+        raise InvalidRequestError(f"kind must be 'code' or 'model', not {kind!r}")
     if not description.strip():
         raise InvalidRequestError("the description is empty")
     output_type = OutputType(output_data_type)
@@ -399,7 +399,7 @@ def generate_check(
         requires_scenario_input=requires_scenario_input,
         requires_scenario_result=requires_scenario_result,
         output_type=output_type,
-        check_type=check_type,
+        kind=kind,
         examples=parsed,
         prior_code=prior_code,
     )
@@ -418,10 +418,10 @@ def generate_check(
     candidates = [a for a in attempts if a.code is not None or a.prompt_template is not None]
     best = max(candidates, key=_rank) if candidates else None
     return GenerationResult(
-        check_type="model" if check_type == "model" else "code",
+        kind="model" if kind == "model" else "code",
         code=best.code if best else None,
         prompt_template=best.prompt_template if best else None,
-        model_check_type=model_check_type(output_type) if check_type == "model" else None,
+        model_check_type=model_check_type(output_type) if kind == "model" else None,
         report=best.report if best else None,
         attempts=attempts,
         agreement=best.agreement if best else Agreement(total=len(parsed)),

@@ -52,7 +52,7 @@ class GenerationSpec:
     requires_scenario_input: bool = False
     requires_scenario_result: bool = False
     output_type: OutputType = OutputType.BOOL
-    check_type: str = "code"  # "code" | "model"
+    kind: str = "code"  # "code" | "model"
     examples: tuple[Example, ...] = ()
     prior_code: str | None = None
 
@@ -186,7 +186,7 @@ def _signature_rules(spec: GenerationSpec) -> str:
 
 def task_prompt(spec: GenerationSpec) -> str:
     """The first user message: description, signature rules, score type, examples, prior code."""
-    if spec.check_type == "model":
+    if spec.kind == "model":
         requires = {
             "scenario_input": spec.requires_scenario_input,
             "scenario_result": spec.requires_scenario_result,
@@ -217,10 +217,10 @@ def task_prompt(spec: GenerationSpec) -> str:
             + "\n"
         )
     if spec.prior_code:
-        kind = "template" if spec.check_type == "model" else "check"
-        fence = "text" if spec.check_type == "model" else "python"
+        what = "template" if spec.kind == "model" else "check"
+        fence = "text" if spec.kind == "model" else "python"
         parts.append(
-            f"Refine this existing {kind} to match the description above; keep what still "
+            f"Refine this existing {what} to match the description above; keep what still "
             f"applies:\n```{fence}\n{spec.prior_code.rstrip()}\n```\n"
         )
     return "\n".join(parts)
@@ -228,7 +228,7 @@ def task_prompt(spec: GenerationSpec) -> str:
 
 def initial_messages(spec: GenerationSpec) -> list[Message]:
     """The conversation's opening: system contract, then the task."""
-    if spec.check_type == "model":
+    if spec.kind == "model":
         system = model_system_prompt(model_check_type(spec.output_type))
     else:
         system = code_system_prompt()
@@ -276,11 +276,11 @@ def feedback_message(
     failures: Sequence[tuple[ExampleResult, Example]] = (),
     passed: int = 0,
     total: int = 0,
-    check_type: str = "code",
+    kind: str = "code",
 ) -> str:
     """The user message after a failed attempt: every problem found, then what to send back."""
-    what = "template" if check_type == "model" else "check"
-    fence = "text" if check_type == "model" else "python"
+    what = "template" if kind == "model" else "check"
+    fence = "text" if kind == "model" else "python"
     parts = [f"Attempt {attempt} is not acceptable yet. Fix every problem below."]
     if error:
         parts.append(f"Problem with your reply: {error}")

@@ -82,7 +82,7 @@ def _outcome(attempt: Any) -> str:
 )
 @click.option(
     "--type",
-    "check_type",
+    "kind",
     type=click.Choice(["code", "model"]),
     default="code",
     show_default=True,
@@ -115,7 +115,7 @@ def generate(
     requires_scenario_input: bool,
     requires_scenario_result: bool,
     output_type: str,
-    check_type: str,
+    kind: str,
     prior: Path | None,
     max_attempts: int | None,
     output: Path | None,
@@ -146,7 +146,7 @@ def generate(
     try:
         llm = create_llm_client(settings)
         engine = None
-        if check_type == "code":
+        if kind == "code":
             from engine.sandbox.runner import SandboxRunner  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
             engine = SandboxRunner(settings)
@@ -156,13 +156,13 @@ def generate(
                 requires_scenario_input=requires_scenario_input,
                 requires_scenario_result=requires_scenario_result,
                 output_data_type=output_type,
-                check_type=check_type,
+                kind=kind,
                 examples=examples,
                 prior_code=prior.read_text() if prior else None,
                 max_attempts=max_attempts,
                 llm=llm,
                 run=engine_runner(engine) if engine is not None else None,
-                judge=llm_judge(llm) if check_type == "model" else None,
+                judge=llm_judge(llm) if kind == "model" else None,
                 options=GeneratorOptions.from_settings(settings),
                 on_attempt=show,
             )
@@ -173,26 +173,24 @@ def generate(
         raise click.ClickException(str(exc)) from exc
 
     click.echo(result.message, err=True)
-    text = result.code if check_type == "code" else result.prompt_template
+    text = result.code if kind == "code" else result.prompt_template
     if text is not None and (result.accepted or force):
         if output is None:
             click.echo(text, nl=not text.endswith("\n"))
         else:
             output.write_text(text)
             click.echo(f"wrote {output}", err=True)
-        for line in next_steps(output, check_type, result.model_check_type):
+        for line in next_steps(output, kind, result.model_check_type):
             click.echo(line, err=True)
     raise SystemExit(0 if result.accepted else 1)
 
 
 def next_steps(
-    output: Path | None, check_type: str, model_check_type: ModelCheckType | None
+    output: Path | None, kind: str, model_check_type: ModelCheckType | None
 ) -> list[str]:
     """The exact commands that push the generated check and run it on a server."""
-    path = (
-        str(output) if output is not None else ("check.py" if check_type == "code" else "check.txt")
-    )
-    if check_type == "code":
+    path = str(output) if output is not None else ("check.py" if kind == "code" else "check.txt")
+    if kind == "code":
         push = f"scorebox check push {path} --policy restricted"
     else:
         kind = "" if Path(path).suffix in TEMPLATE_SUFFIXES else " --kind model"

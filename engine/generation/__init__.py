@@ -140,7 +140,7 @@ def generate(
         requires_scenario_input=requires_scenario_input,
         requires_scenario_result=requires_scenario_result,
         output_data_type=output_data_type,
-        check_type=kind,
+        kind=kind,
         examples=examples,
         prior_code=prior_code,
         max_attempts=max_attempts,

@@ -71,3 +71,22 @@ def test_the_request_model_reads_the_old_name() -> None:
     )
     with pytest.raises(ValidationError):
         GenerateRequest.model_validate({"description": "d", "kind": "model", "check_type": "x"})
+
+
+def test_the_answer_names_the_kind_under_both_names(
+    make_api: AppFactory, fake_llm: FakeLLM
+) -> None:
+    api = _app(make_api, fake_llm)
+    template = "Does the answer {model_output} name {scenario_result}? Say PASS or FAIL."
+    fake_llm.reply(f"```text\n{template}\n```")
+    body = {
+        "description": "names the city",
+        "requires_scenario_result": True,
+        "check_type": "model",
+    }
+    reply = api.client.post("/v1/checks/generate", headers=api.tenant(), json=body)
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer["accepted"] is True, answer["message"]
+    assert (answer["kind"], answer["check_type"]) == ("model", "model")
+    assert answer["prompt_template"] == template

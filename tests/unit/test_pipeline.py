@@ -163,8 +163,9 @@ def test_no_examples_runs_a_smoke_row(fake_llm: FakeLLM) -> None:
 def test_model_check_placeholders_are_repaired(fake_llm: FakeLLM) -> None:
     fake_llm.reply("```text\nIs {answer} polite? Pass or Fail.\n```")
     fake_llm.reply("```text\nIs {generation} polite? Pass or Fail.\n```")
-    result = generate(fake_llm, check_type="model")
-    assert result.accepted and result.check_type == "model"
+    result = generate(fake_llm, kind="model")
+    assert result.accepted and result.kind == "model"
+    assert result.model_dump()["check_type"] == "model"  # the deprecated name, still sent
     assert result.prompt_template == "Is {model_output} polite? Pass or Fail."
     assert result.model_check_type == "pass_fail"
     assert "unknown placeholder {answer}" in fake_llm.last_message(1)
@@ -189,7 +190,7 @@ def test_prior_code_goes_into_the_prompt(fake_llm: FakeLLM) -> None:
             },
             "not a int",
         ),
-        ({"check_type": "regex"}, "check_type"),
+        ({"kind": "regex"}, "kind must be"),
         ({"description": "  "}, "empty"),
         ({"max_attempts": 0}, "at least 1"),
     ],
@@ -239,7 +240,7 @@ def test_model_check_is_judged_on_the_examples(fake_llm: FakeLLM) -> None:
 
     fake_llm.responder = respond
     llm = OpenAIClient(fake_llm.settings(llm_max_retries=0))
-    result = generate(fake_llm, check_type="model", llm=llm, judge=llm_judge(llm))
+    result = generate(fake_llm, kind="model", llm=llm, judge=llm_judge(llm))
     assert result.accepted, result.message
     assert len(result.attempts) == 2
     assert result.attempts[0].agreement.passed == 0

@@ -101,7 +101,7 @@ def test_task_prompt_includes_prior_code() -> None:
 
 def test_initial_messages_pick_the_system_prompt() -> None:
     code = initial_messages(_spec())
-    model = initial_messages(_spec(check_type="model", requires_scenario_input=True))
+    model = initial_messages(_spec(kind="model", requires_scenario_input=True))
     assert [m["role"] for m in code] == ["system", "user"]
     assert code[0]["content"] == code_system_prompt()
     assert model[0]["content"] == model_system_prompt(ModelCheckType.PASS_FAIL)
@@ -146,6 +146,6 @@ def test_feedback_names_issues_examples_and_expected_values() -> None:
 
 
 def test_feedback_for_an_unusable_reply() -> None:
-    text = feedback_message(attempt=1, error="the reply holds no code", check_type="model")
+    text = feedback_message(attempt=1, error="the reply holds no code", kind="model")
     assert "the reply holds no code" in text
     assert "```text block" in text

@@ -124,6 +124,12 @@ class Settings(BaseSettings):
     score_wait_seconds: float = Field(
         default=30.0, gt=0, description="How long /v1/score waits for a slot before 429."
     )
+    score_queue_per_tenant: int = Field(
+        default=8,
+        ge=1,
+        description="Synchronous scoring requests (/v1/score, the generator's self-tests) one "
+        "tenant may have admitted at once, running or waiting for a slot; past it, 429 at once.",
+    )
     # Per-tenant quotas (defaults; a tenant's own values override them)
     quota_concurrent_jobs: int = Field(default=4, ge=1, description="Sandbox jobs at once.")
     quota_rows_per_run: int = Field(default=1_000_000, ge=1)

@@ -10,12 +10,14 @@ that lack a result.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +97,8 @@ class RunService:
         self._quota_cache: dict[str, tuple[float, Quotas]] = {}
         self._workers: list[threading.Thread] = []
         self._stopping = threading.Event()
+        self._admitted: Counter[str] = Counter()  # synchronous requests per tenant
+        self._admitted_lock = threading.Lock()
 
     # ---- lifecycle --------------------------------------------------------------------
 
@@ -374,8 +378,35 @@ class RunService:
         ``settings.score_wait_seconds``.
         """
         started_at = time.monotonic()
-        resolved, row_list = self._score_request(principal, refs, rows, limits)
-        return self.score_resolved(principal, resolved, row_list, limits, started_at=started_at)
+        with self.admitted(principal.tenant_id):
+            resolved, row_list = self._score_request(principal, refs, rows, limits)
+            return self.score_resolved(principal, resolved, row_list, limits, started_at=started_at)
+
+    @contextlib.contextmanager
+    def admitted(self, tenant_id: str) -> Iterator[None]:
+        """Admit one synchronous request of ``tenant_id``, or raise a 429 at once.
+
+        A waiting request holds one of the server's request threads, so a tenant may have
+        at most ``settings.score_queue_per_tenant`` of them at a time: one tenant's
+        flood of requests cannot take every thread and starve the others (or /healthz).
+        """
+        limit = self.settings.score_queue_per_tenant
+        with self._admitted_lock:
+            if self._admitted[tenant_id] >= limit:
+                raise QuotaExceededError(
+                    f"this tenant already has {limit} synchronous scoring requests running or "
+                    "waiting for a sandbox slot (SCOREBOX_SCORE_QUEUE_PER_TENANT): retry when "
+                    "one has finished, or submit a run (POST /v1/runs)",
+                    retry_after_seconds=1,
+                )
+            self._admitted[tenant_id] += 1
+        try:
+            yield
+        finally:
+            with self._admitted_lock:
+                self._admitted[tenant_id] -= 1
+                if self._admitted[tenant_id] <= 0:
+                    del self._admitted[tenant_id]
 
     def score_resolved(
         self,
@@ -435,7 +466,8 @@ class RunService:
 
         def run(source: str, output_type: OutputType, rows: Sequence[Row]) -> list[RowResult]:
             check = unsaved_code_check(principal.tenant_id, source, output_type)
-            return self.score_resolved(principal, [check], rows, limits).results[0]
+            with self.admitted(principal.tenant_id):
+                return self.score_resolved(principal, [check], rows, limits).results[0]
 
         return run
 

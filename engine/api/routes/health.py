@@ -17,7 +17,8 @@ router = APIRouter(tags=["health"])
     summary="Liveness",
     responses={200: {"content": {"application/json": {"example": {"status": "ok"}}}}},
 )
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
+    # async: liveness needs none of the request threads that slow requests may hold
     return {"status": "ok"}
 
 

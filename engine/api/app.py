@@ -17,6 +17,7 @@ from engine.api.routes import admin, checks, generate, health, judge, runs, scor
 from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
 from engine.builtins import build_builtins
+from engine.hardening.body import BodyLimit, BodyLimits
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
 from engine.judging.usage import MeteredClient
@@ -127,6 +128,8 @@ def create_app(
     )
     problems.install(app)
     app.add_middleware(SurrogateGuard)  # a lone "\ud800" in any JSON body is a 422, not a 500
+    # outermost: bodies are bounded before SurrogateGuard buffers them and before auth
+    app.add_middleware(BodyLimit, limits=BodyLimits.from_settings(settings))
     app.include_router(checks.router)
     app.include_router(generate.router)
     app.include_router(judge.router)

@@ -17,9 +17,9 @@ from engine.api.routes import admin, checks, generate, health, judge, runs, scor
 from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
 from engine.builtins import build_builtins
-from engine.hardening.body import BodyLimit, BodyLimits
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
+from engine.hardening.body import BodyLimit, BodyLimits
 from engine.judging.usage import MeteredClient
 from engine.llm import LLMClient
 from engine.openai_client import create_llm_client

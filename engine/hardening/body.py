@@ -19,6 +19,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 PROBLEM_JSON = b"application/problem+json"
@@ -72,7 +73,7 @@ def _declared_length(scope: Scope) -> int | None:
     return None
 
 
-class _Refused(Exception):  # noqa: N818 (control flow inside this module, never escapes it)
+class _Refused(ScoreboxError):
     """The body was refused and the answer already sent: unwind the app."""
 
 
@@ -91,7 +92,9 @@ class BodyLimit:
         limit, setting = self.limits.for_path(path)
         declared = _declared_length(scope)
         if declared is not None and declared > limit:
-            await send_problem(send, 413, "Payload too large", too_large_detail(path, limit, setting))
+            await send_problem(
+                send, 413, "Payload too large", too_large_detail(path, limit, setting)
+            )
             return
         state = _Stream(limit, time.monotonic() + self.limits.deadline_seconds)
 

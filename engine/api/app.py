@@ -16,6 +16,7 @@ from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
+from engine.audit import api as audit_api
 from engine.builtins import build_builtins
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
@@ -122,6 +123,7 @@ def create_app(
             {"name": "scoring", "description": "Score a small batch now."},
             {"name": "runs", "description": "Durable asynchronous runs of any size."},
             {"name": "admin", "description": "Tenants and keys (operator's admin key)."},
+            {"name": "audit", "description": audit_api.TAG_DESCRIPTION},
             {"name": "health", "description": "Liveness, readiness, metrics."},
             {"name": okareo.TAG, "description": okareo.TAG_DESCRIPTION},
         ],
@@ -137,6 +139,7 @@ def create_app(
     app.include_router(runs.router)
     app.include_router(compare_routes.router)
     app.include_router(admin.router)
+    app.include_router(audit_api.router)
     app.include_router(health.router)
     app.include_router(okareo.router)
     web.install(app)  # the dashboard under /ui

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engine.audit import AuditLog, hooks
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
@@ -46,6 +47,7 @@ def create_command(name: str, quotas: tuple[str, ...]) -> None:
     try:
         store = _store()
         new = create_tenant(store, name, _quotas(quotas))
+        hooks.tenant_created(AuditLog(store.engine), "cli", new)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"tenant {new.tenant.name} ({new.tenant.id})", err=True)
@@ -75,6 +77,7 @@ def create_key_command(tenant_ref: str, name: str | None) -> None:
     try:
         store = _store()
         new = issue_key(store, tenant_ref, name)
+        hooks.key_created(AuditLog(store.engine), "cli", new)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"key {new.key.id} for {new.tenant.name} (shown once):", err=True)
@@ -88,6 +91,7 @@ def revoke_key_command(key: str) -> None:
     try:
         store = _store()
         revoked = store.revoke_key(key)
+        hooks.key_revoked(AuditLog(store.engine), "cli", revoked)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"revoked {revoked.id} ({revoked.prefix}...)")
@@ -102,7 +106,9 @@ def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
     try:
         store = _store()
         found = store.get_tenant(tenant_ref)
-        updated = store.set_tenant_quotas(found.id, _quotas(quotas))
+        changed = _quotas(quotas)
+        updated = store.set_tenant_quotas(found.id, changed)
+        hooks.quotas_changed(AuditLog(store.engine), "cli", updated, changed)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     values = ", ".join(f"{k}={v}" for k, v in sorted(updated.quotas.items()))

@@ -21,6 +21,7 @@ from engine.builtins import build_builtins
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
 from engine.hardening.body import BodyLimit, BodyLimits
+from engine.hardening.nul import NulGuard
 from engine.judging.usage import MeteredClient
 from engine.llm import LLMClient
 from engine.openai_client import create_llm_client
@@ -130,6 +131,7 @@ def create_app(
     )
     problems.install(app)
     app.add_middleware(SurrogateGuard)  # a lone "\ud800" in any JSON body is a 422, not a 500
+    app.add_middleware(NulGuard)  # a %00 in the path or query: PostgreSQL cannot hold it
     # outermost: bodies are bounded before SurrogateGuard buffers them and before auth
     app.add_middleware(BodyLimit, limits=BodyLimits.from_settings(settings))
     app.include_router(checks.router)

@@ -35,6 +35,8 @@ from engine.audit import hooks
 from engine.audit.api import AuditDep
 from engine.catalog import BUILTIN_PREFIX
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.hardening.text import nul_problem
+from engine.json_limits import json_problem
 from engine.storage import Run, Store, StoredResult, utcnow
 from engine.storage.okareo import (
     OkareoStore,
@@ -206,10 +208,20 @@ def parse_jsonl(name: str, raw: bytes) -> list[tuple[Any, Any, dict[str, Any] | 
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidRequestError(f"{name} line {number}: not JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise InvalidRequestError(
+                f"{name} line {number}: nested too deep to read; flatten it"
+            ) from exc
         if not isinstance(item, dict) or "input" not in item:
             raise InvalidRequestError(
                 f'{name} line {number}: expected an object with "input" and "result"'
             )
+        # before anything is stored: a lone surrogate or a NUL could never be written back
+        problem = json_problem(item, f"{name} line {number}") or nul_problem(
+            item, f"{name} line {number}"
+        )
+        if problem is not None:
+            raise InvalidRequestError(problem)
         meta = item.get("meta_data")
         rows.append((item["input"], item.get("result"), meta if isinstance(meta, dict) else None))
     if not rows:

@@ -7,6 +7,9 @@ refused without reading a byte; a chunked body is counted as it arrives and cut 
 at the first chunk past the limit, so the server never holds more than the limit
 plus one chunk of it. A body that trickles in is cut off with 408 once
 ``SCOREBOX_BODY_DEADLINE_SECONDS`` have passed since its first byte was awaited.
+A body for a ``/v1`` or ``/v0`` route (all of which need a key) that comes with no
+credentials header at all is a 401 before a byte of it is read, so an anonymous
+client cannot make the server hold even the limit.
 """
 
 from __future__ import annotations
@@ -63,6 +66,31 @@ def too_large_detail(path: str, limit: int, setting: str) -> str:
     )
 
 
+#: Every route under these prefixes that takes a body needs a key (``/v1``, ``/v0``, the
+#: admin API): a body sent without any credentials header is a 401 before it is read.
+KEYED_PREFIXES = ("/v1/", "/v0/")
+_CREDENTIAL_HEADERS = frozenset({b"authorization", b"api-key"})
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding":
+            return True
+        if name == b"content-length":
+            return value.strip() not in (b"", b"0")
+    return False
+
+
+def uncredentialed(scope: Scope) -> bool:
+    """A body for a keyed route with no credentials header at all: answer 401 unread."""
+    if scope.get("method") not in _BODY_METHODS:
+        return False
+    if not str(scope.get("path", "")).startswith(KEYED_PREFIXES) or not _has_body(scope):
+        return False
+    return not any(name in _CREDENTIAL_HEADERS for name, _ in scope.get("headers", ()))
+
+
 def _declared_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
@@ -91,6 +119,15 @@ class BodyLimit:
         path = str(scope.get("path", ""))
         limit, setting = self.limits.for_path(path)
         declared = _declared_length(scope)
+        if uncredentialed(scope):  # no key at all: nothing of the body is worth reading
+            await send_problem(
+                send,
+                401,
+                "Unauthorized",
+                "missing API key: send `Authorization: Bearer <key>` (or `api-key: <key>` on /v0)",
+                [(b"www-authenticate", b"Bearer")],
+            )
+            return
         if declared is not None and declared > limit:
             await send_problem(
                 send, 413, "Payload too large", too_large_detail(path, limit, setting)
@@ -155,7 +192,13 @@ class _Stream:
             await send_problem(send, status, title, detail)
 
 
-async def send_problem(send: Send, status: int, title: str, detail: str) -> None:
+async def send_problem(
+    send: Send,
+    status: int,
+    title: str,
+    detail: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     """An ``application/problem+json`` answer sent straight on the ASGI channel."""
     document: dict[str, Any] = {
         "type": "about:blank",
@@ -172,6 +215,7 @@ async def send_problem(send: Send, status: int, title: str, detail: str) -> None
                 (b"content-type", PROBLEM_JSON),
                 (b"content-length", str(len(payload)).encode()),
                 (b"connection", b"close"),
+                *(headers or []),
             ],
         }
     )

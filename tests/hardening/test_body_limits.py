@@ -13,6 +13,7 @@ from engine.api.guard import SurrogateGuard
 from engine.hardening.body import MB, BodyLimit, BodyLimits
 from tests.api.conftest import Api, AppFactory
 
+BOGUS = {"Authorization": "Bearer sbx_not_a_key"}
 LIMITS = BodyLimits(body_bytes=1 * MB, upload_bytes=2 * MB, deadline_seconds=0.5)
 
 
@@ -28,8 +29,8 @@ def test_a_declared_oversized_body_is_413_before_auth(make_api: AppFactory) -> N
     api: Api = make_api(max_body_mb=1)
     body = b"[" + b" " * (2 * MB) + b"]"
     reply = api.client.post(
-        "/v1/score", content=body, headers={"content-type": "application/json"}
-    )  # no API key: the limit answers before the 401
+        "/v1/score", content=body, headers={"content-type": "application/json", **BOGUS}
+    )  # an unknown key: the limit answers before the key is looked up (401)
     assert reply.status_code == 413, reply.text
     assert reply.headers["content-type"].startswith("application/problem+json")
     assert "1 MB" in reply.json()["detail"]
@@ -39,7 +40,9 @@ def test_a_declared_oversized_body_is_413_before_auth(make_api: AppFactory) -> N
 def test_a_chunked_oversized_body_is_413_before_auth(make_api: AppFactory) -> None:
     api: Api = make_api(max_body_mb=1)
     reply = api.client.post(
-        "/v1/score", content=_chunks(3 * MB), headers={"content-type": "application/json"}
+        "/v1/score",
+        content=_chunks(3 * MB),
+        headers={"content-type": "application/json", **BOGUS},
     )
     assert reply.status_code == 413, reply.text
     assert "SCOREBOX_MAX_BODY_MB" in reply.json()["detail"]
@@ -47,8 +50,9 @@ def test_a_chunked_oversized_body_is_413_before_auth(make_api: AppFactory) -> No
 
 def test_a_body_under_the_limit_reaches_auth(make_api: AppFactory) -> None:
     api: Api = make_api(max_body_mb=1)
-    reply = api.client.post("/v1/score", json={"rows": [], "checks": []})
+    reply = api.client.post("/v1/score", json={"rows": [], "checks": []}, headers=BOGUS)
     assert reply.status_code == 401, reply.text
+    assert "unknown API key" in reply.json()["detail"]
 
 
 def test_multipart_uploads_have_their_own_limit(make_api: AppFactory) -> None:
@@ -64,13 +68,16 @@ def test_multipart_uploads_have_their_own_limit(make_api: AppFactory) -> None:
     assert reply.status_code != 413, reply.text
     big = b" " * (3 * MB)
     reply = api.client.post(
-        "/v1/runs/upload", files={"file": ("rows.ndjson", big)}, data={"checks": "x"}
+        "/v1/runs/upload", files={"file": ("rows.ndjson", big)}, data={"checks": "x"}, headers=BOGUS
     )
     assert reply.status_code == 413, reply.text
     assert "SCOREBOX_MAX_UPLOAD_MB" in reply.json()["detail"]
     assert "2 MB" in reply.json()["detail"]
     reply = api.client.post(
-        "/v0/scenario_sets_upload", files={"file": ("rows.jsonl", big)}, data={"name": "x"}
+        "/v0/scenario_sets_upload",
+        files={"file": ("rows.jsonl", big)},
+        data={"name": "x"},
+        headers={"api-key": "bogus"},
     )
     assert reply.status_code == 413, reply.text
 
@@ -159,3 +166,30 @@ def test_a_complete_body_in_time_passes() -> None:
     asyncio.run(BodyLimit(_reading_app, LIMITS)(_scope(), receive, out.send))
     assert out.status == 200
     assert out.messages[1]["body"] == b"5"
+
+
+def test_a_body_without_any_credentials_is_401_unread() -> None:
+    pulled = 0
+
+    async def receive() -> Message:
+        nonlocal pulled
+        pulled += 1
+        return {"type": "http.request", "body": b" " * 64 * 1024, "more_body": True}
+
+    scope = _scope()
+    scope["headers"] = [*scope["headers"], (b"transfer-encoding", b"chunked")]
+    out = _Recorder()
+    asyncio.run(BodyLimit(SurrogateGuard(_reading_app), LIMITS)(scope, receive, out.send))
+    assert out.status == 401
+    assert pulled == 0  # not a byte of the body was read
+    assert "missing API key" in out.detail()
+    assert (b"www-authenticate", b"Bearer") in out.messages[0]["headers"]
+    signin = {**scope, "path": "/ui/signin"}  # the dashboard's forms carry no key
+    out = _Recorder()
+    parts = [b"api_key=x"]
+
+    async def form() -> Message:
+        return {"type": "http.request", "body": parts.pop() if parts else b"", "more_body": False}
+
+    asyncio.run(BodyLimit(_reading_app, LIMITS)(signin, form, out.send))
+    assert out.status == 200

@@ -8,7 +8,9 @@ append-only: :class:`AuditLog` has no update or delete, and triggers in the data
 (SQLite and PostgreSQL, migration 0007) refuse ``UPDATE`` and ``DELETE`` on it.
 
 A tenant reads its own records with ``GET /v1/audit`` (:mod:`engine.audit.api`); the
-operator reads everyone's with ``scorebox audit`` (:mod:`engine.audit.cli`).
+operator reads everyone's with ``scorebox audit`` (:mod:`engine.audit.cli`). The store is
+:class:`engine.audit.store.AuditLog`; :mod:`engine.audit.hooks` has one function per change.
+This module imports no database code (``scorebox --help`` stays fast).
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from engine.audit.records import (
     AuditEvent,
     AuditRecord,
 )
-from engine.audit.store import AuditLog
 
 __all__ = [
     "ACTIONS",
@@ -47,6 +48,5 @@ __all__ = [
     "TENANT_CREATED",
     "Actor",
     "AuditEvent",
-    "AuditLog",
     "AuditRecord",
 ]

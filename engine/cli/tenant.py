@@ -6,12 +6,18 @@ from typing import TYPE_CHECKING
 
 import click
 
-from engine.audit import AuditLog, hooks
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 if TYPE_CHECKING:
+    from engine.audit.store import AuditLog
     from engine.storage import SqlStore
+
+
+def _audit(store: SqlStore) -> AuditLog:
+    from engine.audit.store import AuditLog  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    return AuditLog(store.engine)
 
 
 def _store() -> SqlStore:
@@ -47,7 +53,9 @@ def create_command(name: str, quotas: tuple[str, ...]) -> None:
     try:
         store = _store()
         new = create_tenant(store, name, _quotas(quotas))
-        hooks.tenant_created(AuditLog(store.engine), "cli", new)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.tenant_created(_audit(store), "cli", new)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"tenant {new.tenant.name} ({new.tenant.id})", err=True)
@@ -77,7 +85,9 @@ def create_key_command(tenant_ref: str, name: str | None) -> None:
     try:
         store = _store()
         new = issue_key(store, tenant_ref, name)
-        hooks.key_created(AuditLog(store.engine), "cli", new)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.key_created(_audit(store), "cli", new)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"key {new.key.id} for {new.tenant.name} (shown once):", err=True)
@@ -91,7 +101,9 @@ def revoke_key_command(key: str) -> None:
     try:
         store = _store()
         revoked = store.revoke_key(key)
-        hooks.key_revoked(AuditLog(store.engine), "cli", revoked)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.key_revoked(_audit(store), "cli", revoked)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"revoked {revoked.id} ({revoked.prefix}...)")
@@ -108,7 +120,9 @@ def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
         found = store.get_tenant(tenant_ref)
         changed = _quotas(quotas)
         updated = store.set_tenant_quotas(found.id, changed)
-        hooks.quotas_changed(AuditLog(store.engine), "cli", updated, changed)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.quotas_changed(_audit(store), "cli", updated, changed)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     values = ", ".join(f"{k}={v}" for k, v in sorted(updated.quotas.items()))

@@ -11,8 +11,9 @@ from engine import catalog
 from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
-from engine.audit import AuditLog, hooks
+from engine.audit import hooks
 from engine.audit.api import AuditDep
+from engine.audit.store import AuditLog
 from engine.builtins import describe
 from engine.catalog import CheckSpec
 from engine.check_files import kind_of_file

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from engine.contract import Status
-from engine.errors import StorageError
+from engine.errors import InvalidRequestError, StorageError
 from engine.sandbox.fake import fake_engine_factory
 from engine.sandbox.protocol import Job, JobRow, RowRecord
 from engine.storage.database import session_factory, transaction
@@ -82,3 +82,15 @@ def test_a_database_errors_text_never_reaches_the_caller(
     assert "no_such_table" not in message and "tnt_secret" not in message, message
     assert "server's log" in message
     assert "no_such_table" in caplog.text  # the operator still has it
+
+
+def test_a_nul_the_database_refuses_is_the_callers_422_not_a_503(
+    api: Api, database_url: str
+) -> None:
+    # a form field (the dashboard's, /v0's multipart) reaches the store unchecked
+    if database_url.startswith("sqlite"):
+        assert api.store.create_tenant("a\x00b").name == "a\x00b"  # SQLite stores it as is
+        return
+    with pytest.raises(InvalidRequestError, match="NUL character") as caught:
+        api.store.create_tenant("a\x00b")
+    assert "INSERT" not in str(caught.value) and "tenants" not in str(caught.value)

@@ -10,6 +10,8 @@ from click.testing import CliRunner
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from engine.audit import KEY_REVOKED, Actor, AuditEvent
+from engine.audit.store import AuditLog
 from engine.cli import main
 from engine.sandbox.fake import fake_engine_factory
 from tests.api.conftest import TRIVIAL_CHECK, Api, AppFactory
@@ -194,3 +196,25 @@ def test_scorebox_audit_shows_every_tenant_to_the_operator(
     assert [r["target"] for r in records] == ["from_b@1"]
     bad = runner.invoke(main, ["audit", "--action", "nope"])
     assert bad.exit_code != 0 and "check.pushed" in bad.output
+
+
+def test_migration_0007_goes_down_and_up_again(database_url: str) -> None:
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from engine.storage.database import alembic_config, create_db_engine, upgrade
+
+    engine = create_db_engine(database_url)
+    try:
+        upgrade(engine)
+        assert "audit_events" in inspect(engine).get_table_names()
+        command.downgrade(alembic_config(engine), "0006")
+        assert "audit_events" not in inspect(engine).get_table_names()
+        upgrade(engine)
+        AuditLog(engine).record(
+            AuditEvent(KEY_REVOKED, None, Actor.operator("cli"), "key_x")
+        )  # a row for the triggers to refuse to delete
+        with pytest.raises(DBAPIError, match="append-only"), engine.begin() as conn:
+            conn.execute(text("DELETE FROM audit_events"))
+    finally:
+        engine.dispose()

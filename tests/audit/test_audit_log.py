@@ -15,6 +15,7 @@ from engine.audit.store import AuditLog
 from engine.cli import main
 from engine.sandbox.fake import fake_engine_factory
 from tests.api.conftest import TRIVIAL_CHECK, Api, AppFactory
+from tests.hardening.test_v0_half_writes import _setup
 
 ADMIN = {"Authorization": "Bearer admin-secret"}
 
@@ -146,6 +147,8 @@ def test_v0_changes_are_recorded(api: Api) -> None:
         "DELETE", f"/v0/check/{check.json()['id']}", headers=h, data={"name": "long"}
     )
     assert deleted.status_code == 204, deleted.text
+    test_run = api.client.post("/v0/test_run", headers=h, json=_setup(api, h))
+    assert test_run.status_code == 201, test_run.text
     records = _audit(api, bearer)["records"]
     assert [r["action"] for r in records] == [
         "check.pushed",
@@ -153,9 +156,13 @@ def test_v0_changes_are_recorded(api: Api) -> None:
         "scenario_set.created",
         "scenario_set.created",
         "check.deleted",
+        "model.registered",
+        "scenario_set.created",
+        "run.started",
     ]
     assert {r["actor"]["via"] for r in records} == {"v0"}
     assert records[2]["target"] == scenario.json()["scenario_id"]
+    assert records[-1]["detail"]["checks"] == ["is_json"]
 
 
 def test_the_log_is_append_only_in_the_database(api: Api) -> None:

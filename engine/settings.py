@@ -162,6 +162,30 @@ class Settings(BaseSettings):
         default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
     )
 
+    # --- security round 3 (issue 27): request bodies, LLM call deadline ---
+    max_body_mb: float = Field(
+        default=32.0,
+        gt=0,
+        description="Largest JSON or form body a route takes, in MB (413 above it).",
+    )
+    max_upload_mb: float = Field(
+        default=256.0,
+        gt=0,
+        description="Largest multipart upload (POST /v1/runs/upload, /v1/checks/upload, "
+        "/v0/scenario_sets_upload), in MB (413 above it).",
+    )
+    body_deadline_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="Total time a request body may take to arrive (408 after it).",
+    )
+    llm_call_deadline_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="Total time one LLM call may take, retries included (a reply that "
+        "trickles in is cut off).",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,

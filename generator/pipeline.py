@@ -227,6 +227,7 @@ class _Generation:
         self.options = options
         self.on_attempt = on_attempt
         self.messages = initial_messages(spec)
+        self.unusable: list[LLMResponseError] = []  # replies the endpoint sent unusable
 
     def attempt(self, n: int) -> Attempt:
         """One round; appends the reply and the feedback to the conversation."""
@@ -240,6 +241,7 @@ class _Generation:
             ).text
         except LLMResponseError as exc:
             # Nothing to answer to: ask again with the same conversation.
+            self.unusable.append(exc)
             return Attempt(n=n, error=f"unusable reply: {exc}")
         self.messages.append({"role": "assistant", "content": reply})
 
@@ -417,6 +419,11 @@ def generate_check(
             break
     candidates = [a for a in attempts if a.code is not None or a.prompt_template is not None]
     best = max(candidates, key=_rank) if candidates else None
+    if best is None and len(generation.unusable) == len(attempts):
+        # the endpoint never sent a usable reply: its failure, not the check's (502 at the API)
+        raise LLMResponseError(
+            f"no usable reply in {len(attempts)} attempts: {generation.unusable[-1]}"
+        ) from generation.unusable[-1]
     return GenerationResult(
         kind="model" if kind == "model" else "code",
         code=best.code if best else None,

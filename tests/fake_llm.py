@@ -42,6 +42,7 @@ class Reply:
     refusal: str | None = None
     finish_reason: str = "stop"
     raw: bytes | None = None  # send these bytes as the body instead
+    trickle_seconds: float = 0.0  # send the body one byte at a time, this far apart
 
 
 class FakeLLM:
@@ -141,13 +142,22 @@ class FakeLLM:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str]) -> None:
+            def _send(
+                self, status: int, payload: bytes, headers: dict[str, str], trickle: float = 0.0
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()
+                if trickle:
+                    for i in range(len(payload)):
+                        if fake._stopping.wait(trickle):
+                            return
+                        self.wfile.write(payload[i : i + 1])
+                        self.wfile.flush()
+                    return
                 self.wfile.write(payload)
 
             def do_GET(self) -> None:
@@ -171,12 +181,13 @@ class FakeLLM:
                 if reply.delay_seconds:
                     time.sleep(reply.delay_seconds)
                 if reply.raw is not None:
-                    self._send(reply.status, reply.raw, reply.headers)
+                    self._send(reply.status, reply.raw, reply.headers, reply.trickle_seconds)
                 elif reply.status >= 400:
                     error = {"error": {"message": reply.text, "type": "scripted", "code": None}}
                     self._send(reply.status, json.dumps(error).encode(), reply.headers)
                 else:
-                    self._send(200, json.dumps(_completion(body, reply)).encode(), reply.headers)
+                    payload = json.dumps(_completion(body, reply)).encode()
+                    self._send(200, payload, reply.headers, reply.trickle_seconds)
 
         return Handler
 

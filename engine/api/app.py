@@ -16,8 +16,11 @@ from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
+from engine.audit import api as audit_api
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
+from engine.hardening.body import BodyLimit, BodyLimits
+from engine.hardening.nul import NulGuard
 from engine.okareo import routes as okareo
 from engine.runs.service import RunService
 from engine.runs.wiring import Scoring, build_scoring
@@ -112,12 +115,16 @@ def create_app(
             {"name": "scoring", "description": "Score a small batch now."},
             {"name": "runs", "description": "Durable asynchronous runs of any size."},
             {"name": "admin", "description": "Tenants and keys (operator's admin key)."},
+            {"name": "audit", "description": audit_api.TAG_DESCRIPTION},
             {"name": "health", "description": "Liveness, readiness, metrics."},
             {"name": okareo.TAG, "description": okareo.TAG_DESCRIPTION},
         ],
     )
     problems.install(app)
     app.add_middleware(SurrogateGuard)  # a lone "\ud800" in any JSON body is a 422, not a 500
+    app.add_middleware(NulGuard)  # a %00 in the path or query: PostgreSQL cannot hold it
+    # outermost: bodies are bounded before SurrogateGuard buffers them and before auth
+    app.add_middleware(BodyLimit, limits=BodyLimits.from_settings(settings))
     app.include_router(checks.router)
     app.include_router(generate.router)
     app.include_router(judge.router)
@@ -125,6 +132,7 @@ def create_app(
     app.include_router(runs.router)
     app.include_router(compare_routes.router)
     app.include_router(admin.router)
+    app.include_router(audit_api.router)
     app.include_router(health.router)
     app.include_router(okareo.router)
     web.install(app)  # the dashboard under /ui

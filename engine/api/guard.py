@@ -25,20 +25,24 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.api.problems import PROBLEM_JSON
 from engine.errors import InvalidRequestError
+from engine.hardening.text import nul_problem
 from engine.json_limits import json_problem
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\u0000")
 
 
 def body_problem(body: bytes) -> str | None:
-    """The lone surrogate in a JSON body, as a message naming its field; None if there is none."""
+    """The lone surrogate or NUL in a JSON body, as a message naming its field; None if none.
+
+    PostgreSQL's text cannot hold ``\\u0000`` (issue 27): a NUL is refused here, with its field.
+    """
     if not _SURROGATE_ESCAPE.search(body):
         return None
     try:
         value = json.loads(body)
     except (ValueError, RecursionError):
         return None  # the route's own parser reports what is wrong with it
-    return json_problem(value, "body", max_depth=None)
+    return json_problem(value, "body", max_depth=None) or nul_problem(value, "body")
 
 
 def _is_json(scope: Scope) -> bool:
@@ -88,13 +92,17 @@ def _replay(messages: list[Message], then: Receive | None = None) -> Receive:
     return receive
 
 
+def _code(detail: str) -> str:
+    return "nul_character" if "NUL character" in detail else "lone_surrogate"
+
+
 async def _send_problem(send: Send, detail: str) -> None:
     document: dict[str, Any] = {
         "type": "about:blank",
         "title": "Invalid request",
         "status": 422,
         "detail": detail,
-        "errors": [{"code": "lone_surrogate", "message": detail, "line": None, "col": None}],
+        "errors": [{"code": _code(detail), "message": detail, "line": None, "col": None}],
     }
     payload = json.dumps(document).encode()
     await send(

@@ -113,6 +113,10 @@ async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, RecursionError):  # FastAPI's body parser hit the stack's end
+        return problem(
+            422, "Invalid request", "body: nested too deep to read; flatten it (64 levels at most)"
+        )
     headers = dict(exc.headers or {})
     return problem(exc.status_code, "Error", str(exc.detail), headers)
 

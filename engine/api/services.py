@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine as SAEngine
 
+from engine.audit.store import AuditLog
 from engine.llm.client import LLMClient
 from engine.okareo.store import OkareoStore
 from engine.runs.executors import RunnerHolder
@@ -30,6 +31,8 @@ class Services:
     db: SAEngine
     llm: LLMClient | None = None
     okareo: OkareoStore = field(init=False)
+    audit: AuditLog = field(init=False)
 
     def __post_init__(self) -> None:
         self.okareo = OkareoStore(self.db)
+        self.audit = AuditLog(self.db)

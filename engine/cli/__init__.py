@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from engine.audit.cli import audit
 from engine.cli.check import check
 from engine.cli.check_remote import list_checks, push, rm, show
 from engine.cli.db import db
@@ -57,6 +58,7 @@ main.add_command(init)
 main.add_command(doctor)
 main.add_command(judge)
 main.add_command(worker)
+main.add_command(audit)
 check.add_command(push)
 check.add_command(list_checks)
 check.add_command(show)

@@ -10,7 +10,14 @@ from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 if TYPE_CHECKING:
+    from engine.audit.store import AuditLog
     from engine.storage import SqlStore
+
+
+def _audit(store: SqlStore) -> AuditLog:
+    from engine.audit.store import AuditLog  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    return AuditLog(store.engine)
 
 
 def _store() -> SqlStore:
@@ -46,6 +53,9 @@ def create_command(name: str, quotas: tuple[str, ...]) -> None:
     try:
         store = _store()
         new = create_tenant(store, name, _quotas(quotas))
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.tenant_created(_audit(store), "cli", new)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"tenant {new.tenant.name} ({new.tenant.id})", err=True)
@@ -75,6 +85,9 @@ def create_key_command(tenant_ref: str, name: str | None) -> None:
     try:
         store = _store()
         new = issue_key(store, tenant_ref, name)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.key_created(_audit(store), "cli", new)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"key {new.key.id} for {new.tenant.name} (shown once):", err=True)
@@ -88,6 +101,9 @@ def revoke_key_command(key: str) -> None:
     try:
         store = _store()
         revoked = store.revoke_key(key)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.key_revoked(_audit(store), "cli", revoked)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"revoked {revoked.id} ({revoked.prefix}...)")
@@ -102,7 +118,11 @@ def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
     try:
         store = _store()
         found = store.get_tenant(tenant_ref)
-        updated = store.set_tenant_quotas(found.id, _quotas(quotas))
+        changed = _quotas(quotas)
+        updated = store.set_tenant_quotas(found.id, changed)
+        from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+        hooks.quotas_changed(_audit(store), "cli", updated, changed)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     values = ", ".join(f"{k}={v}" for k, v in sorted(updated.quotas.items()))

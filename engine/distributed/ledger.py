@@ -30,9 +30,9 @@ from sqlalchemy import Connection, Engine, Table, and_, exists, func, select, te
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import SQLAlchemyError
 
-from engine.errors import StorageError
 from engine.models import Limits
 from engine.storage import Run, RunCheck, RunStatus, utcnow
+from engine.storage.database import database_error
 from engine.storage.tables import RunChunkRow, RunRow
 
 log = logging.getLogger("scorebox.distributed")
@@ -122,7 +122,7 @@ class ChunkLedger:
             with self.engine.begin() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+            raise database_error(exc) from exc
 
     @contextmanager
     def _connect(self) -> Iterator[Connection]:
@@ -130,7 +130,7 @@ class ChunkLedger:
             with self.engine.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
-            raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+            raise database_error(exc) from exc
 
     # ---- planning ---------------------------------------------------------------------
 

@@ -5,6 +5,13 @@ OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp)
 configured by ``SCOREBOX_LLM_BASE_URL`` / ``SCOREBOX_LLM_API_KEY`` /
 ``SCOREBOX_LLM_MODEL`` (falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``).
 
+Every call has a total deadline (``SCOREBOX_LLM_CALL_DEADLINE_SECONDS``), retries
+included: the SDK's timeout is per read, so a reply that trickles in one byte every
+few seconds would never end. :class:`DeadlineTransport` caps each attempt's timeouts
+at the time left and cuts a body off between chunks once the deadline passes; a reply
+that is not a chat completion (truncated JSON, a list as ``content``) is an
+:class:`~engine.errors.LLMResponseError` naming what was wrong (502 at the API).
+
 Retries are the openai SDK's own (``SCOREBOX_LLM_MAX_RETRIES``): 408, 409, 429,
 5xx, timeouts and connection errors, with exponential backoff and jitter, and
 ``Retry-After`` / ``retry-after-ms`` honoured up to two minutes (a server asking
@@ -14,10 +21,13 @@ engine's :class:`~engine.errors.LLMError` tree in :func:`translate_error`.
 
 from __future__ import annotations
 
+import contextvars
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import httpx2 as httpx  # the HTTP library openai 3 is built on (not httpx)
 import openai
 from openai.types.chat import ChatCompletion
 
@@ -74,6 +84,73 @@ def translate_error(exc: openai.OpenAIError, *, base_url: str, model: str) -> LL
     return LLMError(f"{where} failed: {exc}")
 
 
+#: The monotonic time the current thread's LLM call must end by (None: no call running).
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "scorebox_llm_deadline", default=None
+)
+
+
+class _DeadlinePassed(BaseException):
+    """Raised inside the SDK's request when the call's deadline has passed.
+
+    A BaseException on purpose: the SDK retries every ``Exception`` (sleeping between
+    attempts), and a call past its deadline must end now. Caught in :meth:`OpenAIClient._request`.
+    """
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            if time.monotonic() > self._deadline:
+                raise _DeadlinePassed
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+_TIMEOUTS = ("connect", "read", "write", "pool")
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """An httpx transport that holds each request to the current call's total deadline."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self._inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        deadline = _DEADLINE.get()
+        if deadline is None:
+            return self._inner.handle_request(request)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _DeadlinePassed
+        timeouts = dict(request.extensions.get("timeout") or {})
+        request.extensions["timeout"] = {
+            name: left if value is None else min(float(value), left)
+            for name, value in {
+                **dict.fromkeys(("connect", "read", "write", "pool")),
+                **timeouts,
+            }.items()
+        }
+        response = self._inner.handle_request(request)
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_DeadlineStream(response.stream, deadline),
+            extensions=response.extensions,
+            request=request,
+        )
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 class OpenAIClient:
     """:class:`~engine.llm.client.LLMClient` over the official ``openai`` package (its retries)."""
 
@@ -92,7 +169,11 @@ class OpenAIClient:
             api_key=key or _NO_KEY,
             timeout=settings.llm_timeout_seconds,
             max_retries=settings.llm_max_retries,
+            http_client=openai.DefaultHttpxClient(
+                transport=DeadlineTransport(httpx.HTTPTransport())
+            ),
         )
+        self.deadline_seconds = settings.llm_call_deadline_seconds
         self._slots = threading.BoundedSemaphore(settings.llm_concurrency)
         self._cache = cache
 
@@ -129,16 +210,35 @@ class OpenAIClient:
         self, model: str, messages: Sequence[Message], parameters: Mapping[str, Any]
     ) -> Completion:
         kwargs = {k: v for k, v in parameters.items() if v is not None}
+        where = f"the LLM endpoint at {self.base_url}"
         try:
             with self._slots:
-                response = self._client.chat.completions.create(
-                    model=model,
-                    messages=[dict(m) for m in messages],  # type: ignore[misc]
-                    **kwargs,
-                )
+                token = _DEADLINE.set(time.monotonic() + self.deadline_seconds)
+                try:
+                    response = self._client.chat.completions.create(
+                        model=model,
+                        messages=[dict(m) for m in messages],  # type: ignore[misc]
+                        **kwargs,
+                    )
+                finally:
+                    _DEADLINE.reset(token)
+        except _DeadlinePassed:
+            raise LLMUnavailableError(
+                f"{where} did not finish its reply within {self.deadline_seconds:g} s (the "
+                "total deadline of one call, retries included): check the server or raise "
+                "SCOREBOX_LLM_CALL_DEADLINE_SECONDS"
+            ) from None
         except openai.OpenAIError as exc:
             raise translate_error(exc, base_url=self.base_url, model=model) from exc
-        return self._completion(response, model)
+        except ValueError as exc:  # the body is not JSON (truncated, or not JSON at all)
+            raise LLMResponseError(f"{where} sent a reply that is not valid JSON: {exc}") from exc
+        try:
+            return self._completion(response, model)
+        except (AttributeError, TypeError, KeyError, IndexError) as exc:
+            raise LLMResponseError(
+                f"{where} sent a reply that is not a chat completion: {exc.__class__.__name__}: "
+                f"{str(exc)[:200]}"
+            ) from exc
 
     def _completion(self, response: ChatCompletion, model: str) -> Completion:
         where = f"the LLM endpoint at {self.base_url}"
@@ -153,6 +253,10 @@ class OpenAIClient:
         if choice.finish_reason == "content_filter":
             raise LLMResponseError(f"{where} refused: the reply was blocked by a content filter")
         text = message.content or ""
+        if not isinstance(text, str):
+            raise LLMResponseError(
+                f"{where} sent a reply whose content is a {type(text).__name__}, not text"
+            )
         if not text.strip():
             raise LLMResponseError(
                 f"{where} sent an empty reply (finish_reason={choice.finish_reason})"

@@ -115,7 +115,7 @@ class ScenarioSetIn(_In):
     name: str = Field(min_length=1, max_length=200)
     seed_data: list[SeedIn] = Field(min_length=1)
     project_id: str | None = None
-    generation_type: str | None = "SEED"
+    generation_type: str | None = Field(default="SEED", max_length=40)
 
 
 class DataPointOut(BaseModel):
@@ -142,10 +142,11 @@ class ScenarioSetOut(BaseModel):
 class TestRunIn(_In):
     """``POST /v0/test_run`` (Okareo's ``TestRunPayloadV2``)."""
 
-    mut_id: str
-    scenario_id: str
-    name: str | None = None
-    type: str | None = None
+    mut_id: str = Field(max_length=36)
+    scenario_id: str = Field(max_length=36)
+    # the test run's columns (checked before the run is submitted: a refusal leaves nothing)
+    name: str | None = Field(default=None, max_length=400)
+    type: str | None = Field(default=None, max_length=40)
     tags: list[str] = Field(default_factory=list)
     model_results: dict[str, Any] | None = Field(
         default=None,

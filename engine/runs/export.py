@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidRequestError
+from engine.hardening.cells import escape_cell
 
 # re-exported (engine.cli.run reads it here)
 from engine.suites.names import DEFAULT_FAIL_ON as DEFAULT_FAIL_ON  # noqa: PLC0414
@@ -77,12 +78,16 @@ def write_records(path: Path, records: Sequence[Mapping[str, Any]], title: str) 
 
 
 def to_csv(records: Iterable[Mapping[str, Any]], delimiter: str = ",") -> str:
-    """CSV with a header of :data:`FIELDS`; booleans as true/false, None empty."""
+    """CSV with a header of :data:`FIELDS`; booleans as true/false, None empty.
+
+    Text cells that a spreadsheet would run as a formula get a leading ``'``
+    (:func:`engine.hardening.cells.escape_cell`); JSONL keeps the raw values.
+    """
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=FIELDS, delimiter=delimiter, extrasaction="ignore")
     writer.writeheader()
     for r in records:
-        writer.writerow({k: _cell(r.get(k)) for k in FIELDS})
+        writer.writerow({k: escape_cell(_cell(r.get(k))) for k in FIELDS})
     return buffer.getvalue()
 
 

@@ -7,6 +7,7 @@ programmatically (``upgrade``) at start-up and by ``scorebox db upgrade``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -22,8 +23,15 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.selectable import TypedReturnsRows
 
-from engine.errors import ConfigurationError, NotFoundError, StorageError
+from engine.errors import (
+    ConfigurationError,
+    InvalidRequestError,
+    NotFoundError,
+    ScoreboxError,
+    StorageError,
+)
 
+log = logging.getLogger("scorebox.storage")
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -118,6 +126,23 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
+def database_error(exc: SQLAlchemyError) -> ScoreboxError:
+    """The error a caller sees for ``exc``: never its SQL or bound parameters (logged here).
+
+    A NUL character PostgreSQL refused is the caller's input: an InvalidRequestError (422).
+    """
+    cause = getattr(exc, "orig", None) or exc
+    if "NUL" in str(cause) and "0x00" in str(cause):
+        return InvalidRequestError(
+            "a value holds a NUL character (\\u0000), which the database cannot store: remove it"
+        )
+    log.error("database error: %s", exc)
+    return StorageError(
+        f"database error ({exc.__class__.__name__}): the details are in the server's log; retry, "
+        "and if it persists check the database"
+    )
+
+
 @contextmanager
 def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
     """One session, committed when the block ends and rolled back when it raises.
@@ -134,7 +159,7 @@ def transaction(sessions: sessionmaker[Session]) -> Iterator[Session]:
         raise
     except SQLAlchemyError as exc:
         session.rollback()
-        raise StorageError(f"database error: {exc.__class__.__name__}: {exc}") from exc
+        raise database_error(exc) from exc
     except BaseException:
         session.rollback()
         raise

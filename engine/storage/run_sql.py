@@ -11,6 +11,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFoundError, StorageError
+from engine.hardening.text import without_nul
 from engine.models import RowResult
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (
@@ -264,9 +265,10 @@ class SqlRuns(SqlSessions):
                 "status": r.status.value,
                 "score": r.score,
                 "score_num": None if r.score is None else float(r.score),
-                "explanation": r.explanation,
-                "error": r.error,
-                "output": r.output,
+                # a check's own text: a NUL in it must never fail the run's write (issue 27)
+                "explanation": None if r.explanation is None else without_nul(r.explanation),
+                "error": None if r.error is None else without_nul(r.error),
+                "output": None if r.output is None else without_nul(r.output),
                 "duration_ms": r.duration_ms,
             }
             for check_index, row_index, r in results

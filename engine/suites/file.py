@@ -16,10 +16,18 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+)
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError
@@ -75,6 +83,31 @@ CheckItem = Annotated[
 _UNION_TAGS = frozenset({"name", "entry"})
 
 
+def _under_suite(name: str) -> str:
+    """An ``output:`` path must stay in the suite's directory (a CLI ``-o`` may name any)."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    if path.is_absolute() or PureWindowsPath(name).drive or ".." in path.parts:
+        raise ValueError(
+            f"{name!r} leaves the suite's directory: name a file under it (e.g. "
+            f"results/{path.name}), or pass the path with -o/--output"
+        )
+    return name
+
+
+def _output_path(base: Path, name: str) -> Path:
+    """``base / name``, refused if a symlink on the way leads out of ``base``."""
+    out = base / name
+    if not out.resolve().is_relative_to(base.resolve()):
+        raise SuiteError(
+            f"output {name!r} resolves to {out.resolve()}, outside the suite's directory "
+            f"{base.resolve()} (a symlink?): name a file under it, or pass -o/--output"
+        )
+    return out
+
+
+OutputPath = Annotated[str, Field(pattern=OUTPUT_PATTERN), AfterValidator(_under_suite)]
+
+
 class Suite(BaseModel):
     """A ``scorebox.yaml`` suite: data, mapping, checks, gates, labels and outputs of a run."""
 
@@ -117,7 +150,7 @@ class Suite(BaseModel):
         default_factory=dict,
         description="Run labels, e.g. {branch: main} (`--label KEY=VALUE` adds or replaces one).",
     )
-    output: list[Annotated[str, Field(pattern=OUTPUT_PATTERN)]] = Field(
+    output: list[OutputPath] = Field(
         default_factory=list,
         description="Files to write every row x check result to, relative to the suite file: "
         ".jsonl, .csv, .tsv, or .html (a one-file report); `-o` replaces the list.",
@@ -171,7 +204,7 @@ def plan_suite(path: Path, suite: Suite) -> SuitePlan:
         data=None if suite.data is None else base / suite.data,
         checks=tuple(checks),
         thresholds=thresholds,
-        outputs=tuple(base / o for o in suite.output),
+        outputs=tuple(_output_path(base, o) for o in suite.output),
     )
 
 

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from engine.hardening.headers import UiHeaders
 from engine.web.routes import SignInRequired, router
 from engine.web.session import SessionStore
 
@@ -33,3 +34,4 @@ def install(app: FastAPI) -> None:
     app.include_router(router)
     static = Path(__file__).resolve().parent / "static"
     app.mount("/ui/static", StaticFiles(directory=str(static)), name="ui-static")
+    app.add_middleware(UiHeaders)  # CSP, no framing, nosniff on every /ui response

@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from engine import catalog, generation
 from engine.api.deps import get_llm
 from engine.api.problems import status_for
+from engine.audit import hooks
 from engine.catalog import CheckSpec
 from engine.contract import Policy
 from engine.errors import (
@@ -268,6 +269,7 @@ async def save(request: Request) -> Response:
         outcome = catalog.save_check(
             services.store, principal, spec, services.runs.quotas(principal.tenant_id)
         )
+        hooks.check_pushed(services.audit, principal, "ui", outcome)
     except ValidationError as exc:
         issues = [{"line": None, "col": None, "message": e["msg"]} for e in exc.errors()]
     except CheckValidationError as exc:

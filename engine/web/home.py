@@ -15,6 +15,7 @@ from engine.auth import authenticate
 from engine.errors import (
     AuthError,
 )
+from engine.hardening.headers import cross_site
 from engine.readiness import readiness
 from engine.web.pages import (
     page_router,
@@ -41,6 +42,13 @@ def signin_form(request: Request, next: str = "/ui/runs") -> HTMLResponse:
 
 @router.post("/signin", response_class=HTMLResponse)
 async def signin(request: Request) -> Response:
+    refused = cross_site(request.headers)  # login CSRF: no session yet, so no token to check
+    if refused is not None:
+        return Response(
+            f"cross-site sign-in refused ({refused}): open /ui/signin on this server and "
+            "sign in there",
+            status_code=403,
+        )
     form = await request.form()
     key = str(form.get("api_key") or "").strip()
     target = str(form.get("next") or "/ui/runs")

@@ -17,6 +17,7 @@ from fastapi.responses import (
     StreamingResponse,
 )
 
+from engine.hardening.cells import escape_cell
 from engine.runs.summary import RunSummary, results_done
 from engine.storage import Run
 from engine.web import charts, table
@@ -226,7 +227,7 @@ def export(
         writer = csv.writer(buffer)
         writer.writerow(table.EXPORT_FIELDS)
         for r in rows:
-            writer.writerow(r.export_record().values())
+            writer.writerow(escape_cell(v) for v in r.export_record().values())
             yield buffer.getvalue()
             buffer.seek(0)
             buffer.truncate()

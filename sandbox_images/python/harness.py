@@ -710,6 +710,51 @@ def make_undumpable() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
 
 
+#: io_uring_setup, io_uring_enter, io_uring_register: 425-427 on x86_64, i386, aarch64, arm.
+IO_URING_SYSCALLS = (425, 427)
+_ENOSYS = 38
+
+
+def deny_io_uring() -> None:
+    """A seccomp filter on top of Docker's profile: io_uring_* fail with ENOSYS, for good.
+
+    Docker before 25 allows io_uring in its default profile, which would put the host
+    kernel's io_uring in reach of user code under runc. The filter is inherited by
+    every check process and can never be removed. Without it the harness refuses to run.
+    """
+    first, last = IO_URING_SYSCALLS
+    # struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}: the syscall number, minus the
+    # x32 bit; 425 <= nr <= 427 -> SECCOMP_RET_ERRNO | ENOSYS, else SECCOMP_RET_ALLOW.
+    program = [
+        (0x20, 0, 0, 0),  # BPF_LD | BPF_W | BPF_ABS: seccomp_data.nr
+        (0x54, 0, 0, 0xBFFFFFFF),  # BPF_ALU | BPF_AND | BPF_K: drop __X32_SYSCALL_BIT
+        (0x35, 0, 2, first),  # BPF_JMP | BPF_JGE | BPF_K
+        (0x25, 1, 0, last),  # BPF_JMP | BPF_JGT | BPF_K
+        (0x06, 0, 0, 0x00050000 | _ENOSYS),  # BPF_RET: SECCOMP_RET_ERRNO | ENOSYS
+        (0x06, 0, 0, 0x7FFF0000),  # BPF_RET: SECCOMP_RET_ALLOW
+    ]
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_uint16),
+            ("jt", ctypes.c_uint8),
+            ("jf", ctypes.c_uint8),
+            ("k", ctypes.c_uint32),
+        ]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    filters = (SockFilter * len(program))(*(SockFilter(*op) for op in program))
+    fprog = SockFprog(len(program), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS (Docker's no-new-privileges set it too)
+    if libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:  # PR_SET_SECCOMP, MODE_FILTER
+        errno = ctypes.get_errno()
+        sys.stderr.write(f"harness: cannot install the io_uring seccomp filter: errno {errno}\n")
+        os._exit(72)
+
+
 def main(argv: list[str]) -> int:
     idle_exit = float(argv[1]) if len(argv) > 1 else DEFAULT_IDLE_EXIT_SECONDS
     # Keep a private copy of stdout for results; fd 1 now leads to stderr.
@@ -718,6 +763,7 @@ def main(argv: list[str]) -> int:
     faulthandler.enable(file=2)  # the original stderr (fd 1 now leads there too)
     make_undumpable()
     become_subreaper()
+    deny_io_uring()
     # As PID 1 only signals with a handler reach us from inside: Python's own SIGINT
     # handler would let a check raise KeyboardInterrupt here. (Children restore it.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

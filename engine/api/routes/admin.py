@@ -8,6 +8,8 @@ from engine import auth
 from engine.api.deps import AdminDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import KeyOut, NewKeyOut, TenantCreate, TenantOut
+from engine.audit import hooks
+from engine.audit.api import AuditDep
 from engine.runs.quotas import parse_overrides
 from engine.storage import ApiKey, Tenant
 
@@ -40,8 +42,10 @@ def _new(new: auth.NewKey) -> NewKeyOut:
     summary="Create a tenant and its first key",
     responses=responses(401, 403, 409, 422),
 )
-def create_tenant(body: TenantCreate, store: StoreDep, _: AdminDep) -> NewKeyOut:
-    return _new(auth.create_tenant(store, body.name, parse_overrides(body.quotas)))
+def create_tenant(body: TenantCreate, store: StoreDep, _: AdminDep, audit: AuditDep) -> NewKeyOut:
+    new = auth.create_tenant(store, body.name, parse_overrides(body.quotas))
+    hooks.tenant_created(audit, "admin-api", new)
+    return _new(new)
 
 
 @router.get("/tenants", response_model=list[TenantOut], summary="List tenants")
@@ -55,9 +59,14 @@ def list_tenants(store: StoreDep, _: AdminDep) -> list[TenantOut]:
     summary="Override a tenant's quotas",
     responses=responses(401, 403, 404, 422),
 )
-def set_quotas(tenant: str, body: dict[str, int], store: StoreDep, _: AdminDep) -> TenantOut:
+def set_quotas(
+    tenant: str, body: dict[str, int], store: StoreDep, _: AdminDep, audit: AuditDep
+) -> TenantOut:
     found = store.get_tenant(tenant)
-    return _tenant(store.set_tenant_quotas(found.id, parse_overrides(body)))
+    changed = parse_overrides(body)
+    updated = store.set_tenant_quotas(found.id, changed)
+    hooks.quotas_changed(audit, "admin-api", updated, changed)
+    return _tenant(updated)
 
 
 @router.post(
@@ -67,8 +76,12 @@ def set_quotas(tenant: str, body: dict[str, int], store: StoreDep, _: AdminDep) 
     summary="Issue another key for a tenant",
     responses=responses(401, 403, 404),
 )
-def create_key(tenant: str, store: StoreDep, _: AdminDep, name: str | None = None) -> NewKeyOut:
-    return _new(auth.issue_key(store, tenant, name))
+def create_key(
+    tenant: str, store: StoreDep, _: AdminDep, audit: AuditDep, name: str | None = None
+) -> NewKeyOut:
+    new = auth.issue_key(store, tenant, name)
+    hooks.key_created(audit, "admin-api", new)
+    return _new(new)
 
 
 @router.get("/tenants/{tenant}/keys", response_model=list[KeyOut], summary="List a tenant's keys")
@@ -82,5 +95,7 @@ def list_keys(tenant: str, store: StoreDep, _: AdminDep) -> list[KeyOut]:
     summary="Revoke a key (by id or prefix)",
     responses=responses(401, 403, 404, 409),
 )
-def revoke_key(key: str, store: StoreDep, _: AdminDep) -> KeyOut:
-    return _key(store.revoke_key(key))
+def revoke_key(key: str, store: StoreDep, _: AdminDep, audit: AuditDep) -> KeyOut:
+    revoked = store.revoke_key(key)
+    hooks.key_revoked(audit, "admin-api", revoked)
+    return _key(revoked)

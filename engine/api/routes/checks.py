@@ -11,6 +11,9 @@ from engine import catalog
 from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
+from engine.audit import hooks
+from engine.audit.api import AuditDep
+from engine.audit.store import AuditLog
 from engine.builtins import describe
 from engine.catalog import CheckSpec
 from engine.contract import Policy
@@ -23,9 +26,15 @@ router = APIRouter(prefix="/v1/checks", tags=["checks"])
 
 
 def _save(
-    store: StoreDep, runs: RunsDep, principal: PrincipalDep, spec: CheckSpec, response: Response
+    store: StoreDep,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    spec: CheckSpec,
+    response: Response,
+    audit: AuditLog,
 ) -> CheckOut:
     outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
+    hooks.check_pushed(audit, principal, "api", outcome)
     response.status_code = 201 if outcome.created else 200
     return CheckOut.of(outcome.check, catalog.save_warnings(outcome, runs.builtins))
 
@@ -45,9 +54,14 @@ def _save(
     ),
 )
 def create_check(
-    spec: CheckSpec, store: StoreDep, runs: RunsDep, principal: PrincipalDep, response: Response
+    spec: CheckSpec,
+    store: StoreDep,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    response: Response,
+    audit: AuditDep,
 ) -> CheckOut:
-    return _save(store, runs, principal, spec, response)
+    return _save(store, runs, principal, spec, response, audit)
 
 
 @router.post(
@@ -67,6 +81,7 @@ async def upload_check(
     store: StoreDep,
     runs: RunsDep,
     principal: PrincipalDep,
+    audit: AuditDep,
     response: Response,
     file: Annotated[
         UploadFile,
@@ -116,7 +131,7 @@ async def upload_check(
         )
     except ValueError as exc:
         raise InvalidRequestError(f"bad check fields: {exc}") from exc
-    return _save(store, runs, principal, spec, response)
+    return _save(store, runs, principal, spec, response, audit)
 
 
 @router.post(
@@ -193,6 +208,9 @@ def delete_check(
     ref: str,
     store: StoreDep,
     principal: PrincipalDep,
+    audit: AuditDep,
     version: Annotated[int | None, Query(ge=1, le=catalog.MAX_VERSION)] = None,
 ) -> Deleted:
-    return Deleted(deleted=catalog.delete_check(store, principal.tenant_id, ref, version))
+    deleted = catalog.delete_check(store, principal.tenant_id, ref, version)
+    hooks.check_deleted(audit, principal, "api", ref, version, deleted)
+    return Deleted(deleted=deleted)

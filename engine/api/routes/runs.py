@@ -13,6 +13,8 @@ from pydantic import TypeAdapter, ValidationError
 from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
+from engine.audit import hooks
+from engine.audit.api import AuditDep
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
 from engine.json_limits import FreeJSON, json_problem
@@ -41,9 +43,10 @@ def _accepted(run: Run, response: Response) -> RunOut:
     responses=responses(401, 404, 422, 429),
 )
 def create_run(
-    body: RunRequest, runs: RunsDep, principal: PrincipalDep, response: Response
+    body: RunRequest, runs: RunsDep, principal: PrincipalDep, response: Response, audit: AuditDep
 ) -> RunOut:
     run = runs.submit_run(principal, body.checks, body.rows, body.limits, body.labels)
+    hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
 
 
@@ -123,6 +126,7 @@ def _ndjson_rows(data: bytes) -> list[dict[str, Any]]:
 async def upload_run(
     runs: RunsDep,
     principal: PrincipalDep,
+    audit: AuditDep,
     response: Response,
     file: Annotated[UploadFile, File(description="NDJSON rows: one JSON object a line.")],
     checks: Annotated[
@@ -155,6 +159,7 @@ async def upload_run(
     limit_values = _form_json("limits", limits, _LIMITS) if limits else None
     label_values = _form_json("labels", labels, _LABELS) if labels else {}
     run = runs.submit_run(principal, _parse_checks(checks), rows, limit_values, label_values)
+    hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
 
 
@@ -207,8 +212,11 @@ def get_run(run_id: str, runs: RunsDep, principal: PrincipalDep) -> RunOut:
     description="Rows already scored are kept; a finished run is returned unchanged.",
     responses=responses(401, 404),
 )
-def cancel_run(run_id: str, runs: RunsDep, principal: PrincipalDep) -> RunOut:
+def cancel_run(run_id: str, runs: RunsDep, principal: PrincipalDep, audit: AuditDep) -> RunOut:
+    was_active = runs.store.get_run(principal.tenant_id, run_id).status.active
     run = runs.cancel(principal, run_id)
+    if was_active and run.status is RunStatus.CANCELLED:
+        hooks.run_cancelled(audit, principal, "api", run)
     _, done, summary = runs.get_run(principal, run.id)
     return RunOut.of(run, done, summary)
 

@@ -9,6 +9,8 @@ from fastapi import APIRouter, Form, Query, Response
 from engine import catalog, generation
 from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
+from engine.audit import hooks
+from engine.audit.api import AuditDep
 from engine.builtins import BuiltinCheck, Builtins
 from engine.catalog import check_uuid
 from engine.contract import OutputType
@@ -83,6 +85,7 @@ def create_or_update_check(
     runs: RunsDep,
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
+    audit: AuditDep,
 ) -> OkareoCheckOut:
     project = project_of(okareo, principal.tenant_id, body.project_id)
     name = body.name
@@ -90,6 +93,7 @@ def create_or_update_check(
         name = catalog.get_check(store, principal.tenant_id, str(body.check_id)).name
     spec = translate.check_spec(name, body.description, body.tags, body.check_config)
     outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
+    hooks.check_pushed(audit, principal, "v0", outcome)
     warnings = [i.message for i in catalog.save_warnings(outcome, runs.builtins)]
     return render_check(outcome.check, project.id, warnings)
 
@@ -152,6 +156,7 @@ def delete_check(
     check_id: str,
     store: StoreDep,
     principal: OkareoPrincipalDep,
+    audit: AuditDep,
     name: Annotated[
         str | None, Form(description="The check's name; when given it must be the check's own.")
     ] = None,
@@ -161,7 +166,8 @@ def delete_check(
         raise InvalidRequestError(
             f"check {check_id} is named {found.name!r}, not {name!r}: pass its own name"
         )
-    catalog.delete_check(store, principal.tenant_id, found.name)
+    deleted = catalog.delete_check(store, principal.tenant_id, found.name)
+    hooks.check_deleted(audit, principal, "v0", found.name, None, deleted)
     return Response(status_code=204)
 
 

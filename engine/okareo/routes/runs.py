@@ -17,8 +17,12 @@ from fastapi import APIRouter, File, Form, UploadFile
 
 from engine.api.deps import RunsDep, StoreDep
 from engine.api.problems import responses
+from engine.audit import hooks
+from engine.audit.api import AuditDep
 from engine.catalog import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.hardening.text import nul_problem
+from engine.json_limits import json_problem
 from engine.okareo import translate
 from engine.okareo.routes.checks import TAG
 from engine.okareo.routes.deps import OkareoPrincipalDep, OkareoStoreDep, project_of
@@ -102,7 +106,7 @@ def get_project(
     responses=responses(401, 404, 422),
 )
 def register_model(
-    body: ModelIn, okareo: OkareoStoreDep, principal: OkareoPrincipalDep
+    body: ModelIn, okareo: OkareoStoreDep, principal: OkareoPrincipalDep, audit: AuditDep
 ) -> ModelOut:
     project = project_of(okareo, principal.tenant_id, body.project_id)
     model = okareo.register_model(
@@ -113,6 +117,7 @@ def register_model(
         dict(body.models or {}),
         bool(body.update),
     )
+    hooks.model_registered(audit, principal, model.id, model.name)
     return _model_out(model)
 
 
@@ -175,7 +180,7 @@ def translate_text(value: Any) -> str:
     responses=responses(401, 404, 422),
 )
 def create_scenario_set(
-    body: ScenarioSetIn, okareo: OkareoStoreDep, principal: OkareoPrincipalDep
+    body: ScenarioSetIn, okareo: OkareoStoreDep, principal: OkareoPrincipalDep, audit: AuditDep
 ) -> ScenarioSetOut:
     project = project_of(okareo, principal.tenant_id, body.project_id)
     scenario, points = okareo.create_scenario_set(
@@ -185,6 +190,7 @@ def create_scenario_set(
         body.generation_type or "SEED",
         [(s.input, s.result, None) for s in body.seed_data],
     )
+    hooks.scenario_set_created(audit, principal, scenario.id, scenario.name, len(points))
     return _scenario_out(scenario, points)
 
 
@@ -202,10 +208,20 @@ def parse_jsonl(name: str, raw: bytes) -> list[tuple[Any, Any, dict[str, Any] | 
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidRequestError(f"{name} line {number}: not JSON ({exc.msg})") from exc
+        except RecursionError as exc:
+            raise InvalidRequestError(
+                f"{name} line {number}: nested too deep to read; flatten it"
+            ) from exc
         if not isinstance(item, dict) or "input" not in item:
             raise InvalidRequestError(
                 f'{name} line {number}: expected an object with "input" and "result"'
             )
+        # before anything is stored: a lone surrogate or a NUL could never be written back
+        problem = json_problem(item, f"{name} line {number}") or nul_problem(
+            item, f"{name} line {number}"
+        )
+        if problem is not None:
+            raise InvalidRequestError(problem)
         meta = item.get("meta_data")
         rows.append((item["input"], item.get("result"), meta if isinstance(meta, dict) else None))
     if not rows:
@@ -225,6 +241,7 @@ def parse_jsonl(name: str, raw: bytes) -> list[tuple[Any, Any, dict[str, Any] | 
 async def upload_scenario_set(
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
+    audit: AuditDep,
     name: Annotated[
         str, Form(min_length=1, max_length=200, description="The scenario set's name.")
     ],
@@ -244,6 +261,7 @@ async def upload_scenario_set(
     scenario, points = okareo.create_scenario_set(
         principal.tenant_id, project.id, name, "SEED", rows
     )
+    hooks.scenario_set_created(audit, principal, scenario.id, scenario.name, len(points))
     return _scenario_out(scenario, points)
 
 
@@ -374,6 +392,7 @@ def run_test(
     runs: RunsDep,
     okareo: OkareoStoreDep,
     principal: OkareoPrincipalDep,
+    audit: AuditDep,
 ) -> TestRunOut:
     tenant_id = principal.tenant_id
     project = project_of(okareo, tenant_id, body.project_id)
@@ -396,6 +415,7 @@ def run_test(
     if rows:
         labels = {"okareo_test_run": test_run_id, "okareo_name": body.name or ""}
         run = runs.submit_run(principal, refs, rows, labels=labels)
+        hooks.run_started(audit, principal, "v0", run)
         run_checks = run.checks
     else:  # the model failed on every data point: nothing to score, but the checks must exist
         run_checks = [c.to_run_check() for c in resolved]

@@ -26,6 +26,7 @@ from engine.auth import Principal
 from engine.builtins import BuiltinCheck, Builtins
 from engine.check_rules import ModelCheckType
 from engine.contract import OutputType, Policy
+from engine.environments.spec import PackageRules
 from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
@@ -126,13 +127,15 @@ def _declared(spec: CheckSpec) -> dict[str, Any]:
     }
 
 
-def validate_code(source: str, policy: Policy, declared: dict[str, Any]) -> ValidationReport:
+def validate_code(
+    source: str, policy: Policy, declared: dict[str, Any], packages: PackageRules | None = None
+) -> ValidationReport:
     """Validate code with :func:`engine.validation.validate`; never raises on user mistakes."""
-    return validate(source, policy, declared=declared)
+    return validate(source, policy, declared=declared, packages=packages)
 
 
 def validate_spec(
-    spec: CheckSpec, quotas: Quotas | None = None
+    spec: CheckSpec, quotas: Quotas | None = None, packages: PackageRules | None = None
 ) -> tuple[ValidationReport, CheckSpec]:
     """Validate a spec; returns the report and the spec as it would be stored."""
     if spec.limits:
@@ -145,7 +148,7 @@ def validate_spec(
             raise InvalidRequestError("a code check needs `source`")
         if quotas is not None:
             check_source(quotas, len(spec.source.encode()))
-        return validate_code(spec.source, spec.policy, _declared(spec)), spec
+        return validate_code(spec.source, spec.policy, _declared(spec), packages), spec
     if not spec.prompt_template:
         raise InvalidRequestError("a model check needs `prompt_template`")
     checked = validate_template(
@@ -183,9 +186,18 @@ def content_sha256(spec: CheckSpec) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
-def save_check(store: Store, principal: Principal, spec: CheckSpec, quotas: Quotas) -> SaveOutcome:
-    """Create or update: identical content returns the latest version, else version N+1."""
-    report, spec = validate_spec(spec, quotas)
+def save_check(
+    store: Store,
+    principal: Principal,
+    spec: CheckSpec,
+    quotas: Quotas,
+    packages: PackageRules | None = None,
+) -> SaveOutcome:
+    """Create or update: identical content returns the latest version, else version N+1.
+
+    ``packages``: the operator's allow/deny rules for a PEP 723 block (None: any).
+    """
+    report, spec = validate_spec(spec, quotas, packages)
     if not report.valid:
         raise CheckValidationError(f"check {spec.name!r} is not valid", report)
     digest = content_sha256(spec)

@@ -52,6 +52,13 @@ sys.path[:0] = ["/opt/scorebox", "/opt/scorebox/site-packages"]
 
 from engine import contract  # noqa: E402  (needs the path above)
 
+#: A check's declared environment (PEP 723 block), present only in its derived image: first
+#: on the import path, after the harness's own modules are loaded, so a declared package
+#: wins over the image's copy or stand-in (e.g. ``okareo``). See engine/environments.
+DECLARED_ENVIRONMENT = "/opt/scorebox-env"
+if os.path.isdir(DECLARED_ENVIRONMENT):
+    sys.path.insert(0, DECLARED_ENVIRONMENT)
+
 #: Statuses a check's own process may report; the others only the parent or the host know.
 CHILD_STATUSES = frozenset(
     {

@@ -25,7 +25,9 @@ router = APIRouter(prefix="/v1/checks", tags=["checks"])
 def _save(
     store: StoreDep, runs: RunsDep, principal: PrincipalDep, spec: CheckSpec, response: Response
 ) -> CheckOut:
-    outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
+    outcome = catalog.save_check(
+        store, principal, spec, runs.quotas(principal.tenant_id), runs.packages
+    )
     response.status_code = 201 if outcome.created else 200
     return CheckOut.of(outcome.check, catalog.save_warnings(outcome, runs.builtins))
 
@@ -129,7 +131,7 @@ async def upload_check(
 def validate_check(
     spec: ValidateRequest, runs: RunsDep, principal: PrincipalDep
 ) -> ValidationReport:
-    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id))
+    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
     return report
 
 

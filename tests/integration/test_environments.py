@@ -1,0 +1,204 @@
+"""Declared dependencies (issue 29) against the real package index, under runc and runsc.
+
+Each test first removes the environment images it expects to build, so "built once"
+is measured, not inherited from an earlier session on the same Docker engine.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.contract import Status
+from engine.environments import read_block
+from engine.runner import SandboxRunner
+from engine.sandbox.docker_backend import DockerBackend
+from engine.settings import Settings
+
+TEXTSTAT_BLOCK = '# /// script\n# dependencies = ["textstat==0.7.4"]\n# ///\n'
+WORDS = TEXTSTAT_BLOCK + textwrap.dedent(
+    """\
+    import textstat
+
+    def evaluate(model_output) -> float:
+        return float(textstat.lexicon_count(model_output))
+    """
+)
+SYLLABLES = TEXTSTAT_BLOCK + textwrap.dedent(
+    """\
+    import textstat
+
+    def evaluate(model_output) -> float:
+        return float(textstat.syllable_count(model_output))
+    """
+)
+XXHASH = textwrap.dedent(
+    """\
+    # /// script
+    # dependencies = ["xxhash==3.5.0"]
+    # ///
+    import xxhash
+
+    def evaluate(model_output) -> bool:
+        assert xxhash.__file__.startswith("/opt/scorebox-env/"), xxhash.__file__
+        return xxhash.xxh64_hexdigest(model_output) == "44bc2cf5ad770999"
+    """
+)
+ROWS = [{"model_output": "one two three"}, {"model_output": "a b"}]
+
+
+def _key(settings: Settings, source: str) -> str:
+    from engine.environments import environment_key
+
+    return environment_key(read_block(source).requirements, settings.image)
+
+
+@pytest.fixture
+def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
+    engine = SandboxRunner(docker_settings)
+    yield engine
+    engine.close()
+
+
+def _backend(runner: SandboxRunner) -> DockerBackend:
+    backend = runner.backend
+    assert isinstance(backend, DockerBackend)
+    return backend
+
+
+def test_declared_package_scores_and_a_second_check_reuses_its_environment(
+    docker_settings: Settings, runner: SandboxRunner
+) -> None:
+    backend = _backend(runner)
+    key = _key(docker_settings, WORDS)
+    backend.environments.installer.remove_environment(key)
+    results = runner.run_check(WORDS, ROWS)
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 3.0), (Status.OK, 2.0)]
+    assert backend.environments.built == [key]
+    # Another check (another source, another tenant's worker key) with the same block.
+    again = runner.run_check(SYLLABLES, ROWS)
+    assert [r.status for r in again] == [Status.OK, Status.OK]
+    assert backend.environments.built == [key]  # no second build
+    record = backend.environments.installer.find_environment(key)
+    assert record is not None
+    assert record.resolved["textstat"] == "0.7.4"
+    assert record.size_bytes > 0
+    assert record.requirements == ("textstat==0.7.4",)
+
+
+def test_a_package_with_a_binary_wheel(docker_settings: Settings, runner: SandboxRunner) -> None:
+    results = runner.run_check(XXHASH, [{"model_output": "abc"}, {"model_output": "abd"}])
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 1.0), (Status.OK, 0.0)], [
+        r.error for r in results
+    ]
+
+
+def test_a_declared_version_wins_over_the_images_copy(
+    docker_settings: Settings, runner: SandboxRunner
+) -> None:
+    source = textwrap.dedent(
+        """\
+        # /// script
+        # dependencies = ["rapidfuzz==3.9.0"]
+        # ///
+        import rapidfuzz
+
+        def evaluate(model_output) -> bool:
+            assert rapidfuzz.__file__.startswith("/opt/scorebox-env/"), rapidfuzz.__file__
+            return rapidfuzz.__version__ == "3.9.0"
+        """
+    )
+    results = runner.run_check(source, [{"model_output": "x"}])
+    assert [(r.status, r.score) for r in results] == [(Status.OK, 1.0)], results[0].error
+    plain = runner.run_check(
+        "import rapidfuzz\ndef evaluate(model_output) -> bool:\n"
+        "    return rapidfuzz.__version__ == '3.9.0'\n",
+        [{"model_output": "x"}],
+    )
+    assert [(r.status, r.score) for r in plain] == [(Status.OK, 0.0)]  # the image's own
+
+
+def test_an_sdist_only_package_is_refused_naming_the_fixes(
+    docker_settings: Settings, runner: SandboxRunner
+) -> None:
+    source = '# /// script\n# dependencies = ["langdetect==1.0.9"]\n# ///\n' + (
+        "import langdetect\ndef evaluate(model_output) -> bool:\n"
+        "    return langdetect.detect(model_output) == 'en'\n"
+    )
+    results = runner.run_check(source, ROWS)
+    assert {r.status for r in results} == {Status.SANDBOX_ERROR}
+    error = results[0].error or ""
+    assert "no wheel of `langdetect==1.0.9`" in error
+    assert "SCOREBOX_PACKAGES_WHEELHOUSE" in error and "scorebox env wheel" in error
+    assert "build log:" in error and "failed to build" in error
+
+
+def test_a_denied_package_is_refused_when_scoring(docker_settings: Settings) -> None:
+    settings = docker_settings.model_copy(update={"packages_deny": ["textstat"]})
+    engine = SandboxRunner(settings)
+    try:
+        results = engine.run_check(WORDS, ROWS)
+    finally:
+        engine.close()
+    assert {r.status for r in results} == {Status.SANDBOX_ERROR}
+    assert "the operator denies `textstat`" in (results[0].error or "")
+
+
+def test_a_build_past_its_size_limit(docker_settings: Settings, tmp_path: Path) -> None:
+    settings = docker_settings.model_copy(update={"env_max_mb": 1, "data_dir": tmp_path})
+    source = '# /// script\n# dependencies = ["pyphen==0.16.0"]\n# ///\n' + (
+        "import pyphen\ndef evaluate(model_output) -> bool:\n    return True\n"
+    )
+    engine = SandboxRunner(settings)
+    try:
+        _backend(engine).environments.installer.remove_environment(_key(settings, source))
+        results = engine.run_check(source, ROWS)
+    finally:
+        engine.close()
+    assert {r.status for r in results} == {Status.SANDBOX_ERROR}
+    assert "past SCOREBOX_ENV_MAX_MB=1" in (results[0].error or "")
+
+
+RACER = """
+import json, sys
+from pathlib import Path
+from engine.environments.spec import read_block
+from engine.sandbox.docker_backend import docker_environments
+from engine.settings import Settings
+
+settings = Settings.model_validate_json(sys.argv[1])
+environments = docker_environments(settings)
+record = environments.ensure(read_block(sys.argv[2]).requirements)
+print(json.dumps({"built": environments.built, "key": record.key}))
+"""
+
+
+def test_two_servers_racing_on_a_new_environment_build_it_once(
+    docker_settings: Settings,
+) -> None:
+    source = '# /// script\n# dependencies = ["python-slugify==8.0.4"]\n# ///\n'
+    key = _key(docker_settings, source)
+    from engine.sandbox.docker_backend import docker_environments
+
+    docker_environments(docker_settings).installer.remove_environment(key)
+    config = docker_settings.model_dump_json()
+    racers = [
+        subprocess.Popen(  # noqa: S603: this interpreter, a fixed script
+            [sys.executable, "-c", RACER, config, source],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    outputs = [racer.communicate(timeout=600) for racer in racers]
+    assert all(racer.returncode == 0 for racer in racers), [err for _, err in outputs]
+    reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    assert {r["key"] for r in reports} == {key}
+    assert sorted(len(r["built"]) for r in reports) == [0, 1]  # one built, one waited

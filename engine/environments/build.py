@@ -420,9 +420,15 @@ class Environments:
         if failure is not None:
             raise EnvironmentBuildError(failure)
 
-    def forget_failure(self, key: str) -> None:
-        """Let the next use build ``key`` again (``scorebox env build`` does this)."""
-        self._failure_path(key).unlink(missing_ok=True)
+    def forget_failure(self, key: str | None = None) -> None:
+        """Let the next use build ``key`` (None: every key) again.
+
+        ``scorebox env build`` forgets its key; ``scorebox env wheel`` forgets them all,
+        since a new wheel in the wheelhouse may mend any failed build.
+        """
+        paths = [self._failure_path(key)] if key else list(self.root.glob("failed/*.json"))
+        for path in paths:
+            path.unlink(missing_ok=True)
 
     # -- operators -------------------------------------------------------------------------
 

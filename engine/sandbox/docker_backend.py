@@ -53,6 +53,7 @@ from engine.sandbox.containers import (
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_TENANT,
+    SANDBOX_USER,
     container_options,
     describe_exit,
     docker_errors,
@@ -633,6 +634,95 @@ class DockerEnvironments:
                     },
                 )
             return record
+        finally:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+
+    def build_wheel(
+        self,
+        inputs: Path,
+        sdist: str,
+        out: Path,
+        *,
+        timeout: float,
+        memory_mb: int,
+        max_bytes: int,
+        log_file: Path,
+    ) -> None:
+        """Build ``inputs/sdist`` into ``out`` in a hardened container with no network.
+
+        The sdist's own build code runs here, so this container is hardened like a check's
+        (read-only root, no network, no capabilities, the sandbox user, SCOREBOX_RUNTIME)
+        and sees only its inputs (read-only) and an empty output directory; no secrets.
+        """
+        inputs.chmod(0o755)
+        for path in inputs.iterdir():
+            path.chmod(0o644)
+        out.chmod(0o777)  # nosec B103: an empty directory only the build container writes
+        pip = "/in/scorebox-installer-pip.whl/pip"
+        memory = f"{memory_mb}m"
+        options: dict[str, Any] = {
+            "image": self.settings.image,
+            "entrypoint": [
+                "python3",
+                "-I",
+                pip,
+                "wheel",
+                "--no-index",
+                "--find-links",
+                "/in",
+                "--no-deps",
+                "--no-cache-dir",
+                "--disable-pip-version-check",
+                "--no-input",
+                "--wheel-dir",
+                "/out",
+                f"/in/{sdist}",
+            ],
+            "environment": {"HOME": "/tmp"},  # nosec B108: the container's own tmpfs
+            "user": SANDBOX_USER,
+            "working_dir": "/tmp",  # nosec B108: inside the container
+            "network_mode": "none",
+            "network_disabled": True,
+            "read_only": True,
+            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={memory_mb}m,mode=1777"},  # nosec B108
+            "volumes": {
+                str(inputs): {"bind": "/in", "mode": "ro"},
+                str(out): {"bind": "/out", "mode": "rw"},
+            },
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "pids_limit": INSTALL_PIDS,
+            "mem_limit": memory,
+            "memswap_limit": memory,
+            "nano_cpus": 1_000_000_000,
+            "ulimits": [Ulimit(name="fsize", soft=max_bytes, hard=max_bytes)],
+            "labels": {LABEL_MANAGED: "1", LABEL_OWNER: owner_label(), ENV_LABEL: "wheel"},
+            "detach": True,
+        }
+        if self.settings.runtime:
+            options["runtime"] = self.settings.runtime
+        with docker_errors(self.settings.docker_host):
+            container = self.client.containers.create(**options)
+        try:
+            with docker_errors(self.settings.docker_host):
+                container.start()
+            try:
+                status = container.wait(timeout=timeout)
+            except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
+                self._kill_quietly(container)
+                _append(log_file, self._logs(container))
+                raise EnvironmentBuildError(
+                    f"building {sdist} passed {timeout:.0f} s (log: {log_file})"
+                ) from None
+            output = self._logs(container)
+            _append(log_file, output)
+            code = int(status.get("StatusCode", -1))
+            if code != 0:
+                tail = "\n".join(output.strip().splitlines()[-5:])
+                raise EnvironmentBuildError(
+                    f"building {sdist} exited with {code} (log: {log_file}): {tail}"
+                )
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)

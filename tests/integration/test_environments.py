@@ -124,19 +124,45 @@ def test_a_declared_version_wins_over_the_images_copy(
     assert [(r.status, r.score) for r in plain] == [(Status.OK, 0.0)]  # the image's own
 
 
-def test_an_sdist_only_package_is_refused_naming_the_fixes(
-    docker_settings: Settings, runner: SandboxRunner
+def test_an_sdist_only_package_is_refused_then_scores_after_env_wheel(
+    docker_settings: Settings, tmp_path: Path
 ) -> None:
+    wheelhouse = tmp_path / "wheelhouse"
+    settings = docker_settings.model_copy(update={"packages_wheelhouse": wheelhouse})
     source = '# /// script\n# dependencies = ["langdetect==1.0.9"]\n# ///\n' + (
         "import langdetect\ndef evaluate(model_output) -> bool:\n"
+        "    langdetect.DetectorFactory.seed = 0\n"
         "    return langdetect.detect(model_output) == 'en'\n"
     )
-    results = runner.run_check(source, ROWS)
-    assert {r.status for r in results} == {Status.SANDBOX_ERROR}
-    error = results[0].error or ""
-    assert "no wheel of `langdetect==1.0.9`" in error
-    assert "SCOREBOX_PACKAGES_WHEELHOUSE" in error and "scorebox env wheel" in error
-    assert "build log:" in error and "failed to build" in error
+    rows = [{"model_output": "This is an English sentence about the weather today."}]
+    engine = SandboxRunner(settings)
+    try:
+        _backend(engine).environments.installer.remove_environment(_key(settings, source))
+        refused = engine.run_check(source, rows)
+        assert {r.status for r in refused} == {Status.SANDBOX_ERROR}
+        error = refused[0].error or ""
+        assert "no wheel of `langdetect==1.0.9`" in error
+        assert "SCOREBOX_PACKAGES_WHEELHOUSE" in error and "scorebox env wheel" in error
+        assert "failed to build" in error and "build log:" in error
+
+        from click.testing import CliRunner
+
+        from engine.cli import main
+
+        variables = {
+            "SCOREBOX_IMAGE": settings.image,
+            "SCOREBOX_DATA_DIR": str(settings.data_dir),
+            "SCOREBOX_PACKAGES_WHEELHOUSE": str(wheelhouse),
+            "SCOREBOX_RUNTIME": settings.runtime or "",
+        }
+        built = CliRunner().invoke(main, ["env", "wheel", "langdetect==1.0.9"], env=variables)
+        assert built.exit_code == 0, built.output
+        assert [p.name for p in wheelhouse.iterdir()] == ["langdetect-1.0.9-py3-none-any.whl"]
+
+        scored = engine.run_check(source, rows)
+        assert [(r.status, r.score) for r in scored] == [(Status.OK, 1.0)], scored[0].error
+    finally:
+        engine.close()
 
 
 def test_a_denied_package_is_refused_when_scoring(docker_settings: Settings) -> None:
@@ -189,7 +215,7 @@ def test_two_servers_racing_on_a_new_environment_build_it_once(
     docker_environments(docker_settings).installer.remove_environment(key)
     config = docker_settings.model_dump_json()
     racers = [
-        subprocess.Popen(  # noqa: S603: this interpreter, a fixed script
+        subprocess.Popen(
             [sys.executable, "-c", RACER, config, source],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

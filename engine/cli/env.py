@@ -10,7 +10,6 @@ from pathlib import Path
 import click
 
 from engine.environments import Environments
-from engine.environments.wheels import build_wheel
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
@@ -145,6 +144,7 @@ def wheel(requirement: str) -> None:
     build requirements as wheels; the build runs in a hardened container with no
     network, no secrets and bounded time, memory and size.
     """
+    from engine.environments.wheels import build_wheel  # noqa: PLC0415 (lazy: httpx)
     from engine.sandbox.docker_backend import DockerEnvironments  # noqa: PLC0415 (lazy)
 
     settings = Settings()

@@ -26,8 +26,14 @@ from engine.auth import Principal
 from engine.builtins import BuiltinCheck, Builtins
 from engine.check_rules import ModelCheckType
 from engine.contract import OutputType, Policy
-from engine.environments.spec import PackageRules
-from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
+from engine.environments.spec import BLOCK_MARKER, PackageRules, read_block
+from engine.errors import (
+    CheckValidationError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+)
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
@@ -186,6 +192,35 @@ def content_sha256(spec: CheckSpec) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
+def check_environments(
+    store: Store,
+    tenant_id: str,
+    spec: CheckSpec,
+    quotas: Quotas,
+    packages: PackageRules | None = None,
+) -> None:
+    """The tenant's quota of distinct declared environments, counting this check's."""
+    if spec.kind != "code" or not spec.source or BLOCK_MARKER not in spec.source:
+        return
+    declared = read_block(spec.source, packages)
+    if not declared.requirements:
+        return
+    sets = {declared.requirements}
+    for check in store.list_checks(tenant_id):
+        if check.name != spec.name and check.source and BLOCK_MARKER in check.source:
+            other = read_block(check.source).requirements
+            if other:
+                sets.add(other)
+    if len(sets) > quotas.environments:
+        raise QuotaExceededError(
+            f"this check would make {len(sets)} distinct declared environments, over this "
+            f"tenant's quota of {quotas.environments}: declare the same `dependencies` as "
+            "an existing check, delete checks you no longer use, or ask the operator to "
+            "raise the quota `environments`",
+            retry_after_seconds=3600,
+        )
+
+
 def save_check(
     store: Store,
     principal: Principal,
@@ -200,6 +235,7 @@ def save_check(
     report, spec = validate_spec(spec, quotas, packages)
     if not report.valid:
         raise CheckValidationError(f"check {spec.name!r} is not valid", report)
+    check_environments(store, principal.tenant_id, spec, quotas, packages)
     digest = content_sha256(spec)
     tenant_id = principal.tenant_id
     for _ in range(5):

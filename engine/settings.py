@@ -180,10 +180,7 @@ class Settings(BaseSettings):
         default=900.0, gt=0, description="How long scoring waits for an environment's build."
     )
     quota_environments: int = Field(
-        default=20, ge=1, description="Environments one tenant's checks may declare."
-    )
-    quota_environments_mb: int = Field(
-        default=4096, ge=1, description="Total size of one tenant's declared environments."
+        default=20, ge=1, description="Distinct environments one tenant's checks may declare."
     )
 
     @classmethod

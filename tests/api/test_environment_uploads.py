@@ -55,3 +55,19 @@ def test_the_allow_list_refuses_what_it_does_not_name(make_api: AppFactory) -> N
     refused = api.client.post("/v1/checks", headers=h, json={"name": "t", "source": DECLARED})
     assert refused.status_code == 422, refused.text
     assert "SCOREBOX_PACKAGES_ALLOW" in str(_issues(refused.json())[0]["message"])
+
+
+def test_the_tenant_quota_on_distinct_environments(make_api: AppFactory) -> None:
+    api = make_api()
+    h = api.tenant(environments=2)
+    for name, version in (("a", "0.7.4"), ("b", "0.7.3"), ("c", "0.7.4")):
+        source = DECLARED.replace("0.7.4", version)
+        stored = api.client.post("/v1/checks", headers=h, json={"name": name, "source": source})
+        assert stored.status_code == 201, stored.text  # c shares a's environment
+    third = DECLARED.replace("0.7.4", "0.7.2")
+    refused = api.client.post("/v1/checks", headers=h, json={"name": "d", "source": third})
+    assert refused.status_code == 429, refused.text
+    assert "quota of 2" in refused.json()["detail"]
+    # a new version of `b` replaces b's environment: still two
+    replaced = api.client.post("/v1/checks", headers=h, json={"name": "b", "source": third})
+    assert replaced.status_code == 201, replaced.text

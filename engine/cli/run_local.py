@@ -48,6 +48,7 @@ def run_local(
 
     from engine.builtins import build_builtins  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.environments.spec import PackageRules  # noqa: PLC0415 (lazy)
     from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runner import CodeCheck, SandboxRunner, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
@@ -87,7 +88,8 @@ def run_local(
                 bare = name.removeprefix(BUILTIN_PREFIX)
                 if not name.startswith(BUILTIN_PREFIX) and path.suffix == ".py" and path.exists():
                     source = path.read_text(encoding="utf-8")
-                    report = validate(source, Policy.STANDARD)
+                    rules = PackageRules.of(settings.packages_allow, settings.packages_deny)
+                    report = validate(source, Policy.STANDARD, packages=rules)
                     if not report.valid:
                         problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
                         raise click.ClickException(f"{path} is not a valid check: {problems}")

@@ -228,3 +228,62 @@ def test_two_servers_racing_on_a_new_environment_build_it_once(
     reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
     assert {r["key"] for r in reports} == {key}
     assert sorted(len(r["built"]) for r in reports) == [0, 1]  # one built, one waited
+
+
+def test_local_run_env_commands_and_offline_mode(
+    docker_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scorebox run` scores a file with a block; `scorebox env build|show|list|prune`;
+    with SCOREBOX_PACKAGES_OFFLINE only a prebuilt environment can be used."""
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    from engine.sandbox.docker_backend import docker_environments
+
+    source = '# /// script\n# dependencies = ["python-slugify==8.0.3"]\n# ///\n' + (
+        "import slugify\ndef evaluate(model_output) -> bool:\n"
+        "    return slugify.slugify(model_output) == 'hello-world'\n"
+    )
+    check = tmp_path / "slug.py"
+    check.write_text(source)
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"model_output": "Hello, World!"}\n{"model_output": "nope"}\n')
+    key = _key(docker_settings, source)
+    docker_environments(docker_settings).installer.remove_environment(key)
+    monkeypatch.setenv("SCOREBOX_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SCOREBOX_IMAGE", docker_settings.image)
+    monkeypatch.setenv("SCOREBOX_CONTAINER_LABELS", json.dumps(docker_settings.container_labels))
+    if docker_settings.runtime:
+        monkeypatch.setenv("SCOREBOX_RUNTIME", docker_settings.runtime)
+    monkeypatch.delenv("SCOREBOX_SERVER", raising=False)
+    monkeypatch.setenv("SCOREBOX_PACKAGES_OFFLINE", "1")
+    cli = CliRunner()
+    run = ["run", "--no-progress", "--check", str(check), "--data", str(data)]
+
+    offline = cli.invoke(main, [*run, "-o", str(tmp_path / "offline.jsonl")])
+    rows = [json.loads(line) for line in (tmp_path / "offline.jsonl").read_text().splitlines()]
+    assert {r["status"] for r in rows} == {"sandbox_error"}, offline.output
+    assert "SCOREBOX_PACKAGES_OFFLINE" in rows[0]["error"]
+    assert "scorebox env build" in rows[0]["error"]
+
+    shown = cli.invoke(main, ["env", "show", str(check), "--json"])
+    assert json.loads(shown.output)["state"] == "missing", shown.output
+
+    built = cli.invoke(main, ["env", "build", str(check)])
+    assert built.exit_code == 0 and f"{key} built" in built.output, built.output
+    again = cli.invoke(main, ["env", "build", str(check)])
+    assert f"{key} already built" in again.output, again.output
+
+    shown = json.loads(cli.invoke(main, ["env", "show", str(check), "--json"]).output)
+    assert shown["state"] == "ready"
+    assert shown["record"]["resolved"]["python_slugify"] == "8.0.3"
+    listed = json.loads(cli.invoke(main, ["env", "list", "--json"]).output)
+    assert key in [r["key"] for r in listed]
+
+    scored = cli.invoke(main, [*run, "-o", str(tmp_path / "scored.jsonl")])
+    rows = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
+    assert [(r["status"], r["score"]) for r in rows] == [("ok", True), ("ok", False)], scored.output
+
+    kept = cli.invoke(main, ["env", "prune"])  # only environments of other images
+    assert kept.exit_code == 0 and key not in kept.output
+    assert docker_environments(docker_settings).installer.find_environment(key) is not None

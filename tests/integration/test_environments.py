@@ -287,3 +287,54 @@ def test_local_run_env_commands_and_offline_mode(
     kept = cli.invoke(main, ["env", "prune"])  # only environments of other images
     assert kept.exit_code == 0 and key not in kept.output
     assert docker_environments(docker_settings).installer.find_environment(key) is not None
+
+
+def test_the_real_okareo_wins_over_the_stand_in_once_its_wheels_are_approved(
+    docker_settings: Settings, tmp_path: Path
+) -> None:
+    """okareo 0.0.114 needs two sdist-only packages (nkeys, docstring-parser): each build
+    names the next one, the operator approves it with `scorebox env wheel`, then the
+    check imports the real okareo from its environment, not the image's stand-in."""
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    wheelhouse = tmp_path / "wheelhouse"
+    settings = docker_settings.model_copy(update={"packages_wheelhouse": wheelhouse})
+    source = textwrap.dedent(
+        """\
+        # /// script
+        # dependencies = ["okareo==0.0.114"]
+        # ///
+        import okareo
+        from okareo.checks import CodeBasedCheck
+
+        def evaluate(model_output) -> bool:
+            return okareo.__file__.startswith("/opt/scorebox-env/")
+        """
+    )
+    variables = {
+        "SCOREBOX_IMAGE": settings.image,
+        "SCOREBOX_DATA_DIR": str(settings.data_dir),
+        "SCOREBOX_PACKAGES_WHEELHOUSE": str(wheelhouse),
+        "SCOREBOX_RUNTIME": settings.runtime or "",
+    }
+    engine = SandboxRunner(settings)
+    approved = []
+    try:
+        _backend(engine).environments.installer.remove_environment(_key(settings, source))
+        for _ in range(4):
+            [result] = engine.run_check(source, [{"model_output": "x"}])
+            if result.status != Status.SANDBOX_ERROR:
+                break
+            error = result.error or ""
+            marker = "scorebox env wheel '"
+            assert marker in error, error
+            requirement = error.split(marker, 1)[1].split("'", 1)[0]
+            built = CliRunner().invoke(main, ["env", "wheel", requirement], env=variables)
+            assert built.exit_code == 0, built.output
+            approved.append(requirement.split("<")[0].split(">")[0])
+    finally:
+        engine.close()
+    assert approved == ["nkeys", "docstring-parser"]
+    assert (result.status, result.score) == (Status.OK, 1.0), result.error

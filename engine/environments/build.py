@@ -258,6 +258,12 @@ class Environments:
         self._ready[key] = record
         return record
 
+    def forget_image(self, image: str) -> None:
+        """Drop a cached record whose image vanished (pruned): the next use looks again."""
+        for key, record in list(self._ready.items()):
+            if record.image == image:
+                self._ready.pop(key, None)
+
     def state(self, requirements: Sequence[str]) -> BuildState:
         """Ready, building (another holder of the lock), failed or missing."""
         key = self.key(requirements)

@@ -268,6 +268,8 @@ class DockerBackend:
                 try:
                     container = self._create_started(limits, labels, image)
                 except SandboxError as exc:
+                    if image is not None:  # e.g. pruned meanwhile: a retry builds it again
+                        self.environments.forget_image(image)
                     yield JobEnd(Termination.SANDBOX_ERROR, str(exc))
                     return
             else:
@@ -585,18 +587,12 @@ class DockerEnvironments:
             archive = _wheel_archive(wheels, requirements)
             with docker_errors(self.settings.docker_host):
                 container.put_archive("/opt", archive)
-                container.start()
-            try:
-                status = container.wait(timeout=timeout)
-            except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
-                self._kill_quietly(container)
-                _append(log_file, self._logs(container))
-                raise EnvironmentBuildError(
-                    f"installing passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS={timeout:.0f}"
-                ) from None
-            output = self._logs(container)
-            _append(log_file, output)
-            code = int(status.get("StatusCode", -1))
+            code, output = self._run(
+                container,
+                timeout,
+                log_file,
+                f"installing passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS={timeout:.0f}",
+            )
             report = _report_of(output)
             if code != 0 or report is None:
                 tail = "\n".join(output.strip().splitlines()[-5:])
@@ -705,19 +701,9 @@ class DockerEnvironments:
         with docker_errors(self.settings.docker_host):
             container = self.client.containers.create(**options)
         try:
-            with docker_errors(self.settings.docker_host):
-                container.start()
-            try:
-                status = container.wait(timeout=timeout)
-            except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
-                self._kill_quietly(container)
-                _append(log_file, self._logs(container))
-                raise EnvironmentBuildError(
-                    f"building {sdist} passed {timeout:.0f} s (log: {log_file})"
-                ) from None
-            output = self._logs(container)
-            _append(log_file, output)
-            code = int(status.get("StatusCode", -1))
+            code, output = self._run(
+                container, timeout, log_file, f"building {sdist} passed {timeout:.0f} s"
+            )
             if code != 0:
                 tail = "\n".join(output.strip().splitlines()[-5:])
                 raise EnvironmentBuildError(
@@ -726,6 +712,22 @@ class DockerEnvironments:
         finally:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+
+    def _run(
+        self, container: Any, timeout: float, log_file: Path, too_long: str
+    ) -> tuple[int, str]:
+        """Start ``container``, wait up to ``timeout``; its exit code and output (logged)."""
+        with docker_errors(self.settings.docker_host):
+            container.start()
+        try:
+            status = container.wait(timeout=timeout)
+        except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
+            self._kill_quietly(container)
+            _append(log_file, self._logs(container))
+            raise EnvironmentBuildError(f"{too_long} (log: {log_file})") from None
+        output = self._logs(container)
+        _append(log_file, output)
+        return int(status.get("StatusCode", -1)), output
 
     def _logs(self, container: Any) -> str:
         try:

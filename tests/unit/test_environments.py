@@ -114,3 +114,14 @@ def test_prune_keeps_the_current_images_environments(tmp_path: Path) -> None:
     environments = Environments(Settings(data_dir=tmp_path, image="img:1"), installer)
     assert environments.prune() == ["b"]
     assert environments.prune(all_bases=True) == ["a"]
+
+
+def test_a_download_past_the_build_time_limit_names_the_setting(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1", env_build_timeout_seconds=0.01)
+    environments = Environments(settings, MemoryInstaller())
+    with pytest.raises(EnvironmentBuildError) as caught:
+        environments.ensure(["textstat==0.7.4"])
+    message = str(caught.value)
+    assert "passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS=0" in message
+    assert "build log:" in message
+    assert environments.state(["textstat==0.7.4"]).state == "failed"

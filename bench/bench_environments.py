@@ -75,6 +75,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--runtime", default=None)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "environments.md"
+    )
     args = parser.parse_args()
     overrides: dict[str, object] = {
         "data_dir": Path(tempfile.mkdtemp(prefix="scorebox-bench-env-")),
@@ -124,8 +127,7 @@ def main() -> None:
     ]
     text = "\n".join(lines) + "\n"
     print(text)
-    out = Path(__file__).parent / "results" / "environments.md"
-    out.write_text(text)
+    args.out.write_text(text)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,14 @@ from engine.auth import Principal
 from engine.builtins import BuiltinCheck, Builtins
 from engine.contract import OutputType, Policy
 from engine.contract.rules import ModelCheckType
-from engine.errors import CheckValidationError, ConflictError, InvalidRequestError, NotFoundError
+from engine.environments.spec import BLOCK_MARKER, PackageRules, read_block
+from engine.errors import (
+    CheckValidationError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+)
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
@@ -127,13 +134,15 @@ def _declared(spec: CheckSpec) -> dict[str, Any]:
     }
 
 
-def validate_code(source: str, policy: Policy, declared: dict[str, Any]) -> ValidationReport:
+def validate_code(
+    source: str, policy: Policy, declared: dict[str, Any], packages: PackageRules | None = None
+) -> ValidationReport:
     """Validate code with :func:`engine.validation.validate`; never raises on user mistakes."""
-    return validate(source, policy, declared=declared)
+    return validate(source, policy, declared=declared, packages=packages)
 
 
 def validate_spec(
-    spec: CheckSpec, quotas: Quotas | None = None
+    spec: CheckSpec, quotas: Quotas | None = None, packages: PackageRules | None = None
 ) -> tuple[ValidationReport, CheckSpec]:
     """Validate a spec; returns the report and the spec as it would be stored."""
     if spec.limits:
@@ -146,7 +155,7 @@ def validate_spec(
             raise InvalidRequestError("a code check needs `source`")
         if quotas is not None:
             check_source(quotas, len(spec.source.encode()))
-        return validate_code(spec.source, spec.policy, _declared(spec)), spec
+        return validate_code(spec.source, spec.policy, _declared(spec), packages), spec
     if not spec.prompt_template:
         raise InvalidRequestError("a model check needs `prompt_template`")
     checked = validate_template(
@@ -184,11 +193,50 @@ def content_sha256(spec: CheckSpec) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
-def save_check(store: Store, principal: Principal, spec: CheckSpec, quotas: Quotas) -> SaveOutcome:
-    """Create or update: identical content returns the latest version, else version N+1."""
-    report, spec = validate_spec(spec, quotas)
+def check_environments(
+    store: Store,
+    tenant_id: str,
+    spec: CheckSpec,
+    quotas: Quotas,
+    packages: PackageRules | None = None,
+) -> None:
+    """The tenant's quota of distinct declared environments, counting this check's."""
+    if spec.kind != "code" or not spec.source or BLOCK_MARKER not in spec.source:
+        return
+    declared = read_block(spec.source, packages)
+    if not declared.requirements:
+        return
+    sets = {declared.requirements}
+    for check in store.list_checks(tenant_id):
+        if check.name != spec.name and check.source and BLOCK_MARKER in check.source:
+            other = read_block(check.source).requirements
+            if other:
+                sets.add(other)
+    if len(sets) > quotas.environments:
+        raise QuotaExceededError(
+            f"this check would make {len(sets)} distinct declared environments, over this "
+            f"tenant's quota of {quotas.environments}: declare the same `dependencies` as "
+            "an existing check, delete checks you no longer use, or ask the operator to "
+            "raise the quota `environments`",
+            retry_after_seconds=3600,
+        )
+
+
+def save_check(
+    store: Store,
+    principal: Principal,
+    spec: CheckSpec,
+    quotas: Quotas,
+    packages: PackageRules | None = None,
+) -> SaveOutcome:
+    """Create or update: identical content returns the latest version, else version N+1.
+
+    ``packages``: the operator's allow/deny rules for a PEP 723 block (None: any).
+    """
+    report, spec = validate_spec(spec, quotas, packages)
     if not report.valid:
         raise CheckValidationError(f"check {spec.name!r} is not valid", report)
+    check_environments(store, principal.tenant_id, spec, quotas, packages)
     digest = content_sha256(spec)
     tenant_id = principal.tenant_id
     for _ in range(5):

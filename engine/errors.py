@@ -17,7 +17,8 @@ and for infrastructure::
     ├── StorageError               the database cannot be reached or migrated
     ├── SandboxError               the sandbox infrastructure failed
     │   ├── DockerUnavailableError the Docker engine cannot be reached
-    │   └── ImageNotFoundError     the sandbox image is not built
+    │   ├── ImageNotFoundError     the sandbox image is not built
+    │   └── EnvironmentBuildError  a check's declared environment (PEP 723) cannot be built
     └── LLMError                   the LLM endpoint failed (after retries)
         ├── LLMUnavailableError    connection refused, timeout, 5xx after retries
         ├── LLMRateLimitError      429 after retries
@@ -94,6 +95,10 @@ class DockerUnavailableError(SandboxError):
 
 class ImageNotFoundError(SandboxError):
     """Raised when the sandbox image has not been built."""
+
+
+class EnvironmentBuildError(SandboxError):
+    """Raised when a check's declared environment cannot be built or used; names the build."""
 
 
 class LLMError(ScoreboxError):

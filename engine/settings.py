@@ -161,6 +161,33 @@ class Settings(BaseSettings):
     broker_visibility_seconds: float = Field(
         default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
     )
+    # Declared dependencies: PEP 723 blocks built into cached environments (engine/environments)
+    packages_allow: list[str] = Field(
+        default_factory=list,
+        description="Glob patterns of distributions a check may declare; empty: any not denied.",
+    )
+    packages_deny: list[str] = Field(
+        default_factory=list, description="Glob patterns of distributions a check may not declare."
+    )
+    packages_wheelhouse: Path | None = Field(
+        default=None, description="A directory of wheels every environment build also uses."
+    )
+    package_index_url: str | None = Field(
+        default=None, description="Index for environment downloads; default: pip's own config."
+    )
+    packages_offline: bool = Field(
+        default=False, description="Build no environment; use only those built in advance."
+    )
+    env_max_mb: int = Field(default=512, ge=1, description="Size cap of one built environment.")
+    env_build_timeout_seconds: float = Field(
+        default=600.0, gt=0, description="Download plus install time of one environment."
+    )
+    env_wait_seconds: float = Field(
+        default=900.0, gt=0, description="How long scoring waits for an environment's build."
+    )
+    quota_environments: int = Field(
+        default=20, ge=1, description="Distinct environments one tenant's checks may declare."
+    )
 
     # --- security round 3 (issue 27): request bodies, LLM call deadline ---
     max_body_mb: float = Field(

@@ -11,6 +11,7 @@ from engine.cli.check import check
 from engine.cli.check_remote import list_checks, push, rm, show
 from engine.cli.db import db
 from engine.cli.doctor import doctor
+from engine.cli.env import env
 from engine.cli.generate import generate
 from engine.cli.image import image
 from engine.cli.judge import judge
@@ -56,6 +57,7 @@ main.add_command(db)
 main.add_command(run)
 main.add_command(init)
 main.add_command(doctor)
+main.add_command(env)
 main.add_command(judge)
 main.add_command(worker)
 main.add_command(audit)

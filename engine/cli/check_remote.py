@@ -106,6 +106,12 @@ def show(ref: str, as_json: bool, remote: Remote) -> None:
     )
     if body.get("description"):
         click.echo(f"description: {body['description']}")
+    if "# /// script" in (body.get("source") or ""):
+        env = remote.json("GET", f"/v1/checks/{body.get('id') or ref}/environment")
+        line = f"environment: {env.get('state')} ({', '.join(env.get('requirements') or [])})"
+        if env.get("error"):
+            line += f": {env['error']}"
+        click.echo(line)
     click.echo("")
     click.echo(body.get("source") or body.get("prompt_template") or "")
 

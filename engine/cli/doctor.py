@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -26,6 +27,7 @@ def check_sandbox(settings: Settings) -> list[Finding]:
         backend = DockerBackend(settings.model_copy(update={"pool_size": 0}))
         try:
             health = backend.health()
+            environments = _environments_detail(backend, settings)
         finally:
             backend.close()
     except RuntimeUnavailableError as exc:
@@ -56,7 +58,23 @@ def check_sandbox(settings: Settings) -> list[Finding]:
         Finding("docker", health.engine_ok, engine_detail),
         Finding("runtime", health.engine_ok, runtime_detail, required=False),
         Finding("image", health.image_ok, image_detail),
+        Finding("envs", True, environments, required=False),
     ]
+
+
+def _environments_detail(backend: Any, settings: Settings) -> str:
+    """The declared-environment cache: how many, how big, how many of older images."""
+    try:
+        records = backend.environments.records()
+    except ScoreboxError as exc:
+        return f"cache unreadable: {exc}"
+    stale = sum(1 for r in records if r.base_image != settings.image)
+    size = sum(r.size_bytes for r in records) / 1e6
+    mode = "offline: prebuilt only" if settings.packages_offline else "built on first use"
+    detail = f"{len(records)} declared environment(s), {size:.0f} MB ({mode})"
+    if stale:
+        detail += f"; {stale} of older sandbox images (`scorebox env prune` removes them)"
+    return detail
 
 
 def check_database(settings: Settings) -> Finding:

@@ -19,6 +19,8 @@ class Quotas:
     source_bytes: int
     queued_runs: int
     evaluations_per_run: int
+    #: Distinct declared environments (PEP 723 requirement sets) among a tenant's checks.
+    environments: int = 20
 
     @classmethod
     def names(cls) -> list[str]:
@@ -32,6 +34,7 @@ def default_quotas(settings: Settings) -> Quotas:
         source_bytes=settings.quota_source_bytes,
         queued_runs=settings.quota_queued_runs,
         evaluations_per_run=settings.quota_evaluations_per_run,
+        environments=settings.quota_environments,
     )
 
 

@@ -25,6 +25,7 @@ from engine.auth import Principal
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
 from engine.contract import OutputType
+from engine.environments.spec import PackageRules
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.executors import Executors
@@ -149,6 +150,11 @@ class RunService:
         return None
 
     # ---- quotas -----------------------------------------------------------------------
+
+    @property
+    def packages(self) -> PackageRules:
+        """The operator's allow/deny rules for declared packages (SCOREBOX_PACKAGES_*)."""
+        return PackageRules.of(self.settings.packages_allow, self.settings.packages_deny)
 
     def quotas(self, tenant_id: str) -> Quotas:
         cached = self._quota_cache.get(tenant_id)

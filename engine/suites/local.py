@@ -30,6 +30,7 @@ def run_local(
     from rich.progress import BarColumn, Progress, TextColumn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.environments.spec import PackageRules  # noqa: PLC0415 (lazy)
     from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.wiring import build_scoring  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
@@ -71,7 +72,8 @@ def run_local(
                 bare = name.removeprefix(BUILTIN_PREFIX)
                 if not name.startswith(BUILTIN_PREFIX) and path.suffix == ".py" and path.exists():
                     source = path.read_text(encoding="utf-8")
-                    report = validate(source, Policy.STANDARD)
+                    rules = PackageRules.of(settings.packages_allow, settings.packages_deny)
+                    report = validate(source, Policy.STANDARD, packages=rules)
                     if not report.valid:
                         problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
                         raise InvalidRequestError(f"{path} is not a valid check: {problems}")

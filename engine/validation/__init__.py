@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine.contract import Policy
+from engine.environments.spec import PackageRules
 from engine.validation.checker import _Validation
 from engine.validation.facts import _gc_paused
 from engine.validation.report import (
@@ -44,13 +45,14 @@ def validate(
     source: str,
     policy: Policy | str = "standard",
     declared: DeclaredCheck | Mapping[str, Any] | None = None,
+    packages: PackageRules | None = None,
 ) -> ValidationReport:
     """Validate a check's source under ``policy`` against what the client ``declared``.
 
     ``declared`` may also be a mapping with :class:`DeclaredCheck`'s fields (None = not
-    declared). Raises ``ValueError`` only for an unknown policy or declaration (caller bugs).
+    Raises ``ValueError`` only for an unknown policy or declaration (caller bugs).
     """
     if not isinstance(declared, DeclaredCheck):
         declared = DeclaredCheck.model_validate(dict(declared or {}))
     with _gc_paused():
-        return _Validation(source, Policy(policy), declared).run()
+        return _Validation(source, Policy(policy), declared, packages).run()

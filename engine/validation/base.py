@@ -4,13 +4,23 @@ from __future__ import annotations
 
 from engine import contract
 from engine.contract import Policy
+from engine.environments.spec import Declared, PackageRules
 from engine.validation.facts import _LINE_SPLIT, _Node
 from engine.validation.report import ISSUE_CODES, DeclaredCheck, Issue, ValidationReport
 
 
 class _ValidationBase:
-    def __init__(self, source: str, policy: Policy, declared: DeclaredCheck) -> None:
+    def __init__(
+        self,
+        source: str,
+        policy: Policy,
+        declared: DeclaredCheck,
+        packages: PackageRules | None = None,
+    ) -> None:
         self.source = source
+        self.packages = packages  # the operator's allow/deny rules (None: allow any)
+        self.environment = Declared()  # the PEP 723 block, read in run()
+        self.guarded: set[int] = set()  # ids of imports under `except ImportError`
         self.policy = policy
         self.declared = declared
         self.issues: list[Issue] = []

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from engine import contract
 from engine.contract import Policy, restricted
 from engine.contract import rules as check_rules
+from engine.environments.spec import DECLARE_HINT, module_names, read_block
 from engine.validation.facts import (
     _AUGMENTED_ITEM_HINT,
     _CHECK_BASES_OK,
@@ -23,6 +24,28 @@ from engine.validation.facts import (
 from engine.validation.report import Issue, MethodKind, ValidationReport
 from engine.validation.signature import _SignatureRules
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _guarded_imports(tree: ast.Module) -> set[int]:
+    """ids of imports (and their aliases) in a ``try`` whose handler catches ImportError."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try | ast.TryStar):
+            continue
+        caught: set[str] = set()
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught |= {"Exception" if k is None else _final_name(k) or "" for k in kinds}
+        if not caught & _IMPORT_ERRORS:
+            continue
+        for stmt in node.body:
+            for inner in ast.walk(stmt):
+                if isinstance(inner, ast.Import | ast.ImportFrom):
+                    guarded.add(id(inner))
+                    guarded.update(id(alias) for alias in inner.names)
+    return guarded
+
 
 class _Validation(_SignatureRules):
     """One validation: parse, compile, analyse, then the policy's rules."""
@@ -36,6 +59,9 @@ class _Validation(_SignatureRules):
                 f"{check_rules.MAX_SOURCE_BYTES} bytes (256 KiB): move data out of the file",
             )
             return self.finish()
+        self.environment = read_block(self.source, self.packages)
+        for problem in self.environment.problems:
+            self.add(problem.code, problem.message, line=problem.line, col=problem.col)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             tree = self.parse()
@@ -80,6 +106,7 @@ class _Validation(_SignatureRules):
             for s in tree.body
         )
         try:
+            self.guarded = _guarded_imports(tree)
             facts = self.collect(tree)
             self.entrypoint(tree, facts)
             self.imports(facts)
@@ -315,12 +342,38 @@ class _Validation(_SignatureRules):
                 )
                 return
         if not check_rules.sandbox_can_import(module):
-            available = ", ".join(p.import_name for p in check_rules.SANDBOX_PACKAGES)
+            self.unavailable(module, node)
+
+    def unavailable(self, module: str, node: _Node) -> None:
+        """A module not in the image: declared, guarded, maybe declared, or refused."""
+        top = module.split(".", maxsplit=1)[0]
+        declared = self.environment.names
+        if any(top in module_names(name) for name in declared):
+            return
+        available = ", ".join(p.import_name for p in check_rules.SANDBOX_PACKAGES)
+        if declared:
             self.add(
                 "unavailable-import",
-                f"`{module}` is not installed in the sandbox, so the check fails to load unless "
-                f"the import is guarded by try/except ImportError: use the standard library or "
-                f"{available}",
+                f"`{top}` is not in the sandbox image and its name matches none of the declared "
+                f"packages ({', '.join(sorted(declared))}): fine if one of them provides it, "
+                "otherwise add its package to `dependencies`",
+                node,
+            )
+        elif id(node) in self.guarded:
+            self.add(
+                "unavailable-import",
+                f"`{module}` is not installed in the sandbox; the import is guarded by "
+                f"try/except ImportError, so the check loads without it",
+                node,
+            )
+        else:
+            self.add(
+                "undeclared-import",
+                f"`{top}` is neither in the sandbox image nor declared, so the import is not "
+                f"allowed: {DECLARE_HINT.replace('NAME', top)}\n(scorebox installs declared "
+                "packages offline before the check runs; the check itself still reaches no "
+                "network: its only endpoint is the model gateway). Or use the standard "
+                f"library or {available}",
                 node,
             )
 

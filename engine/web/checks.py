@@ -163,7 +163,9 @@ def check_page(
         c for c in services.store.list_checks(principal.tenant_id, True) if c.name == check.name
     ]
     text = check.source if check.kind == "code" else check.prompt_template
-    report, _ = catalog.validate_spec(_spec_of(check), services.runs.quotas(principal.tenant_id))
+    report, _ = catalog.validate_spec(
+        _spec_of(check), services.runs.quotas(principal.tenant_id), services.runs.packages
+    )
     return render(
         request,
         "check.html",
@@ -246,7 +248,8 @@ async def validate(request: Request) -> JSONResponse:
         )
     except ValidationError as exc:
         return JSONResponse({"valid": False, "issues": [], "detail": str(exc)}, status_code=422)
-    report, _ = catalog.validate_spec(spec, services_of(request).runs.quotas(principal.tenant_id))
+    runs = services_of(request).runs
+    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
     return JSONResponse(report.model_dump(mode="json"))
 
 
@@ -267,7 +270,11 @@ async def save(request: Request) -> Response:
             name=name, kind="code", source=source, description=description, policy=policy
         )
         outcome = catalog.save_check(
-            services.store, principal, spec, services.runs.quotas(principal.tenant_id)
+            services.store,
+            principal,
+            spec,
+            services.runs.quotas(principal.tenant_id),
+            services.runs.packages,
         )
         hooks.check_pushed(services.audit, principal, "ui", outcome)
     except ValidationError as exc:

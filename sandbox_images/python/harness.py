@@ -52,6 +52,12 @@ sys.path[:0] = ["/opt/scorebox", "/opt/scorebox/site-packages"]
 
 from engine import contract  # noqa: E402  (needs the path above)
 
+#: A check's declared environment (PEP 723 block), present only in its derived image. The
+#: forked child puts it first on the import path just before it loads the check, so a
+#: declared package wins over the image's copy or stand-in (e.g. ``okareo``), and nothing
+#: in it can shadow a module the harness's parent imports. See engine/environments.
+DECLARED_ENVIRONMENT = "/opt/scorebox-env"
+
 #: Statuses a check's own process may report; the others only the parent or the host know.
 CHILD_STATUSES = frozenset(
     {
@@ -188,8 +194,10 @@ def describe_exception(exc: BaseException) -> str:
 
 
 def load_check(job: dict[str, Any]) -> tuple[Any, contract.Signature]:
-    """Execute the check's source as a fresh module and find ``evaluate``."""
+    """Execute the check's source as a fresh module and find ``evaluate`` (in the child)."""
     source = job["source"]
+    if os.path.isdir(DECLARED_ENVIRONMENT) and DECLARED_ENVIRONMENT not in sys.path:
+        sys.path.insert(0, DECLARED_ENVIRONMENT)
     if job.get("policy") == contract.Policy.RESTRICTED.value:
         from engine.contract.restricted import exec_restricted
 

@@ -12,6 +12,7 @@ import pytest
 
 from engine.contract import OutputType, Policy
 from engine.contract.rules import MAX_SOURCE_BYTES
+from engine.environments import PackageRules
 from engine.validation import ISSUE_CODES, DeclaredCheck, ValidationReport, validate
 
 BOTH = ("standard", "restricted")
@@ -325,7 +326,7 @@ VALID: list[Any] = [
     pytest.param(OKAREO_SDK_MODEL_INPUT_SUBSET, Expect(CLASS, STATIC, (SI, MI), B), id="okareo-sdk-subset-any-order"),  # noqa: E501
     pytest.param(OKAREO_COOKBOOK_CHARACTER_COUNT, Expect(CLASS, STATIC, (MO,), N), id="okareo-cookbook-character-count"),  # noqa: E501
     pytest.param(OKAREO_COOKBOOK_REQUIRED_PARAMS, Expect(CLASS, STATIC, (MO, SR), B), id="okareo-cookbook-json-print"),  # noqa: E501
-    pytest.param(OKAREO_GENERATED_TOKEN_RATIO, Expect(CLASS, STATIC, (MO, SI), F, warnings=("unavailable-import",), policies=("standard",)), id="okareo-generated-own-basecheck"),  # noqa: E501
+    pytest.param('# /// script\n# dependencies = ["spacy"]\n# ///\n' + OKAREO_GENERATED_TOKEN_RATIO, Expect(CLASS, STATIC, (MO, SI), F, policies=("standard",)), id="okareo-generated-own-basecheck"),  # noqa: E501
     pytest.param(DOES_CODE_COMPILE, Expect(CLASS, STATIC, (MO,), B, policies=("standard",)), id="does-code-compile"),  # noqa: E501
     pytest.param(COMPRESSION_RATIO, Expect(CLASS, STATIC, (MO, SI), F), id="compression-ratio"),
     pytest.param(LEVENSHTEIN_WITH_HELPER, Expect(CLASS, STATIC, (MO, SR), N), id="levenshtein-helper-function"),  # noqa: E501
@@ -428,7 +429,12 @@ DEFECTS: list[Any] = [
     pytest.param("from okareo.checks import CodeBasedCheck, CheckKind\ndef evaluate(model_output):\n    return 1\n", S, None, "unknown-import-name", 1, 43, id="unknown-import-name"),  # noqa: E501
     pytest.param("from .helpers import score\ndef evaluate(model_output):\n    return score(model_output)\n", S, None, "relative-import", 1, 1, id="relative-import"),  # noqa: E501
     pytest.param("def evaluate(model_output):\n    import subprocess\n    return 1\n", S, None, "unusable-import", 2, 12, id="unusable-import"),  # noqa: E501
-    pytest.param("import json, torch\ndef evaluate(model_output):\n    return 1\n", S, None, "unavailable-import", 1, 14, id="unavailable-import"),  # noqa: E501
+    pytest.param("import json, torch\ndef evaluate(model_output):\n    return 1\n", S, None, "undeclared-import", 1, 14, id="undeclared-import"),  # noqa: E501
+    pytest.param("try:\n    import torch\nexcept ImportError:\n    torch = None\ndef evaluate(model_output):\n    return 1\n", S, None, "unavailable-import", 2, 12, id="guarded-unavailable-import"),  # noqa: E501
+    pytest.param('# /// script\n# dependencies = ["textstat"\n# ///\ndef evaluate(model_output):\n    return 1\n', S, None, "dependencies-invalid", 2, 29, id="block-bad-toml"),  # noqa: E501
+    pytest.param('# /// script\n# dependencies = ["textstat", "bad name ==="]\n# ///\ndef evaluate(model_output):\n    return 1\n', S, None, "dependencies-invalid", 2, 32, id="block-bad-requirement"),  # noqa: E501
+    pytest.param('# /// script\n# requires-python = ">=3.12"\n# ///\ndef evaluate(model_output):\n    return 1\n', S, None, "dependencies-invalid", 2, 3, id="block-requires-python"),  # noqa: E501
+    pytest.param('# /// script\n# dependencies = ["Denied_Pkg==1.0"]\n# ///\ndef evaluate(model_output):\n    return 1\n', S, None, "package-not-allowed", 2, 20, id="block-denied-package"),  # noqa: E501
     pytest.param("import os\ndef evaluate(model_output):\n    return 1\n", R, None, "import-not-allowed", 1, 8, id="import-os"),  # noqa: E501
     pytest.param("def evaluate(model_output):\n    import subprocess\n    return 1\n", R, None, "import-not-allowed", 2, 12, id="import-subprocess"),  # noqa: E501
     pytest.param("from socket import socket\ndef evaluate(model_output):\n    return 1\n", R, None, "import-not-allowed", 1, 1, id="import-from-socket"),  # noqa: E501
@@ -459,7 +465,7 @@ def test_defects(
     line: int | None,
     col: int | None,
 ) -> None:
-    report = validate(source, policy, declared)
+    report = validate(source, policy, declared, packages=PackageRules.of([], ["denied-*"]))
     found = [(i.code, i.line, i.col) for i in report.issues]
     assert (code, line, col) in found, [i.model_dump() for i in report.issues]
     issue = next(i for i in report.issues if (i.code, i.line, i.col) == (code, line, col))
@@ -489,7 +495,10 @@ def test_every_reported_code_is_documented() -> None:
 
 
 def test_warnings_leave_the_check_valid() -> None:
-    report = validate(OKAREO_GENERATED_TOKEN_RATIO, "standard")
+    guarded = OKAREO_GENERATED_TOKEN_RATIO.replace(
+        "import spacy\n", "try:\n    import spacy\nexcept ImportError:\n    spacy = None\n"
+    )
+    report = validate(guarded, "standard")
     assert report.valid
     assert [i.code for i in report.warnings] == ["unavailable-import"]
     assert "spacy" in report.warnings[0].message

@@ -8,9 +8,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
 from engine import catalog
-from engine.api.deps import PrincipalDep, RunsDep, StoreDep
+from engine.api.deps import PrincipalDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
+from engine.api.services import Services
 from engine.audit import hooks
 from engine.audit.api import AuditDep
 from engine.audit.store import AuditLog
@@ -19,10 +20,25 @@ from engine.catalog import CheckSpec
 from engine.contract import Policy
 from engine.contract.files import kind_of_file
 from engine.contract.rules import ModelCheckType
-from engine.errors import InvalidRequestError, NotFoundError
+from engine.environments.build import Environments
+from engine.environments.spec import BLOCK_MARKER
+from engine.environments.status import EnvironmentStatus, build_in_background, status_of
+from engine.errors import InvalidRequestError, NotFoundError, ScoreboxError
 from engine.validation import ValidationReport
 
 router = APIRouter(prefix="/v1/checks", tags=["checks"])
+
+
+def _environments(services: Services) -> Environments | None:
+    """This node's environment cache, when it scores checks itself (embedded mode)."""
+    if services.settings.broker_url:
+        return None
+    try:
+        backend = services.runners.get().backend
+    except ScoreboxError:
+        return None
+    cache = getattr(backend, "environments", None)
+    return cache if isinstance(cache, Environments) else None
 
 
 def _save(
@@ -32,10 +48,17 @@ def _save(
     spec: CheckSpec,
     response: Response,
     audit: AuditLog,
+    services: Services | None = None,
 ) -> CheckOut:
-    outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
+    outcome = catalog.save_check(
+        store, principal, spec, runs.quotas(principal.tenant_id), runs.packages
+    )
     hooks.check_pushed(audit, principal, "api", outcome)
     response.status_code = 201 if outcome.created else 200
+    if services is not None and spec.source and BLOCK_MARKER in spec.source:
+        environments = _environments(services)
+        if environments is not None:  # the push returns now; the build goes on
+            build_in_background(spec.source, environments)
     return CheckOut.of(outcome.check, catalog.save_warnings(outcome, runs.builtins))
 
 
@@ -60,8 +83,9 @@ def create_check(
     principal: PrincipalDep,
     response: Response,
     audit: AuditDep,
+    services: ServicesDep,
 ) -> CheckOut:
-    return _save(store, runs, principal, spec, response, audit)
+    return _save(store, runs, principal, spec, response, audit, services)
 
 
 @router.post(
@@ -83,6 +107,7 @@ async def upload_check(
     principal: PrincipalDep,
     audit: AuditDep,
     response: Response,
+    services: ServicesDep,
     file: Annotated[
         UploadFile,
         File(description="The check: Python source (code) or a prompt template (model)."),
@@ -131,7 +156,7 @@ async def upload_check(
         )
     except ValueError as exc:
         raise InvalidRequestError(f"bad check fields: {exc}") from exc
-    return _save(store, runs, principal, spec, response, audit)
+    return _save(store, runs, principal, spec, response, audit, services)
 
 
 @router.post(
@@ -144,7 +169,7 @@ async def upload_check(
 def validate_check(
     spec: ValidateRequest, runs: RunsDep, principal: PrincipalDep
 ) -> ValidationReport:
-    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id))
+    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
     return report
 
 
@@ -193,6 +218,28 @@ def get_check(
             raise
         [item] = describe({builtin.name: builtin})
         return CheckOut.of_builtin(item)
+
+
+@router.get(
+    "/{ref}/environment",
+    response_model=EnvironmentStatus,
+    summary="The build state of a check's declared environment",
+    description="A check with a PEP 723 block (`# /// script`) runs in an environment built "
+    "once per requirement set: `missing` (the first job, or the push on a scoring node, "
+    "builds it), `building`, `ready` (with what resolved and its size) or `failed` (with "
+    "the error and the build log's path). `none`: the check declares nothing.",
+    responses=responses(401, 404),
+)
+def check_environment(
+    ref: str,
+    store: StoreDep,
+    principal: PrincipalDep,
+    services: ServicesDep,
+    version: Annotated[int | None, Query(ge=1, le=catalog.MAX_VERSION)] = None,
+) -> EnvironmentStatus:
+    check = catalog.get_check(store, principal.tenant_id, ref, version)
+    source = check.source or ""
+    return status_of(source, _environments(services) if BLOCK_MARKER in source else None)
 
 
 @router.delete(

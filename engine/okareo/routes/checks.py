@@ -92,7 +92,9 @@ def create_or_update_check(
     if body.check_id and not name:
         name = catalog.get_check(store, principal.tenant_id, str(body.check_id)).name
     spec = translate.check_spec(name, body.description, body.tags, body.check_config)
-    outcome = catalog.save_check(store, principal, spec, runs.quotas(principal.tenant_id))
+    outcome = catalog.save_check(
+        store, principal, spec, runs.quotas(principal.tenant_id), runs.packages
+    )
     hooks.check_pushed(audit, principal, "v0", outcome)
     warnings = [i.message for i in catalog.save_warnings(outcome, runs.builtins)]
     return render_check(outcome.check, project.id, warnings)

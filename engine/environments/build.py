@@ -1,0 +1,455 @@
+"""Building, caching and recording declared environments (host side; no ``docker`` here).
+
+An environment is built once per key (:func:`~engine.environments.spec.environment_key`):
+
+1. **Download** on the host with ``pip download --only-binary=:all:`` through pip's own
+   configuration (index, mirrors, proxy, certificates), or SCOREBOX_PACKAGE_INDEX_URL, plus
+   SCOREBOX_PACKAGES_WHEELHOUSE as ``--find-links``. The one step with network; it runs no
+   package code (wheels only: no build step, no setup.py).
+2. **Install** offline in a hardened container with no network (``--no-index
+   --find-links``), through the :class:`Installer` the Docker backend provides; the result
+   is a derived image ``scorebox-env:<key>`` whose labels record what resolved.
+
+Concurrent builders of one key (threads, processes, API servers and workers sharing a
+Docker engine) are serialised by a file lock on the host beside the cache; whoever gets it
+second finds the image and builds nothing. A failed build is remembered (its log kept) for
+:data:`FAILURE_TTL_SECONDS`, so every row of a check gets the same ``sandbox_error``
+without rebuilding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import platform
+import re
+import shutil
+import subprocess  # nosec B404: pip download is run as a fixed argument list
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from engine.environments.spec import (
+    SANDBOX_PYTHON,
+    Declared,
+    PackageRules,
+    environment_key,
+    read_block,
+)
+from engine.errors import EnvironmentBuildError
+from engine.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: Repository of derived environment images (tag: the environment's key).
+ENV_REPOSITORY = "scorebox-env"
+#: Where an environment lives inside its image (the harness puts it first on sys.path).
+ENV_PATH = "/opt/scorebox-env"
+#: Seconds a failed build is remembered before a job may try it again.
+FAILURE_TTL_SECONDS = 300.0
+#: The newest glibc whose manylinux wheels run on the sandbox (Debian bookworm: 2.36).
+SANDBOX_GLIBC = (2, 36)
+_NO_WHEEL = re.compile(
+    r"(?:No matching distribution found for|"
+    r"Could not find a version that satisfies the requirement) (?P<req>\S+)"
+)
+
+
+@dataclass(frozen=True)
+class EnvironmentRecord:
+    """A built environment: what was asked, what resolved, how big, how long it took."""
+
+    key: str
+    requirements: tuple[str, ...]
+    resolved: dict[str, str]  # distribution -> version
+    size_bytes: int
+    base_image: str
+    built_at: float
+    build_seconds: float
+    image: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BuildState:
+    """What ``scorebox env show`` and the API say about an environment."""
+
+    key: str
+    state: str  # "ready", "building", "failed", "missing"
+    record: EnvironmentRecord | None = None
+    error: str | None = None
+    log_path: str | None = None
+    requirements: tuple[str, ...] = field(default_factory=tuple)
+
+
+class Installer(Protocol):
+    """The container half (the Docker backend): install wheels offline, find, list, remove."""
+
+    def find_environment(self, key: str) -> EnvironmentRecord | None:
+        """The record of a built environment, or None."""
+        ...
+
+    def install_environment(
+        self,
+        key: str,
+        wheels: Path,
+        requirements: Sequence[str],
+        *,
+        timeout: float,
+        max_bytes: int,
+        log_file: Path,
+    ) -> EnvironmentRecord:
+        """Install ``wheels`` offline into a derived image; raise EnvironmentBuildError."""
+        ...
+
+    def list_environments(self) -> list[EnvironmentRecord]:
+        """Every built environment on this engine."""
+        ...
+
+    def remove_environment(self, key: str) -> bool:
+        """Delete a built environment; False when it was not there."""
+        ...
+
+
+def platform_tags(machine: str | None = None) -> list[str]:
+    """``--platform`` values for wheels that run on the sandbox (glibc manylinux, its arch)."""
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(
+        (machine or platform.machine()).lower(), (machine or platform.machine()).lower()
+    )
+    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(SANDBOX_GLIBC[1], 16, -1)]
+    tags += [f"manylinux2014_{arch}", f"manylinux2010_{arch}", f"manylinux1_{arch}"]
+    return tags
+
+
+def download_command(
+    requirements: Sequence[str], dest: Path, settings: Settings, *, for_sandbox: bool = True
+) -> list[str]:
+    """The ``pip download`` argument list: wheels only, for the sandbox's Python and arch."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--only-binary=:all:",
+        "--dest",
+        str(dest),
+    ]
+    if for_sandbox:
+        major, minor = SANDBOX_PYTHON.split(".")[:2]
+        command += [
+            "--python-version",
+            f"{major}.{minor}",
+            "--implementation",
+            "cp",
+            "--abi",
+            f"cp{major}{minor}",
+            "--abi",
+            "abi3",
+            "--abi",
+            "none",
+        ]
+        for tag in platform_tags():
+            command += ["--platform", tag]
+    if settings.package_index_url:
+        command += ["--index-url", settings.package_index_url]
+    if settings.packages_wheelhouse:
+        command += ["--find-links", str(settings.packages_wheelhouse)]
+    return [*command, *requirements]
+
+
+def no_wheel_message(output: str, requirements: Sequence[str]) -> str:
+    """What pip's failure means for the operator, naming the requirement and the fixes."""
+    found = _NO_WHEEL.search(output)
+    what = found.group("req") if found else ", ".join(requirements)
+    return (
+        f"no wheel of `{what}` for Python {SANDBOX_PYTHON} on this platform (scorebox installs "
+        "wheels only, so no package's build code runs): an operator can put a wheel in "
+        f"SCOREBOX_PACKAGES_WHEELHOUSE, or build one from the sdist with `scorebox env wheel "
+        f"'{what}'` (offline, in a hardened container)"
+    )
+
+
+class Environments:
+    """The environment cache of one host: key, build once, record, wait, prune."""
+
+    def __init__(self, settings: Settings, installer: Installer) -> None:
+        self.settings = settings
+        self.installer = installer
+        self.root = settings.data_dir / "environments"
+        self.rules = PackageRules.of(settings.packages_allow, settings.packages_deny)
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self._ready: dict[str, EnvironmentRecord] = {}
+        self._declared_cache: dict[str, Declared] = {}
+        #: Builds this process ran (keys), for tests and the bench.
+        self.built: list[str] = []
+
+    # -- keys and paths ------------------------------------------------------------------
+
+    def declared(self, source: str) -> Declared:
+        """The block of ``source`` under this host's allow/deny rules."""
+        return read_block(source, self.rules)
+
+    def key(self, requirements: Sequence[str]) -> str:
+        """The key of ``requirements`` on this host's base image."""
+        return environment_key(requirements, self.settings.image)
+
+    def log_path(self, key: str) -> Path:
+        """Where the last build log of ``key`` is kept."""
+        return self.root / "logs" / f"{key}.log"
+
+    def _failure_path(self, key: str) -> Path:
+        return self.root / "failed" / f"{key}.json"
+
+    # -- use -----------------------------------------------------------------------------
+
+    def image_for(self, source: str) -> str | None:
+        """The image a check's job runs in: None without a block, else its built env.
+
+        Builds on first use (waiting for another builder up to ``env_wait_seconds``).
+        Raises EnvironmentBuildError naming the build and its log.
+        """
+        declared = self._declared_cache.get(source)
+        if declared is None:
+            declared = self.declared(source)
+            if len(self._declared_cache) >= 256:
+                self._declared_cache.clear()
+            self._declared_cache[source] = declared
+        if declared.problems:
+            problem = declared.problems[0]
+            raise EnvironmentBuildError(
+                f"the check's `# /// script` block is refused (line {problem.line}): "
+                f"{problem.message}"
+            )
+        if not declared.requirements:
+            return None
+        return self.ensure(declared.requirements).image
+
+    def ensure(self, requirements: Sequence[str]) -> EnvironmentRecord:
+        """The built environment of ``requirements``: found, or built here once."""
+        key = self.key(requirements)
+        cached = self._ready.get(key)
+        if cached is not None:
+            return cached
+        with self._key_lock(key):
+            record = self.installer.find_environment(key)
+            if record is None:
+                self._raise_recent_failure(key)
+                if self.settings.packages_offline:
+                    raise EnvironmentBuildError(
+                        f"environment {key} ({', '.join(requirements)}) is not built and "
+                        "SCOREBOX_PACKAGES_OFFLINE is set: build it in advance with `scorebox "
+                        "env build CHECK_FILE` on this host"
+                    )
+                record = self._build(key, requirements)
+        self._ready[key] = record
+        return record
+
+    def forget_image(self, image: str) -> None:
+        """Drop a cached record whose image vanished (pruned): the next use looks again."""
+        for key, record in list(self._ready.items()):
+            if record.image == image:
+                self._ready.pop(key, None)
+
+    def state(self, requirements: Sequence[str]) -> BuildState:
+        """Ready, building (another holder of the lock), failed or missing."""
+        key = self.key(requirements)
+        record = self._ready.get(key) or self.installer.find_environment(key)
+        if record is not None:
+            return BuildState(key, "ready", record, requirements=tuple(requirements))
+        failure = self._failure(key)
+        if failure is not None:
+            return BuildState(
+                key, "failed", None, failure, str(self.log_path(key)), tuple(requirements)
+            )
+        if self._locked_elsewhere(key):
+            return BuildState(key, "building", requirements=tuple(requirements))
+        return BuildState(key, "missing", requirements=tuple(requirements))
+
+    # -- build ---------------------------------------------------------------------------
+
+    def _build(self, key: str, requirements: Sequence[str]) -> EnvironmentRecord:
+        log_file = self.log_path(key)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        try:
+            with tempfile.TemporaryDirectory(prefix=f"scorebox-env-{key}-") as tmp:
+                wheels = Path(tmp)
+                self._download(requirements, wheels, log_file)
+                self._download_pip(wheels, log_file)
+                spent = time.monotonic() - started
+                record = self.installer.install_environment(
+                    key,
+                    wheels,
+                    requirements,
+                    timeout=max(self.settings.env_build_timeout_seconds - spent, 1.0),
+                    max_bytes=self.settings.env_max_mb * 1024 * 1024,
+                    log_file=log_file,
+                )
+        except EnvironmentBuildError as exc:
+            message = f"environment {key} failed to build: {exc} (build log: {log_file})"
+            self._remember_failure(key, message)
+            raise EnvironmentBuildError(message) from exc
+        self._failure_path(key).unlink(missing_ok=True)
+        self.built.append(key)
+        log.info("built environment %s in %.1f s", key, time.monotonic() - started)
+        return record
+
+    def _download(self, requirements: Sequence[str], dest: Path, log_file: Path) -> None:
+        wheels = dest
+        wheels.mkdir(exist_ok=True)
+        command = download_command(requirements, wheels, self.settings)
+        output = self._pip(command, log_file, "download")
+        total = sum(p.stat().st_size for p in wheels.glob("*.whl"))
+        limit = self.settings.env_max_mb * 1024 * 1024
+        if total > limit:
+            raise EnvironmentBuildError(
+                f"its wheels alone are {total / 1e6:.1f} MB, past SCOREBOX_ENV_MAX_MB="
+                f"{self.settings.env_max_mb}: declare fewer or smaller packages, or ask the "
+                "operator to raise the limit"
+            )
+        del output
+
+    def _download_pip(self, dest: Path, log_file: Path) -> None:
+        """pip's own wheel, which installs the others inside the container (no pip there)."""
+        tools = self.root / "tools"
+        tools.mkdir(parents=True, exist_ok=True)
+        found = sorted(tools.glob("pip-*.whl"))
+        if not found:
+            self._pip(download_command(["pip"], tools, self.settings), log_file, "download pip")
+            found = sorted(tools.glob("pip-*.whl"))
+        if not found:
+            raise EnvironmentBuildError("pip download fetched no pip wheel")
+        shutil.copy2(found[-1], dest / "scorebox-installer-pip.whl")
+
+    def _pip(self, command: list[str], log_file: Path, step: str) -> str:
+        try:
+            done = subprocess.run(  # nosec B603: a fixed argument list, no shell
+                command,
+                capture_output=True,
+                text=True,
+                timeout=self.settings.env_build_timeout_seconds,
+                check=False,
+                env={**os.environ, "PIP_NO_INPUT": "1"},
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise EnvironmentBuildError(
+                f"pip {step} passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS="
+                f"{self.settings.env_build_timeout_seconds:.0f}"
+            ) from exc
+        output = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"
+        with log_file.open("a") as handle:
+            handle.write(output)
+        if done.returncode != 0:
+            if _NO_WHEEL.search(output):
+                raise EnvironmentBuildError(no_wheel_message(output, command[-1:]))
+            tail = "\n".join(done.stderr.strip().splitlines()[-5:])
+            raise EnvironmentBuildError(f"pip {step} failed: {tail}")
+        return output
+
+    # -- locks and failures ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _key_lock(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        deadline = time.monotonic() + self.settings.env_wait_seconds
+        if not lock.acquire(timeout=self.settings.env_wait_seconds):
+            raise EnvironmentBuildError(self._wait_message(key))
+        try:
+            path = self.root / "locks" / f"{key}.lock"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as handle:
+                while True:
+                    try:
+                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= deadline:
+                            raise EnvironmentBuildError(self._wait_message(key)) from None
+                        time.sleep(0.2)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            lock.release()
+
+    def _wait_message(self, key: str) -> str:
+        return (
+            f"environment {key} is still being built by another process after "
+            f"SCOREBOX_ENV_WAIT_SECONDS={self.settings.env_wait_seconds:.0f}: try again later "
+            f"(build log: {self.log_path(key)})"
+        )
+
+    def _locked_elsewhere(self, key: str) -> bool:
+        path = self.root / "locks" / f"{key}.lock"
+        if not path.exists():
+            return False
+        with path.open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+    def _remember_failure(self, key: str, message: str) -> None:
+        path = self._failure_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"at": time.time(), "error": message}))
+
+    def _failure(self, key: str) -> str | None:
+        try:
+            data = json.loads(self._failure_path(key).read_text())
+        except (OSError, ValueError):
+            return None
+        if time.time() - float(data.get("at", 0)) > FAILURE_TTL_SECONDS:
+            return None
+        return str(data.get("error", "failed"))
+
+    def _raise_recent_failure(self, key: str) -> None:
+        failure = self._failure(key)
+        if failure is not None:
+            raise EnvironmentBuildError(failure)
+
+    def forget_failure(self, key: str | None = None) -> None:
+        """Let the next use build ``key`` (None: every key) again.
+
+        ``scorebox env build`` forgets its key; ``scorebox env wheel`` forgets them all,
+        since a new wheel in the wheelhouse may mend any failed build.
+        """
+        paths = [self._failure_path(key)] if key else list(self.root.glob("failed/*.json"))
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+    # -- operators -------------------------------------------------------------------------
+
+    def records(self) -> list[EnvironmentRecord]:
+        """Every environment built on this engine, newest first."""
+        return sorted(self.installer.list_environments(), key=lambda r: -r.built_at)
+
+    def prune(self, *, keep: Sequence[str] = (), all_bases: bool = False) -> list[str]:
+        """Remove environments of other base images (or all but ``keep`` with all_bases)."""
+        removed = []
+        for record in self.installer.list_environments():
+            if record.key in keep:
+                continue
+            stale = all_bases or record.base_image != self.settings.image
+            if stale and self.installer.remove_environment(record.key):
+                removed.append(record.key)
+                self._ready.pop(record.key, None)
+        return removed

@@ -1,0 +1,93 @@
+"""What the API says about a check's environment, and the build a push starts.
+
+An API node that scores (embedded mode) starts building a pushed check's environment in
+the background, so the push returns as soon as the check is stored and the first score
+finds it ready. A node that does not score (distributed mode) builds nothing: each
+worker builds on first use.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from engine.environments.build import Environments
+from engine.environments.spec import BLOCK_MARKER, PackageRules, read_block
+from engine.errors import ScoreboxError
+
+log = logging.getLogger(__name__)
+
+State = Literal["none", "ready", "building", "failed", "missing", "unknown"]
+
+
+class EnvironmentStatus(BaseModel):
+    """A check's declared environment: its key, state and, once built, what resolved."""
+
+    key: str | None = None
+    state: State = Field(
+        description="`none`: no block; `missing`: not built yet (the first job builds it); "
+        "`building`; `ready`; `failed` (see `error` and `log`); `unknown`: this node has no "
+        "sandbox (distributed mode: each worker builds on first use)"
+    )
+    requirements: list[str] = Field(default_factory=list)
+    resolved: dict[str, str] = Field(default_factory=dict)
+    size_bytes: int | None = None
+    error: str | None = None
+    log: str | None = None
+    detail: str | None = None
+
+
+def status_of(source: str | None, environments: Environments | None) -> EnvironmentStatus:
+    """The state of ``source``'s environment on this node (None: no sandbox here)."""
+    if not source or BLOCK_MARKER not in source:
+        return EnvironmentStatus(state="none")
+    rules = environments.rules if environments is not None else PackageRules()
+    declared = read_block(source, rules)
+    if declared.problems:
+        problem = declared.problems[0]
+        return EnvironmentStatus(state="failed", error=f"line {problem.line}: {problem.message}")
+    if not declared.requirements:
+        return EnvironmentStatus(state="none")
+    requirements = list(declared.requirements)
+    if environments is None:
+        return EnvironmentStatus(
+            state="unknown",
+            requirements=requirements,
+            detail="this node runs no sandbox: each worker builds the environment on first use",
+        )
+    try:
+        state = environments.state(declared.requirements)
+    except ScoreboxError as exc:
+        return EnvironmentStatus(state="unknown", requirements=requirements, detail=str(exc))
+    record = state.record
+    return EnvironmentStatus(
+        key=state.key,
+        state=state.state,
+        requirements=requirements,
+        resolved=dict(record.resolved) if record else {},
+        size_bytes=record.size_bytes if record else None,
+        error=state.error,
+        log=state.log_path or str(environments.log_path(state.key)),
+    )
+
+
+def build_in_background(source: str, environments: Environments) -> threading.Thread | None:
+    """Start building ``source``'s environment in a daemon thread (None: nothing to build)."""
+    declared = environments.declared(source)
+    if declared.problems or not declared.requirements:
+        return None
+    if environments.settings.packages_offline:
+        return None
+
+    def build() -> None:
+        try:
+            environments.ensure(declared.requirements)
+        except ScoreboxError as exc:  # remembered with its log; every row will say so
+            log.warning("background build failed: %s", exc)
+
+    thread = threading.Thread(target=build, name="scorebox-env-build", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,84 @@
+"""Issue 29 through the API with a real Docker engine: a push returns as soon as the check
+is stored, its environment builds in the background, GET .../environment shows the state,
+scoring uses it; a failed build gives every row a sandbox_error naming the build and log."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.environments import environment_key, read_block
+from engine.sandbox.docker.backend import docker_environments
+from engine.settings import Settings
+from tests.api.conftest import Api
+
+pytestmark = pytest.mark.docker
+
+SLUG = '# /// script\n# dependencies = ["python-slugify==8.0.2"]\n# ///\n' + (
+    "import slugify\n\ndef evaluate(model_output) -> bool:\n"
+    "    return slugify.slugify(model_output) == 'hello-world'\n"
+)
+LANGDETECT = '# /// script\n# dependencies = ["langdetect==1.0.8"]\n# ///\n' + (
+    "import langdetect\n\ndef evaluate(model_output) -> bool:\n    return True\n"
+)
+
+
+def _wait_state(api: Api, h: dict[str, str], name: str, *states: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 300
+    while True:
+        body = api.client.get(f"/v1/checks/{name}/environment", headers=h).json()
+        if body["state"] in states:
+            return dict(body)
+        assert time.monotonic() < deadline, body
+        time.sleep(0.5)
+
+
+def test_push_returns_at_once_then_the_environment_builds_and_scores(
+    docker_settings: Settings, docker_api: Api
+) -> None:
+    api = docker_api
+    for source in (SLUG, LANGDETECT):
+        key = environment_key(read_block(source).requirements, docker_settings.image)
+        docker_environments(docker_settings).installer.remove_environment(key)
+    h = api.tenant()
+    started = time.monotonic()
+    pushed = api.client.post("/v1/checks", headers=h, json={"name": "slug", "source": SLUG})
+    assert pushed.status_code == 201, pushed.text
+    assert time.monotonic() - started < 5  # a build takes longer: the push did not wait
+    first = api.client.get("/v1/checks/slug/environment", headers=h).json()
+    assert first["state"] in ("missing", "building", "ready")
+    assert first["requirements"] == ["python-slugify==8.0.2"]
+    ready = _wait_state(api, h, "slug", "ready", "failed")
+    assert ready["state"] == "ready", ready
+    assert ready["resolved"]["python_slugify"] == "8.0.2" and ready["size_bytes"] > 0
+
+    rows = [{"model_output": "Hello, World!"}, {"model_output": "other"}]
+    scored = api.client.post("/v1/score", headers=h, json={"checks": ["slug"], "rows": rows})
+    assert scored.status_code == 200, scored.text
+    assert [(r["status"], r["score"]) for r in scored.json()["results"]] == [
+        ("ok", True),
+        ("ok", False),
+    ]
+
+    pushed = api.client.post("/v1/checks", headers=h, json={"name": "ld", "source": LANGDETECT})
+    assert pushed.status_code == 201, pushed.text
+    failed = _wait_state(api, h, "ld", "failed", "ready")
+    assert failed["state"] == "failed", failed
+    assert "no wheel of `langdetect==1.0.8`" in failed["error"]
+    assert Path(failed["log"]).is_file()
+    scored = api.client.post("/v1/score", headers=h, json={"checks": ["ld"], "rows": rows})
+    assert scored.status_code == 200, scored.text
+    results = scored.json()["results"]
+    assert {r["status"] for r in results} == {"sandbox_error"}
+    assert all("failed to build" in r["error"] and "build log:" in r["error"] for r in results)
+
+    plain = api.client.post(
+        "/v1/checks",
+        headers=h,
+        json={"name": "plain", "source": "def evaluate(model_output) -> bool:\n    return True\n"},
+    )
+    assert plain.status_code == 201
+    assert api.client.get("/v1/checks/plain/environment", headers=h).json()["state"] == "none"

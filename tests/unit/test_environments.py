@@ -1,0 +1,127 @@
+"""engine.environments without Docker: the block's key, pip's command line, offline mode,
+remembered failures and a pruned image (an in-memory Installer stands in for Docker)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from engine.environments import EnvironmentRecord, Environments, environment_key, read_block
+from engine.environments.build import download_command, platform_tags
+from engine.errors import EnvironmentBuildError
+from engine.settings import Settings
+
+
+class MemoryInstaller:
+    """Environments kept in a dict; counts lookups."""
+
+    def __init__(self) -> None:
+        self.images: dict[str, EnvironmentRecord] = {}
+        self.finds = 0
+
+    def find_environment(self, key: str) -> EnvironmentRecord | None:
+        self.finds += 1
+        return self.images.get(key)
+
+    def install_environment(
+        self,
+        key: str,
+        wheels: Path,
+        requirements: Sequence[str],
+        *,
+        timeout: float,
+        max_bytes: int,
+        log_file: Path,
+    ) -> EnvironmentRecord:
+        raise AssertionError("no build expected")
+
+    def list_environments(self) -> list[EnvironmentRecord]:
+        return list(self.images.values())
+
+    def remove_environment(self, key: str) -> bool:
+        return self.images.pop(key, None) is not None
+
+
+def _record(key: str, base: str = "img:1") -> EnvironmentRecord:
+    return EnvironmentRecord(
+        key, ("textstat==0.7.4",), {"textstat": "0.7.4"}, 10, base, 0, 1, f"scorebox-env:{key}"
+    )
+
+
+def test_the_key_is_the_normalised_set_and_the_base_image() -> None:
+    one = read_block('# /// script\n# dependencies = ["TextStat==0.7.4", "Py_Phen"]\n# ///\n')
+    two = read_block('# /// script\n# dependencies = ["py-phen", "textstat==0.7.4"]\n# ///\n')
+    assert one.requirements == two.requirements == ("py-phen", "textstat==0.7.4")
+    assert environment_key(one.requirements, "img:1") == environment_key(two.requirements, "img:1")
+    assert environment_key(one.requirements, "img:1") != environment_key(one.requirements, "img:2")
+
+
+def test_pip_download_is_wheels_only_for_the_sandbox(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path,
+        package_index_url="https://mirror.example/simple",
+        packages_wheelhouse=tmp_path / "wh",
+    )
+    command = download_command(["textstat==0.7.4"], tmp_path, settings)
+    assert command[1:4] == ["-m", "pip", "download"]
+    assert "--only-binary=:all:" in command
+    assert command[command.index("--python-version") + 1] == "3.11"
+    assert command[command.index("--index-url") + 1] == "https://mirror.example/simple"
+    assert command[command.index("--find-links") + 1] == str(tmp_path / "wh")
+    assert "manylinux_2_36_x86_64" in platform_tags("x86_64")
+    assert "manylinux_2_37_x86_64" not in platform_tags("x86_64")
+
+
+def test_offline_mode_refuses_to_build(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1", packages_offline=True)
+    environments = Environments(settings, MemoryInstaller())
+    with pytest.raises(EnvironmentBuildError, match=r"SCOREBOX_PACKAGES_OFFLINE.*env build"):
+        environments.ensure(["textstat==0.7.4"])
+
+
+def test_a_failure_is_remembered_until_forgotten(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1")
+    environments = Environments(settings, MemoryInstaller())
+    key = environments.key(["textstat==0.7.4"])
+    environments._remember_failure(key, "environment x failed to build: no wheel")
+    with pytest.raises(EnvironmentBuildError, match="no wheel"):
+        environments.ensure(["textstat==0.7.4"])  # no second build attempt
+    assert environments.state(["textstat==0.7.4"]).state == "failed"
+    environments.forget_failure()
+    assert environments.state(["textstat==0.7.4"]).state == "missing"
+
+
+def test_a_pruned_image_is_looked_up_again(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1")
+    installer = MemoryInstaller()
+    environments = Environments(settings, installer)
+    key = environments.key(["textstat==0.7.4"])
+    installer.images[key] = _record(key)
+    source = '# /// script\n# dependencies = ["textstat==0.7.4"]\n# ///\n'
+    assert environments.image_for(source) == f"scorebox-env:{key}"
+    assert environments.image_for(source) == f"scorebox-env:{key}"
+    assert installer.finds == 1  # cached after the first lookup
+    environments.forget_image(f"scorebox-env:{key}")
+    environments.image_for(source)
+    assert installer.finds == 2
+
+
+def test_prune_keeps_the_current_images_environments(tmp_path: Path) -> None:
+    installer = MemoryInstaller()
+    installer.images = {"a": _record("a", "img:1"), "b": _record("b", "img:0")}
+    environments = Environments(Settings(data_dir=tmp_path, image="img:1"), installer)
+    assert environments.prune() == ["b"]
+    assert environments.prune(all_bases=True) == ["a"]
+
+
+def test_a_download_past_the_build_time_limit_names_the_setting(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1", env_build_timeout_seconds=0.01)
+    environments = Environments(settings, MemoryInstaller())
+    with pytest.raises(EnvironmentBuildError) as caught:
+        environments.ensure(["textstat==0.7.4"])
+    message = str(caught.value)
+    assert "passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS=0" in message
+    assert "build log:" in message
+    assert environments.state(["textstat==0.7.4"]).state == "failed"

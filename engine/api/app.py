@@ -19,14 +19,16 @@ from engine.api.services import Services
 from engine.builtins import build_builtins
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
+from engine.gateway import ModelGateway
 from engine.judging.usage import MeteredClient
 from engine.llm import LLMClient
 from engine.openai_client import create_llm_client
 from engine.runs.executors import CodeExecutor, EngineHolder, Executors, ModelExecutor
 from engine.runs.metrics import Metrics
+from engine.runs.quotas import effective_quotas
 from engine.runs.service import RunService
 from engine.settings import Settings
-from engine.storage import SqlStore, create_db_engine, upgrade
+from engine.storage import SqlStore, Store, create_db_engine, upgrade
 from engine.storage.llm_cache import SqlResponseCache, TenantResponseCache
 
 if TYPE_CHECKING:
@@ -60,6 +62,21 @@ def _llm_client(settings: Settings, db: SAEngine) -> LLMClient | None:
         return None
 
 
+def model_gateway(settings: Settings, store: Store, llm: LLMClient | None) -> ModelGateway | None:
+    """The checks' model gateway over the one LLM client (None without a model)."""
+    if llm is None:
+        return None
+
+    def quota_of(tenant_id: str) -> int:
+        try:
+            overrides = store.get_tenant(tenant_id).quotas
+        except ScoreboxError:
+            overrides = None
+        return effective_quotas(settings, overrides).llm_tokens_per_run
+
+    return ModelGateway(llm, settings, quota_of)
+
+
 def create_app(
     settings: Settings,
     *,
@@ -87,7 +104,8 @@ def create_app(
         llm = _llm_client(settings, db)
         builtins = build_builtins(llm)
         executors = Executors(
-            CodeExecutor(engines), model=ModelExecutor(llm, settings.llm_concurrency)
+            CodeExecutor(engines, model_gateway(settings, store, llm)),
+            model=ModelExecutor(llm, settings.llm_concurrency),
         )
         service = RunService(settings, store, executors, metrics, builtins)
         if settings.broker_url:

@@ -49,6 +49,7 @@ def run_local(
     from engine.builtins import build_builtins  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.gateway.service import gateway_session  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runner import CodeCheck, SandboxRunner, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
@@ -62,6 +63,7 @@ def run_local(
     records: list[dict[str, Any]] = []
     stack = contextlib.ExitStack()
     engine: Any = None
+    gateway: Any = None
     try:
         with (
             stack,
@@ -98,7 +100,15 @@ def run_local(
                         engine = stack.enter_context(
                             SandboxRunner(settings.model_copy(update={"pool_size": 0}))
                         )
-                    results = engine.run_check(code, row_list, on_result=tick)
+                    session = None
+                    if llm is not None:  # the check's model calls go to the configured LLM
+                        from engine.gateway import ModelGateway  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+                        if gateway is None:
+                            gateway = ModelGateway(llm, settings)
+                        session = gateway.session("local", f"local-{path.stem}")
+                    with gateway_session(session):
+                        results = engine.run_check(code, row_list, on_result=tick)
                     summaries.append(summarize(results, path.stem).model_dump())
                 elif bare in builtins:
                     builtin = builtins[bare]

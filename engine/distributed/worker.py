@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from engine.api.app import _llm_client
+from engine.api.app import _llm_client, model_gateway
 from engine.builtins import build_builtins
 from engine.catalog import ResolvedCheck, unsaved_code_check
 from engine.contract import OutputType
@@ -66,8 +66,9 @@ class WorkerRuntime:
         self.engines = EngineHolder(settings, engine_factory)
         llm = _llm_client(settings, self.db)
         self.builtins = build_builtins(llm)
-        self.executors = Executors(
-            CodeExecutor(self.engines), model=ModelExecutor(llm, settings.llm_concurrency)
+        self.executors = Executors(  # the worker answers its own containers' model calls
+            CodeExecutor(self.engines, model_gateway(settings, self.store, llm)),
+            model=ModelExecutor(llm, settings.llm_concurrency),
         )
         self.dispatcher = Dispatcher(
             settings,

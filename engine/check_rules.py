@@ -93,6 +93,8 @@ class SandboxPackage:
     import_name: str
     debian_package: str | None  # installed from Debian when set
     wheel: str | None = None  # otherwise downloaded on the host as a wheel
+    #: The wheel's pinned version; None: the host's installed version (unpinned without one).
+    version: str | None = None
 
 
 #: Third-party packages the sandbox image provides (the image build reads this).
@@ -110,22 +112,22 @@ SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
     SandboxPackage("RestrictedPython", None, wheel="RestrictedPython"),
     SandboxPackage("rapidfuzz", None, wheel="rapidfuzz"),
     # Model clients (issue 21), configured by the image's environment to reach the model only
-    # through the sandbox's gateway, with what they import. Pinned at the host's version when
-    # the host has the distribution, else at the version named here.
+    # through the sandbox's gateway, with what they import. Pinned at the version named
+    # here, else at the host's (the openai SDK's tree is the host's own).
     SandboxPackage("openai", None, wheel="openai"),
-    SandboxPackage("cohere", None, wheel="cohere==7.3.1"),
-    SandboxPackage("google", None, wheel="google-genai==3.6.1"),
-    SandboxPackage("google.auth", None, wheel="google-auth==2.63.0"),
+    SandboxPackage("cohere", None, wheel="cohere", version="7.3.1"),
+    SandboxPackage("google", None, wheel="google-genai", version="3.6.1"),
+    SandboxPackage("google.auth", None, wheel="google-auth", version="2.63.0"),
     SandboxPackage("httpx", None, wheel="httpx"),
     SandboxPackage("httpcore", None, wheel="httpcore"),
-    SandboxPackage("httpx2", None, wheel="httpx2==2.16.2"),
-    SandboxPackage("httpcore2", None, wheel="httpcore2==2.16.2"),
+    SandboxPackage("httpx2", None, wheel="httpx2", version="2.16.2"),
+    SandboxPackage("httpcore2", None, wheel="httpcore2", version="2.16.2"),
     SandboxPackage("h11", None, wheel="h11"),
     SandboxPackage("anyio", None, wheel="anyio"),
     SandboxPackage("sniffio", None, wheel="sniffio"),
     SandboxPackage("idna", None, wheel="idna"),
     SandboxPackage("certifi", None, wheel="certifi"),
-    SandboxPackage("distro", None, wheel="distro==1.9.0"),
+    SandboxPackage("distro", None, wheel="distro", version="1.9.0"),
     SandboxPackage("jiter", None, wheel="jiter"),
     SandboxPackage("pydantic", None, wheel="pydantic"),
     SandboxPackage("pydantic_core", None, wheel="pydantic_core"),
@@ -135,11 +137,11 @@ SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
     SandboxPackage("requests", None, wheel="requests"),
     SandboxPackage("urllib3", None, wheel="urllib3"),
     SandboxPackage("charset_normalizer", None, wheel="charset_normalizer"),
-    SandboxPackage("fastavro", None, wheel="fastavro==1.13.1"),
-    SandboxPackage("tokenizers", None, wheel="tokenizers==0.23.3"),
-    SandboxPackage("tenacity", None, wheel="tenacity==9.1.4"),
-    SandboxPackage("websockets", None, wheel="websockets==17.4"),
-    SandboxPackage("truststore", None, wheel="truststore==0.10.5"),
+    SandboxPackage("fastavro", None, wheel="fastavro", version="1.13.1"),
+    SandboxPackage("tokenizers", None, wheel="tokenizers", version="0.23.3"),
+    SandboxPackage("tenacity", None, wheel="tenacity", version="9.1.4"),
+    SandboxPackage("websockets", None, wheel="websockets", version="17.4"),
+    SandboxPackage("truststore", None, wheel="truststore", version="0.10.5"),
     SandboxPackage("click", None, wheel="click"),
 )
 

@@ -78,8 +78,13 @@ class ModelGateway:
         self._slots: dict[str, threading.BoundedSemaphore] = {}
         self._spent: OrderedDict[str, int] = OrderedDict()
         self._lock = threading.Lock()
+        # Every request the containers of this process may have in flight at once gets a
+        # thread (twice over, for calls a finished job left behind), so a request never waits
+        # for a thread behind another tenant's: it waits only for its own tenant's slot.
         self._pool = ThreadPoolExecutor(
-            max_workers=max(4, settings.max_parallel_jobs * settings.gateway_container_concurrency),
+            max_workers=max(
+                8, 2 * settings.max_parallel_jobs * settings.gateway_container_concurrency
+            ),
             thread_name_prefix="scorebox-gateway",
         )
         self._ids = 0

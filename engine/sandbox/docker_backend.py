@@ -379,6 +379,7 @@ class DockerBackend:
         job_deadline = start + limits.job_wall_seconds(len(job.rows))
         step_deadline = start + job.load_timeout_seconds + ROW_GRACE_SECONDS
         step_started = start
+        called_model = False  # the row in flight called the model: the gateway's bound holds
         row_allowance = job.row_timeout_seconds + ROW_GRACE_SECONDS
         cap = limits.max_output_bytes + STDERR_SLACK_BYTES
 
@@ -395,6 +396,12 @@ class DockerBackend:
                     self._kill(container)
                     if deadline == job_deadline:
                         detail = f"the job passed its wall clock of {job_deadline - start:.0f} s"
+                    elif called_model:
+                        detail = (
+                            f"evaluate ran longer than {job.gateway_row_timeout_seconds} s, the "
+                            "bound of a row that calls the model "
+                            "(SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+                        )
                     else:
                         detail = f"evaluate ran longer than {job.row_timeout_seconds} s"
                     yield end(Termination.TIMEOUT, detail)
@@ -436,6 +443,7 @@ class DockerBackend:
                                 allowance = job.gateway_row_timeout_seconds + ROW_GRACE_SECONDS
                                 step_deadline = max(step_deadline, step_started + allowance)
                                 job_deadline = max(job_deadline, time.monotonic() + allowance)
+                                called_model = True
                             continue
                         if isinstance(record, DoneRecord):
                             if expected_row != len(job.rows):
@@ -460,6 +468,7 @@ class DockerBackend:
                             expected_row += 1
                             dirty = dirty or record.status in DIRTY_STATUSES
                         step_started = time.monotonic()
+                        called_model = False
                         step_deadline = step_started + row_allowance
                         yield link.outcome(record) if isinstance(record, RowRecord) else record
                     if error is not None:

@@ -554,6 +554,7 @@ class JobRun:
         loaded = False
         capped = False
         step_started = time.monotonic()
+        called_model = False  # whether the row (or the load) in flight called the model
         deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
         while self.pos < len(self.rows) or not loaded:
             raw = reader.line()
@@ -565,7 +566,13 @@ class JobRun:
                     return None, False
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    if loaded:
+                    if called_model:
+                        error = (
+                            f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
+                            " the bound of a row that calls the model (the operator's "
+                            "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+                        )
+                    elif loaded:
                         error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
                     else:
                         error = f"loading the check took longer than {self.load_seconds} s"
@@ -583,6 +590,7 @@ class JobRun:
                 if self.serve_gateway(ready) and self.gateway_allowance is not None:
                     # Model calls count against the row, within the gateway's larger bound.
                     deadline = max(deadline, step_started + self.gateway_allowance)
+                    called_model = True
                 if output.fd in ready and not self.count_output(output):
                     # Past the cap: stop the check at once, then take the records it
                     # finished before, so the row in flight is the one that gets the blame.
@@ -608,6 +616,7 @@ class JobRun:
                 what = f"the check corrupted the harness's result records ({short(str(exc), 200)})"
                 return (contract.Status.CRASHED.value, what), False
             step_started = time.monotonic()
+            called_model = False
             deadline = step_started + self.row_allowance
         return None, True
 

@@ -422,6 +422,7 @@ def test_an_upstream_slower_than_the_row_bound_is_a_timeout(
     started = time.monotonic()
     [result] = score(runner, gateway, CALL_OPENAI, [{"model_output": "x"}], run="slow")
     assert result.status is Status.TIMEOUT, result.error
+    assert result.error is not None and "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS" in result.error
     assert time.monotonic() - started < 7.5
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -128,3 +130,49 @@ def test_reply_frames_are_length_prefixed() -> None:
 )
 def test_stable_abi_wheels_for_older_cpython_fit_the_image(filename: str, fits: bool) -> None:
     assert wheel_matches(filename, "tokenizers==0.23.3", "x86_64") is fits
+
+
+class SlowClient(ScriptedClient):
+    """Takes ``seconds`` a call and records how many calls were in flight at once."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.lock = threading.Lock()
+        self.now = 0
+        self.peak = 0
+
+    def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        try:
+            time.sleep(self.seconds)
+            return super().complete(messages, **kwargs)
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+def test_one_tenants_flood_waits_on_its_own_slots_and_never_delays_another_tenant() -> None:
+    client = SlowClient(0.4)
+    settings = Settings(gateway_tenant_concurrency=2, max_parallel_jobs=2)
+    gateway = ModelGateway(client, settings)
+    flood = gateway.session("noisy", "run-a")
+    done: list[float] = []
+    started = time.monotonic()
+    for _ in range(12):  # a check's flood, as the backend submits each request
+        gateway.submit(
+            lambda: done.append(flood.answer("POST", "/v1/chat/completions", OPENAI_BODY).status)
+        )
+    time.sleep(0.05)
+    quiet = gateway.session("quiet", "run-b").answer("POST", "/v1/chat/completions", OPENAI_BODY)
+    quiet_took = time.monotonic() - started
+    assert quiet.status == 200
+    assert quiet_took < 0.9  # one call's time, not behind six rounds of the flood
+    deadline = time.monotonic() + 10
+    while len(done) < 12 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert done == [200] * 12
+    assert client.peak <= 3  # the flood's 2 slots, plus the quiet tenant's call
+    gateway.close()

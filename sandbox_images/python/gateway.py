@@ -4,16 +4,17 @@ Stdlib only; used by the harness parent (PID 1), never by a check's own process.
 
 A check's model client (``OpenAI()``, ``cohere.Client()``, ``genai.Client()``, configured by
 the image's environment) sends plain HTTP to ``127.0.0.1:PORT``. The parent accepts the
-connection in its own select loop, reads one bounded request (no chunked bodies, no
-keep-alive), and turns it into an ``llm`` record on the job's result channel, framed with
-the job's nonce like every other record. The host answers on the container's stdin with a
-reply frame (``r<length>\\n<json>``), which the parent writes back as the HTTP response and
-closes the connection. Nothing else leaves the container: the request's headers (and the
-placeholder key in them) are dropped, only method, path and body travel.
+connection in its own select loop, reads one bounded request (no chunked bodies) and
+turns it into an ``llm`` record on the job's result channel, framed with the job's nonce
+like every other record. The host answers on the container's stdin with a reply frame
+(``r<length>\\n<json>``), which the parent writes back as the HTTP response. Nothing
+else leaves the container: the request's headers (and the placeholder key in them) are
+dropped, only method, path and body travel.
 
 At most ``max_inflight`` requests wait on the host at once; more connections wait in the
-listen backlog. Between jobs every open connection is closed, so a check cannot leave a
-request behind for the next job.
+listen backlog. HTTP/1.1 keep-alive is honoured (one request at a time, no pipelining), so
+a client's second call needs no new connection. Between jobs every open connection is
+closed, so a check cannot leave a request behind for the next job.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ MAX_HEADER_BYTES = 16 * 1024
 #: A reply frame from the host larger than this is refused (the host caps replies too).
 MAX_REPLY_BYTES = 1 << 20
 DEFAULT_MAX_INFLIGHT = 4
+#: Open connections (a client's keep-alive pool holds some idle between calls).
+MAX_CONNECTIONS = 64
 REASONS = {
     200: "OK",
     400: "Bad Request",
@@ -56,12 +59,14 @@ def error_body(status: int, message: str) -> bytes:
     ).encode()
 
 
-def http_response(status: int, body: bytes, content_type: str = "application/json") -> bytes:
+def http_response(
+    status: int, body: bytes, content_type: str = "application/json", *, keep: bool = False
+) -> bytes:
     head = (
         f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
         f"Content-Type: {content_type}\r\n"
         f"Content-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
+        f"Connection: {'keep-alive' if keep else 'close'}\r\n\r\n"
     )
     return head.encode("latin-1") + body
 
@@ -75,6 +80,11 @@ class Conn:
         self.head: tuple[str, str, int] | None = None  # method, path, content length
         self.body_at = 0
         self.id: int | None = None  # set once forwarded to the host
+        self.keep = False  # HTTP/1.1 keep-alive: the next request may follow on this connection
+
+    def idle(self) -> bool:
+        """Between requests (nothing read of the next one)."""
+        return self.id is None and self.head is None and not self.buffer
 
 
 class Gateway:
@@ -123,7 +133,7 @@ class Gateway:
         """Handle a readable descriptor; the requests now complete, as records for the host."""
         if self.listener is not None and fd == self.listener.fileno():
             with contextlib.suppress(OSError):
-                while len(self.conns) < 4 * self.max_inflight:
+                while len(self.conns) < MAX_CONNECTIONS:
                     sock, _ = self.listener.accept()
                     sock.setblocking(False)
                     self.conns[sock.fileno()] = Conn(sock)
@@ -181,10 +191,13 @@ class Gateway:
                 return []
             conn.head = (method, path, length)
             conn.body_at = end + 4
+            conn.keep = parts[2] == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         method, path, length = conn.head
         if len(conn.buffer) - conn.body_at < length:
             return []
         body = bytes(conn.buffer[conn.body_at : conn.body_at + length])
+        if len(conn.buffer) > conn.body_at + length:
+            conn.keep = False  # no pipelining: the rest is dropped with the connection
         conn.buffer.clear()
         try:
             text = body.decode("utf-8")
@@ -207,7 +220,8 @@ class Gateway:
         return [record]
 
     def answer(self, reply: Any) -> None:
-        """The host's reply to one request: write it back and close the connection."""
+        """The host's reply to one request: write it back (and keep the connection open for
+        the client's next request when it asked for keep-alive)."""
         if not isinstance(reply, dict) or type(reply.get("id")) is not int:
             return
         conn = self.waiting.pop(reply["id"], None)
@@ -219,18 +233,30 @@ class Gateway:
             self.send(conn, http_response(502, error_body(502, "malformed gateway reply")))
             return
         content_type = reply.get("type") if isinstance(reply.get("type"), str) else None
-        self.send(conn, http_response(status, body.encode(), content_type or "application/json"))
+        response = http_response(
+            status, body.encode(), content_type or "application/json", keep=conn.keep
+        )
+        self.send(conn, response, keep=conn.keep)
 
     def refuse(self, conn: Conn, status: int, message: str) -> None:
         self.send(conn, http_response(status, error_body(status, message)))
 
-    def send(self, conn: Conn, data: bytes) -> None:
-        """Write a response (the check's end is local and reading) and close."""
-        with contextlib.suppress(OSError):
+    def send(self, conn: Conn, data: bytes, *, keep: bool = False) -> None:
+        """Write a response (the check's end is local and reading), then close the
+        connection or, with ``keep``, wait for its next request."""
+        try:
             conn.sock.setblocking(True)
             conn.sock.settimeout(2.0)
             conn.sock.sendall(data)
-        self.drop(conn)
+        except OSError:
+            keep = False
+        if not keep:
+            self.drop(conn)
+            return
+        if conn.id is not None:
+            self.waiting.pop(conn.id, None)
+        conn.id, conn.head, conn.body_at = None, None, 0
+        conn.sock.setblocking(False)
 
     def drop(self, conn: Conn) -> None:
         if conn.id is not None:
@@ -240,9 +266,12 @@ class Gateway:
             conn.sock.close()
 
     def end(self) -> None:
-        """The job is over: every connection still open is answered 503 and closed."""
+        """The job is over: every request still open is answered 503; every connection closed."""
         for conn in list(self.conns.values()):
-            self.refuse(conn, 503, "the check's job ended before the model answered")
+            if conn.idle():
+                self.drop(conn)
+            else:
+                self.refuse(conn, 503, "the check's job ended before the model answered")
         self.conns.clear()
         self.waiting.clear()
 

@@ -79,7 +79,7 @@ def request(body: bytes, extra: str = "") -> bytes:
 
 def test_a_request_becomes_one_record_without_headers_and_the_reply_goes_back(gateway: Any) -> None:
     port = gateway.listener.getsockname()[1]
-    client, _ = send(port, request(b'{"messages": []}'))
+    client, _ = send(port, request(b'{"messages": []}', "Connection: close\r\n"))
     records = pump(gateway, lambda r: r)
     assert records == [
         {
@@ -188,3 +188,18 @@ def test_an_upstream_failure_during_a_row_makes_it_a_judge_error() -> None:
     assert data.startswith(b"r") and b'"id": 1' in data and b'"id": 2' not in data
     a.close()
     b.close()
+
+
+def test_keep_alive_serves_a_second_request_on_the_same_connection(gateway: Any) -> None:
+    port = gateway.listener.getsockname()[1]
+    client = socket.create_connection(("127.0.0.1", port))
+    client.settimeout(5)
+    for expected_id in (1, 2):
+        client.sendall(request(b"{}"))
+        [record] = pump(gateway, lambda r: r)
+        assert record["id"] == expected_id
+        gateway.answer({"id": expected_id, "status": 200, "body": "{}"})
+        response = client.recv(65536)
+        assert b"Connection: keep-alive" in response and response.endswith(b"{}")
+    gateway.end()  # an idle connection is closed without a stray response
+    assert client.recv(65536) == b""

@@ -77,7 +77,6 @@ SANDBOX_UNUSABLE_MODULES: Mapping[str, str] = {
     "requests": "the sandbox has no network",
     "httpx": "the sandbox has no network",
     "aiohttp": "the sandbox has no network",
-    "openai": "the sandbox has no network",
     "ftplib": "the sandbox has no network",
     "smtplib": "the sandbox has no network",
     "subprocess": "the sandbox allows only a few processes and has no tools to run",

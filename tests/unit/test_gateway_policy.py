@@ -176,3 +176,15 @@ def test_one_tenants_flood_waits_on_its_own_slots_and_never_delays_another_tenan
     assert done == [200] * 12
     assert client.peak <= 3  # the flood's 2 slots, plus the quiet tenant's call
     gateway.close()
+
+
+@pytest.mark.parametrize("module", ["openai", "cohere", "google.genai"])
+def test_model_clients_validate_without_a_no_network_warning(module: str) -> None:
+    from engine.contract import Policy
+    from engine.validation import validate
+
+    report = validate(
+        f"import {module}\n\ndef evaluate(model_output):\n    return True\n", Policy.STANDARD
+    )
+    assert report.valid
+    assert all(issue.code != "unusable-import" for issue in report.warnings)

@@ -13,6 +13,8 @@ from bench.suite import (
     IN_PROCESS,
     LAT_EPICBOX,
     LAT_FRESH,
+    LAT_GATEWAY,
+    LAT_GATEWAY_DIRECT,
     LAT_IN_PROCESS,
     LAT_LLM_SANDBOX,
     LAT_RUN_CHECK,
@@ -36,6 +38,8 @@ LATENCY_ORDER = (
     LAT_FRESH,
     LAT_EPICBOX,
     LAT_LLM_SANDBOX,
+    LAT_GATEWAY,
+    LAT_GATEWAY_DIRECT,
 )
 COMMAND = "python -m bench"
 TIMES = "\u00d7"  # the multiplication sign
@@ -274,6 +278,8 @@ def render(results: Results) -> str:
         label = name
         if name == LAT_SCORE_CONCURRENT:
             label += f": **{float(figure.extra['rate_per_s']):,.0f} requests/s**"
+        if name == LAT_GATEWAY:
+            label += f": **{float(figure.extra['added_ms_p50']):.2f} ms added a call**"
         speed = f"{fresh.median / figure.median:,.1f}{TIMES}" if fresh else DASH
         cells = [label, ms(figure.median), ms(figure.p95), str(len(figure.samples)), speed]
         lines.append("| " + " | ".join(cells) + " |")

@@ -36,6 +36,8 @@ LAT_SCORE_CONCURRENT = "POST /v1/score, 8 concurrent clients"
 LAT_FRESH = "fresh hardened container per call"
 LAT_EPICBOX = "epicbox 1.1.0, container per call"
 LAT_LLM_SANDBOX = "llm-sandbox 0.3.46, warm session"
+LAT_GATEWAY = "model gateway: a check's call to its reply (openai SDK)"
+LAT_GATEWAY_DIRECT = "direct HTTP to the same scripted server (openai SDK, host)"
 
 
 @dataclass
@@ -201,8 +203,18 @@ class Bench:
         if cfg.http:
             self.attempt("POST /v1/score", score)
         self.attempt("fresh container per call", fresh)
+        self.attempt("model gateway round trip", self.gateway_latency)
         if cfg.peers:
             self.attempt("peers' latency", lambda: self.peers_latency(peers))
+
+    def gateway_latency(self) -> None:
+        from bench import bench_gateway
+
+        through, direct = bench_gateway.gateway_latency(self.config.calls)
+        extra = bench_gateway.summary(through, direct)
+        self.results.add(Figure(LATENCY, LAT_GATEWAY, "ms", "latency", through, extra))
+        self.results.add(Figure(LATENCY, LAT_GATEWAY_DIRECT, "ms", "latency", direct))
+        self.log(f"bench: the gateway adds {extra['added_ms_p50']:.2f} ms a call (p50)")
 
     def peer_image(self) -> str:
         from bench import peers

@@ -82,6 +82,9 @@ class RowResult(BaseModel):
     error: str | None = None
     output: str | None = Field(default=None, description="What the check printed (capped).")
     duration_ms: float = 0.0
+    model: str | None = Field(
+        default=None, description="The model that served the check's model-gateway calls."
+    )
 
     @field_validator("score")
     @classmethod

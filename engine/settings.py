@@ -213,6 +213,34 @@ class Settings(BaseSettings):
         "trickles in is cut off).",
     )
 
+    # Model gateway (issue 21): checks that call the operator's model from the sandbox
+    quota_llm_tokens_per_run: int = Field(
+        default=200_000,
+        ge=0,
+        description="Model tokens a run's (or a /v1/score call's) checks may spend through "
+        "the gateway; 0 turns the gateway off.",
+    )
+    llm_model_map: dict[str, str] = Field(
+        default_factory=dict,
+        description='JSON {"model a check asks for": "model that serves it"}; "*" matches any '
+        "other; unmapped names are served by llm_model.",
+    )
+    gateway_row_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=600,
+        description="Wall clock of a row whose check called the model (CPU stays bounded).",
+    )
+    gateway_container_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Model calls one container may have in flight."
+    )
+    gateway_tenant_concurrency: int = Field(
+        default=4,
+        ge=1,
+        description="Model calls one tenant's checks may have in flight in this process "
+        "(keep it below llm_concurrency so other tenants' judges always get a slot).",
+    )
+
     @classmethod
     def settings_customise_sources(
         cls,

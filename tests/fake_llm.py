@@ -138,6 +138,9 @@ class FakeLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body are separate writes: without TCP_NODELAY each reply waited
+            # for the client's delayed ACK (~40 ms), which swamped latency measurements.
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass

@@ -78,7 +78,7 @@ def create_app(
         if settings.migrate_on_start:
             upgrade(db)
         store = SqlStore(db)
-        scoring = build_scoring(settings, db=db, runner_factory=runner_factory)
+        scoring = build_scoring(settings, db=db, store=store, runner_factory=runner_factory)
         try:
             if not settings.broker_url:  # distributed API nodes run no sandbox work
                 scoring.runners.get()  # the warm pool starts now; scoring retries if Docker is down

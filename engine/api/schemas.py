@@ -143,6 +143,10 @@ class ResultItem(BaseModel):
     error: str | None = None
     output: str | None = None
     duration_ms: float = Field(default=0.0, examples=[0.4])
+    model: str | None = Field(
+        default=None,
+        description="The model that served the check's model-gateway calls (POST /v1/score).",
+    )
 
 
 class ScoreResponse(BaseModel):

@@ -77,7 +77,6 @@ SANDBOX_UNUSABLE_MODULES: Mapping[str, str] = {
     "requests": "the sandbox has no network",
     "httpx": "the sandbox has no network",
     "aiohttp": "the sandbox has no network",
-    "openai": "the sandbox has no network",
     "ftplib": "the sandbox has no network",
     "smtplib": "the sandbox has no network",
     "subprocess": "the sandbox allows only a few processes and has no tools to run",
@@ -93,6 +92,8 @@ class SandboxPackage:
     import_name: str
     debian_package: str | None  # installed from Debian when set
     wheel: str | None = None  # otherwise downloaded on the host as a wheel
+    #: The wheel's pinned version; None: the host's installed version (unpinned without one).
+    version: str | None = None
 
 
 #: Third-party packages the sandbox image provides (the image build reads this).
@@ -109,6 +110,38 @@ SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
     SandboxPackage("Levenshtein", "python3-levenshtein"),
     SandboxPackage("RestrictedPython", None, wheel="RestrictedPython"),
     SandboxPackage("rapidfuzz", None, wheel="rapidfuzz"),
+    # Model clients (issue 21), configured by the image's environment to reach the model only
+    # through the sandbox's gateway, with what they import. Pinned at the version named
+    # here, else at the host's (the openai SDK's tree is the host's own).
+    SandboxPackage("openai", None, wheel="openai"),
+    SandboxPackage("cohere", None, wheel="cohere", version="7.3.1"),
+    SandboxPackage("google", None, wheel="google-genai", version="3.6.1"),
+    SandboxPackage("google.auth", None, wheel="google-auth", version="2.63.0"),
+    SandboxPackage("httpx", None, wheel="httpx"),
+    SandboxPackage("httpcore", None, wheel="httpcore"),
+    SandboxPackage("httpx2", None, wheel="httpx2", version="2.16.2"),
+    SandboxPackage("httpcore2", None, wheel="httpcore2", version="2.16.2"),
+    SandboxPackage("h11", None, wheel="h11"),
+    SandboxPackage("anyio", None, wheel="anyio"),
+    SandboxPackage("sniffio", None, wheel="sniffio"),
+    SandboxPackage("idna", None, wheel="idna"),
+    SandboxPackage("certifi", None, wheel="certifi"),
+    SandboxPackage("distro", None, wheel="distro", version="1.9.0"),
+    SandboxPackage("jiter", None, wheel="jiter"),
+    SandboxPackage("pydantic", None, wheel="pydantic"),
+    SandboxPackage("pydantic_core", None, wheel="pydantic_core"),
+    SandboxPackage("annotated_types", None, wheel="annotated_types"),
+    SandboxPackage("typing_extensions", None, wheel="typing_extensions"),
+    SandboxPackage("typing_inspection", None, wheel="typing_inspection"),
+    SandboxPackage("requests", None, wheel="requests"),
+    SandboxPackage("urllib3", None, wheel="urllib3"),
+    SandboxPackage("charset_normalizer", None, wheel="charset_normalizer"),
+    SandboxPackage("fastavro", None, wheel="fastavro", version="1.13.1"),
+    SandboxPackage("tokenizers", None, wheel="tokenizers", version="0.23.3"),
+    SandboxPackage("tenacity", None, wheel="tenacity", version="9.1.4"),
+    SandboxPackage("websockets", None, wheel="websockets", version="17.4"),
+    SandboxPackage("truststore", None, wheel="truststore", version="0.10.5"),
+    SandboxPackage("click", None, wheel="click"),
 )
 
 

@@ -59,7 +59,10 @@ class WorkerRuntime:
         self.store: Store = SqlStore(self.db)
         self.ledger = ChunkLedger(self.db)
         self.replies = Replies(settings.broker_url or "")
-        self.scoring = build_scoring(settings, db=self.db, runner_factory=runner_factory)
+        # the worker answers its own containers' model calls (the gateway in Scoring)
+        self.scoring = build_scoring(
+            settings, db=self.db, store=self.store, runner_factory=runner_factory
+        )
         self.metrics = self.scoring.metrics
         self.runners = self.scoring.runners
         self.builtins = self.scoring.builtins

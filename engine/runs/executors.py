@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -9,6 +10,7 @@ from typing import Protocol
 from engine.catalog import ResolvedCheck, judge_models
 from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError
+from engine.gateway.service import ModelGateway, gateway_session
 from engine.judging.model_check import run_model_check
 from engine.llm.client import LLMClient
 from engine.models import IndexedRow, Limits, ResultCallback
@@ -78,8 +80,10 @@ class RunnerHolder:
 class CodeExecutor:
     """Code checks: the sandbox, through the SandboxRunner."""
 
-    def __init__(self, runners: RunnerHolder) -> None:
+    def __init__(self, runners: RunnerHolder, gateway: ModelGateway | None = None) -> None:
         self.runners = runners
+        #: Answers the checks' model calls (None: no model configured; calls are refused).
+        self.gateway = gateway
 
     def score(
         self,
@@ -99,7 +103,13 @@ class CodeExecutor:
             policy=Policy(version.policy),
             output_type=OutputType(version.output_data_type) if version.output_data_type else None,
         )
-        self.runners.get().run_batch(code, rows, limits, labels, on_result)
+        session = None
+        if self.gateway is not None:
+            # One run's spend is counted under its id; a /v1/score batch is its own.
+            run = labels.get("scorebox.run") or f"score-{secrets.token_hex(8)}"
+            session = self.gateway.session(labels.get("scorebox.tenant", ""), run)
+        with gateway_session(session):
+            self.runners.get().run_batch(code, rows, limits, labels, on_result)
 
 
 class BuiltinExecutor:

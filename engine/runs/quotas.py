@@ -21,10 +21,15 @@ class Quotas:
     evaluations_per_run: int
     #: Distinct declared environments (PEP 723 requirement sets) among a tenant's checks.
     environments: int = 20
+    llm_tokens_per_run: int = 0
 
     @classmethod
     def names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+#: Quotas for which 0 means "off" rather than "nothing may run" (issue 21).
+ZERO_ALLOWED: dict[str, int] = {"llm_tokens_per_run": 0}
 
 
 def default_quotas(settings: Settings) -> Quotas:
@@ -35,6 +40,7 @@ def default_quotas(settings: Settings) -> Quotas:
         queued_runs=settings.quota_queued_runs,
         evaluations_per_run=settings.quota_evaluations_per_run,
         environments=settings.quota_environments,
+        llm_tokens_per_run=settings.quota_llm_tokens_per_run,
     )
 
 
@@ -60,8 +66,9 @@ def parse_overrides(pairs: Mapping[str, Any]) -> dict[str, int]:
             number = int(value)
         except (TypeError, ValueError) as exc:
             raise InvalidRequestError(f"quota {name} must be an integer, got {value!r}") from exc
-        if number < 1:
-            raise InvalidRequestError(f"quota {name} must be at least 1")
+        least = ZERO_ALLOWED.get(name, 1)
+        if number < least:
+            raise InvalidRequestError(f"quota {name} must be at least {least}")
         out[name] = number
     return out
 

@@ -17,15 +17,18 @@ from typing import TYPE_CHECKING
 
 from engine.builtins import Builtins, build_builtins
 from engine.errors import ScoreboxError
+from engine.gateway import ModelGateway
 from engine.llm.client import LLMClient, ResponseCache
 from engine.runs.executors import CodeExecutor, Executors, ModelExecutor, RunnerHolder
 from engine.runs.metrics import Metrics
+from engine.runs.quotas import effective_quotas
 from engine.settings import Settings
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine as SAEngine
 
     from engine.sandbox.runner import SandboxRunner
+    from engine.storage import Store
 
 log = logging.getLogger("scorebox.wiring")
 
@@ -71,14 +74,36 @@ def build_llm_client(
         return None
 
 
+def build_gateway(
+    settings: Settings, llm: LLMClient | None, store: Store | None = None
+) -> ModelGateway | None:
+    """The checks' model gateway over the one LLM client (None without a model); each
+    tenant's ``llm_tokens_per_run`` quota is read from ``store`` when there is one."""
+    if llm is None:
+        return None
+    if store is None:
+        return ModelGateway(llm, settings)
+
+    def quota_of(tenant_id: str) -> int:
+        try:
+            overrides = store.get_tenant(tenant_id).quotas
+        except ScoreboxError:
+            overrides = None
+        return effective_quotas(settings, overrides).llm_tokens_per_run
+
+    return ModelGateway(llm, settings, quota_of)
+
+
 @dataclass
 class Scoring:
     """What scores rows in one process: the sandbox runner (started on first use), the LLM
-    client, the built-ins and the executor for each kind of check."""
+    client, the model gateway that answers the checks' own model calls, the built-ins and
+    the executor for each kind of check."""
 
     settings: Settings
     runners: RunnerHolder
     llm: LLMClient | None
+    gateway: ModelGateway | None
     builtins: Builtins
     executors: Executors
     metrics: Metrics = field(default_factory=Metrics)
@@ -96,15 +121,17 @@ def build_scoring(
     settings: Settings,
     *,
     db: SAEngine | None = None,
+    store: Store | None = None,
     cache_dir: Path | None = None,
     runner_factory: RunnerFactory | None = None,
 ) -> Scoring:
     """Build a process's :class:`Scoring` (the sandbox itself starts on first use)."""
     runners = RunnerHolder(settings, runner_factory)
     llm = build_llm_client(settings, db=db, cache_dir=cache_dir)
+    gateway = build_gateway(settings, llm, store)
     builtins = build_builtins(llm)
     executors = Executors(
-        CodeExecutor(runners),
+        CodeExecutor(runners, gateway),
         model=ModelExecutor(llm, settings.llm_concurrency),
     )
-    return Scoring(settings, runners, llm, builtins, executors)
+    return Scoring(settings, runners, llm, gateway, builtins, executors)

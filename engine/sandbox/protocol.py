@@ -56,6 +56,13 @@ class Job(BaseModel):
     #: Under gVisor: how many tasks the checks may create in one container before it is
     #: retired (each leaves host threads behind for a while; see ``pids_options``).
     task_budget: int | None = None
+    #: Model gateway (issue 21): a row whose check called the model may run this long
+    #: (None: no gateway for this job; its requests are refused).
+    gateway_row_timeout_seconds: float | None = None
+    #: Model requests the container may have waiting on the host at once.
+    gateway_concurrency: int = 4
+    #: One model request's body (a request record must fit ``max_record_bytes``).
+    max_request_bytes: int = 48 * 1024
     rows: list[Row]
 
     def encode(self) -> bytes:
@@ -92,6 +99,9 @@ class RowRecord(BaseModel):
     error: str | None = Field(default=None, max_length=16384)
     output: str | None = Field(default=None, max_length=16384)
     ms: float = Field(ge=0)
+    #: The model that served the row's gateway calls: the host's to set, a container's is
+    #: overwritten (see the Docker backend).
+    served_by: str | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RowRecord:
@@ -133,7 +143,26 @@ class DoneRecord(BaseModel):
     reusable: bool = True
 
 
-Record = Annotated[LoadedRecord | RowRecord | DoneRecord, Field(discriminator="t")]
+class LLMRequestRecord(BaseModel):
+    """A model request from a check, relayed by the harness parent from its loopback gateway."""
+
+    model_config = ConfigDict(extra="forbid")
+    t: Literal["llm"]
+    id: int = Field(ge=1)
+    method: str = Field(max_length=16)
+    path: str = Field(max_length=512)
+    body: str
+
+
+def encode_reply(request_id: int, status: int, body: str) -> bytes:
+    """A reply frame for the container's stdin: ``r<length>\n<json>``."""
+    document = json.dumps({"id": request_id, "status": status, "body": body}).encode()
+    return b"r" + str(len(document)).encode() + b"\n" + document
+
+
+Record = Annotated[
+    LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord, Field(discriminator="t")
+]
 _RECORD = TypeAdapter(Record)
 _RECORDS = TypeAdapter(list[Record])
 
@@ -144,7 +173,7 @@ class ProtocolError(ValueError):
 
 def parse_record(
     line: bytes, nonce: str, max_record_bytes: int
-) -> LoadedRecord | RowRecord | DoneRecord | None:
+) -> LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord | None:
     """Parse one stdout line: None for a line that is not ours (no nonce), else a record.
 
     Raises :class:`ProtocolError` for a line with our nonce that is oversized or malformed.
@@ -163,7 +192,7 @@ def parse_record(
 
 def parse_records(
     lines: list[bytes], nonce: str, max_record_bytes: int
-) -> tuple[list[LoadedRecord | RowRecord | DoneRecord], ProtocolError | None]:
+) -> tuple[list[LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord], ProtocolError | None]:
     """Parse complete stdout lines at once: the records in order, and the error after them.
 
     The hot path decodes and validates every record of a read in one pydantic call (about
@@ -182,7 +211,7 @@ def parse_records(
         else:
             if len(records) == len(bodies):  # one record per line, never two in one
                 return records, None
-    out: list[LoadedRecord | RowRecord | DoneRecord] = []
+    out: list[LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord] = []
     for line in lines:
         try:
             record = parse_record(line, nonce, max_record_bytes)

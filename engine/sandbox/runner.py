@@ -7,6 +7,7 @@ This is the Python API behind ``engine.run_check``; it talks to a
 from __future__ import annotations
 
 import atexit
+import contextvars
 import secrets
 import threading
 from collections import deque
@@ -17,6 +18,7 @@ from typing import Any
 
 from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
 from engine.errors import InvalidRequestError, SandboxError
+from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
@@ -231,6 +233,7 @@ class SandboxRunner:
         pending = _Pending([None] * len(rows), on_result, offset=offset)
         pending.futures = [
             self._executor.submit(
+                contextvars.copy_context().run,  # the job sees its caller's gateway session
                 self.run_job,
                 check,
                 list(enumerate(rows[i : i + size], start=offset + i)),
@@ -342,6 +345,7 @@ class SandboxRunner:
         deliver: ResultCallback,
     ) -> tuple[int, JobEnd, bool]:
         """One container over ``pending``: (rows delivered, how it ended, whether it loaded)."""
+        session = current_session()
         job = Job(
             nonce=secrets.token_hex(16),
             source=check.source,
@@ -349,6 +353,11 @@ class SandboxRunner:
             output_type=check.output_type,
             row_timeout_seconds=limits.row_timeout_seconds,
             max_output_bytes=limits.max_output_bytes,
+            gateway_row_timeout_seconds=(
+                max(session.row_timeout_seconds, limits.row_timeout_seconds) if session else None
+            ),
+            gateway_concurrency=session.container_concurrency if session else 4,
+            max_request_bytes=max(512, limits.max_record_bytes - 256),
             rows=[row for _, row in pending],
         )
         done = 0
@@ -418,6 +427,7 @@ class SandboxRunner:
             error=record.error,
             output=record.output,
             duration_ms=record.ms,
+            model=record.served_by,
         )
 
 

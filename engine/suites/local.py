@@ -32,6 +32,7 @@ def run_local(
     from engine.contract import Policy  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.environments.spec import PackageRules  # noqa: PLC0415 (lazy)
     from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.gateway.service import gateway_session  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.wiring import build_scoring  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.sandbox.runner import CodeCheck, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
@@ -81,7 +82,11 @@ def run_local(
                         source=source, name=path.stem, output_type=report.output_data_type
                     )
                     runner = scoring.runners.get()  # the sandbox starts for the first .py check
-                    results = runner.run_check(code, row_list, on_result=tick)
+                    session = None  # the check's model calls go to the configured LLM, if any
+                    if scoring.gateway is not None:
+                        session = scoring.gateway.session("local", f"local-{path.stem}")
+                    with gateway_session(session):
+                        results = runner.run_check(code, row_list, on_result=tick)
                     summaries.append(summarize(results, path.stem).model_dump())
                 elif bare in builtins:
                     builtin = builtins[bare]

@@ -50,6 +50,8 @@ from typing import Any
 
 sys.path[:0] = ["/opt/scorebox", "/opt/scorebox/site-packages"]
 
+import gateway  # noqa: E402  (the model gateway's container side, beside this file)
+
 from engine import contract  # noqa: E402  (needs the path above)
 
 #: A check's declared environment (PEP 723 block), present only in its derived image. The
@@ -348,16 +350,21 @@ class Reader:
 def read_job(stdin: Reader, idle_exit: float) -> dict[str, Any] | None:
     """The next job, or None when stdin closed or no job came for ``idle_exit`` seconds."""
     deadline = time.monotonic() + idle_exit
-    header = stdin.line()
-    while header is None:
+    header = None
+    while True:
+        while gateway.read_reply(stdin) is not None:
+            pass  # a model reply that came after its job ended
+        if not stdin.buffer.startswith(b"r"):  # else: the rest of such a reply is due
+            header = stdin.line()
+            if header is not None:
+                break
+            if len(stdin.buffer) > 32:
+                raise ValueError("bad job header")
         if stdin.eof:
             return None
-        if len(stdin.buffer) > 32:
-            raise ValueError("bad job header")
         remaining = deadline - time.monotonic()
         if remaining <= 0 or not stdin.fill(remaining):
             return None
-        header = stdin.line()
     size = int(header.strip())
     while len(stdin.buffer) < size:
         if stdin.eof:
@@ -448,9 +455,16 @@ def row_fault(i: int, status: str, error: str) -> dict[str, Any]:
 class JobRun:
     """One job: forks children until every row has a record, relaying what they report."""
 
-    def __init__(self, job: dict[str, Any], result_fd: int) -> None:
+    def __init__(self, job: dict[str, Any], result_fd: int, stdin: Reader | None = None) -> None:
         self.job = job
         self.result_fd = result_fd
+        self.stdin = stdin
+        GATEWAY.begin(job)
+        gateway_seconds = job.get("gateway_row_timeout_seconds")
+        #: A row that called the model may run this long (None: the gateway adds no time).
+        self.gateway_allowance = (
+            float(gateway_seconds) + WATCHDOG_GRACE_SECONDS if gateway_seconds else None
+        )
         self.channel = Channel(result_fd, job["nonce"])
         self.rows: list[dict[str, Any]] = job["rows"]
         self.row_allowance = float(job["row_timeout_seconds"]) + WATCHDOG_GRACE_SECONDS
@@ -473,6 +487,7 @@ class JobRun:
             elif self.pos < len(self.rows):
                 self.channel.send(row_fault(self.rows[self.pos]["i"], *fault))
                 self.pos += 1
+        GATEWAY.end()
         # Reset before "done": the host sends the next job only to a container that is clean.
         reusable = reset()
         budget = self.job.get("task_budget")
@@ -503,6 +518,7 @@ class JobRun:
                 os.close(out_read)
                 os.close(self.result_fd)
                 os.close(0)
+                GATEWAY.close_in_child()
                 # Whatever the check writes to fd 1 or 2 reaches only the parent, which counts it.
                 os.dup2(out_write, 1)
                 os.dup2(out_write, 2)
@@ -545,7 +561,9 @@ class JobRun:
         """Relay the child's records: (fault, whether it finished its work)."""
         loaded = False
         capped = False
-        deadline = time.monotonic() + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        step_started = time.monotonic()
+        called_model = False  # whether the row (or the load) in flight called the model
+        deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
         while self.pos < len(self.rows) or not loaded:
             raw = reader.line()
             if raw is None:
@@ -556,7 +574,13 @@ class JobRun:
                     return None, False
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    if loaded:
+                    if called_model:
+                        error = (
+                            f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
+                            " the bound of a row that calls the model (the operator's "
+                            "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+                        )
+                    elif loaded:
                         error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
                     else:
                         error = f"loading the check took longer than {self.load_seconds} s"
@@ -566,8 +590,15 @@ class JobRun:
                     self.channel.flush()  # the oldest queued record has waited long enough
                     due = None
                 watched = [reader.fd] if output.eof else [reader.fd, output.fd]
+                watched += GATEWAY.fds()
+                if self.stdin is not None and not self.stdin.eof:
+                    watched.append(self.stdin.fd)
                 wait = remaining if due is None else min(remaining, due)
                 ready, _, _ = select.select(watched, [], [], wait)
+                if self.serve_gateway(ready) and self.gateway_allowance is not None:
+                    # Model calls count against the row, within the gateway's larger bound.
+                    deadline = max(deadline, step_started + self.gateway_allowance)
+                    called_model = True
                 if output.fd in ready and not self.count_output(output):
                     # Past the cap: stop the check at once, then take the records it
                     # finished before, so the row in flight is the one that gets the blame.
@@ -592,8 +623,34 @@ class JobRun:
             except ValueError as exc:
                 what = f"the check corrupted the harness's result records ({short(str(exc), 200)})"
                 return (contract.Status.CRASHED.value, what), False
-            deadline = time.monotonic() + self.row_allowance
+            step_started = time.monotonic()
+            called_model = False
+            deadline = step_started + self.row_allowance
         return None, True
+
+    def serve_gateway(self, ready: list[int]) -> bool:
+        """Relay model requests to the host and its replies back; whether one was sent."""
+        sent = False
+        for fd in ready:
+            if GATEWAY.owns(fd):
+                for request in GATEWAY.on_ready(fd):
+                    self.channel.send(request)
+                    sent = True
+        if sent:
+            self.channel.flush()
+        stdin = self.stdin
+        if stdin is not None and stdin.fd in ready:
+            stdin.fill(0)
+            while True:
+                try:
+                    reply = gateway.read_reply(stdin)
+                except ValueError:
+                    stdin.buffer.clear()  # the host broke its own framing: drop it
+                    break
+                if reply is None:
+                    break
+                GATEWAY.answer(reply)
+        return sent
 
     def on_loaded(self, raw: bytes) -> bool:
         """Handle the child's load record; False when the check failed to load."""
@@ -683,6 +740,10 @@ def reset() -> bool:
                 else:
                     os.unlink(entry.path)
     return True
+
+
+#: The model gateway's listener, bound once by the parent before any check runs.
+GATEWAY = gateway.Gateway()  # listening once main() calls GATEWAY.listen()
 
 
 #: The image's unprivileged user (Dockerfile: ``useradd --uid 10001``), a check's process's.
@@ -775,12 +836,13 @@ def main(argv: list[str]) -> int:
     # As PID 1 only signals with a handler reach us from inside: Python's own SIGINT
     # handler would let a check raise KeyboardInterrupt here. (Children restore it.)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    GATEWAY.listen()
     stdin = Reader(0)
     while True:
         job = read_job(stdin, idle_exit)
         if job is None:
             return 0
-        JobRun(job, result_fd).run()
+        JobRun(job, result_fd, stdin).run()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ import docker.errors
 import requests.exceptions
 from docker.types import Ulimit
 
+from engine.contract import Status
 from engine.environments.build import (
     ENV_PATH,
     ENV_REPOSITORY,
@@ -46,6 +47,7 @@ from engine.errors import (
     EnvironmentBuildError,
     SandboxError,
 )
+from engine.gateway.service import GatewaySession, current_session, no_gateway_reply
 from engine.models import Limits
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.docker.containers import (
@@ -66,7 +68,9 @@ from engine.sandbox.pool import CheckWorkers, WarmPool
 from engine.sandbox.protocol import (
     DoneRecord,
     Job,
+    LLMRequestRecord,
     RowRecord,
+    encode_reply,
     parse_records,
 )
 from engine.settings import Settings
@@ -130,6 +134,85 @@ class _Frames:
             del self.buffer[:take]
             self.remaining -= take
             yield self.stream, payload
+
+
+class _GatewayLink:
+    """One job's model calls: replies written back to the container while the job lasts,
+    and what the host learned per row (the model that served it, an upstream failure)."""
+
+    def __init__(self, sock: socket.socket, session: GatewaySession | None) -> None:
+        self.sock = sock
+        self.session = session
+        self.lock = threading.Lock()
+        self.open = True
+        self.failures: dict[int, str] = {}
+        self.models: dict[int, set[str]] = {}
+
+    def request(self, record: LLMRequestRecord, row: int) -> None:
+        """Answer ``record`` (made while ``row`` was in flight) off the caller's thread."""
+        session = self.session
+        if session is None:
+            reply = no_gateway_reply(record.path)
+            self.deliver(record.id, row, reply.status, reply.body, None, None)
+            return
+
+        def answer() -> None:
+            try:
+                reply = session.answer(record.method, record.path, record.body)
+            except Exception as exc:  # a bug here must still answer the check
+                log.exception("the model gateway failed")
+                self.deliver(record.id, row, 500, '{"message": "gateway error"}', None, str(exc))
+                return
+            self.deliver(
+                record.id, row, reply.status, reply.body, reply.served_by, reply.upstream_error
+            )
+
+        session.submit(answer)
+
+    def deliver(
+        self,
+        request_id: int,
+        row: int,
+        status: int,
+        body: str,
+        served_by: str | None,
+        failure: str | None,
+    ) -> None:
+        with self.lock:
+            if failure is not None:
+                self.failures.setdefault(row, failure)
+            if served_by:
+                self.models.setdefault(row, set()).add(served_by)
+            if not self.open:
+                return  # the job is over: the container (or its next job) never sees it
+            with contextlib.suppress(OSError):
+                self.sock.sendall(encode_reply(request_id, status, body))
+
+    def outcome(self, record: RowRecord) -> RowRecord:
+        """``record`` with the host's knowledge: the model that served it (a container's
+        own ``served_by`` is always replaced) and ``judge_error`` when the upstream failed."""
+        with self.lock:
+            failure = self.failures.pop(record.i, None)
+            models = self.models.pop(record.i, None)
+        update: dict[str, Any] = {"served_by": ", ".join(sorted(models)) if models else None}
+        if failure is not None:
+            update.update(
+                status=Status.JUDGE_ERROR,
+                score=None,
+                output_type=None,
+                explanation=None,
+                error=short_error(failure, record.error),
+            )
+        return record.model_copy(update=update)
+
+    def close(self) -> None:
+        with self.lock:
+            self.open = False
+
+
+def short_error(failure: str, check_error: str | None) -> str:
+    text = failure if check_error is None else f"{failure} (the check: {check_error})"
+    return text if len(text) <= 4000 else text[:3997] + "..."
 
 
 @dataclass(eq=False)
@@ -319,6 +402,7 @@ class DockerBackend:
 
         frames = worker.frames
         line = worker.line
+        link = _GatewayLink(sock, current_session())
         dirty = False
         stderr_tail = bytearray()
         stderr_total = 0
@@ -326,6 +410,8 @@ class DockerBackend:
         start = time.monotonic()
         job_deadline = start + limits.job_wall_seconds(len(job.rows))
         step_deadline = start + job.load_timeout_seconds + ROW_GRACE_SECONDS
+        step_started = start
+        called_model = False  # the row in flight called the model: the gateway's bound holds
         row_allowance = job.row_timeout_seconds + ROW_GRACE_SECONDS
         cap = limits.max_output_bytes + STDERR_SLACK_BYTES
 
@@ -342,6 +428,12 @@ class DockerBackend:
                     self._kill(container)
                     if deadline == job_deadline:
                         detail = f"the job passed its wall clock of {job_deadline - start:.0f} s"
+                    elif called_model:
+                        detail = (
+                            f"evaluate ran longer than {job.gateway_row_timeout_seconds} s, the "
+                            "bound of a row that calls the model "
+                            "(SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+                        )
                     else:
                         detail = f"evaluate ran longer than {job.row_timeout_seconds} s"
                     yield end(Termination.TIMEOUT, detail)
@@ -376,6 +468,15 @@ class DockerBackend:
                     del line[: last + 1]
                     records, error = parse_records(complete, job.nonce, limits.max_record_bytes)
                     for record in records:
+                        if isinstance(record, LLMRequestRecord):
+                            link.request(record, expected_row)
+                            if job.gateway_row_timeout_seconds:
+                                # Model calls count against the row, within a larger bound.
+                                allowance = job.gateway_row_timeout_seconds + ROW_GRACE_SECONDS
+                                step_deadline = max(step_deadline, step_started + allowance)
+                                job_deadline = max(job_deadline, time.monotonic() + allowance)
+                                called_model = True
+                            continue
                         if isinstance(record, DoneRecord):
                             if expected_row != len(job.rows):
                                 self._kill(container)
@@ -398,8 +499,10 @@ class DockerBackend:
                                 return
                             expected_row += 1
                             dirty = dirty or record.status in DIRTY_STATUSES
-                        step_deadline = time.monotonic() + row_allowance
-                        yield record
+                        step_started = time.monotonic()
+                        called_model = False
+                        step_deadline = step_started + row_allowance
+                        yield link.outcome(record) if isinstance(record, RowRecord) else record
                     if error is not None:
                         self._kill(container)
                         yield end(
@@ -415,6 +518,7 @@ class DockerBackend:
                         )
                         return
         finally:
+            link.close()
             if not worker.clean:
                 with contextlib.suppress(OSError):
                     sock.close()

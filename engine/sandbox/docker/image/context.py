@@ -44,11 +44,12 @@ def assemble_context(dest: Path, image_dir: Path, engine_dir: Path, wheels: Sequ
         shutil.rmtree(dest)
     opt = dest / "opt" / "scorebox"
     (opt / "engine").mkdir(parents=True)
-    for required in (image_dir / "Dockerfile", image_dir / "harness.py"):
+    for required in (image_dir / "Dockerfile", image_dir / "harness.py", image_dir / "gateway.py"):
         if not required.is_file():
             raise SandboxError(f"{required} is missing: the sandbox image cannot be built")
     shutil.copyfile(image_dir / "Dockerfile", dest / "Dockerfile")
     shutil.copyfile(image_dir / "harness.py", opt / "harness.py")
+    shutil.copyfile(image_dir / "gateway.py", opt / "gateway.py")
     (opt / "engine" / "__init__.py").write_bytes(b"")
     for name in ENGINE_FILES:
         source = engine_dir / name

@@ -58,7 +58,7 @@ def wheel_requirements(
     for package in packages:
         if package.wheel is None:
             continue
-        version = version_of(package.wheel)
+        version = package.version or version_of(package.wheel)
         requirements.append(f"{package.wheel}=={version}" if version else package.wheel)
     return tuple(requirements)
 
@@ -72,7 +72,12 @@ def sandbox_packages(
     for package in packages:
         if package.wheel is not None:
             out.append(
-                PackageInfo(package.import_name, version_of(package.wheel), "wheel", package.wheel)
+                PackageInfo(
+                    package.import_name,
+                    package.version or version_of(package.wheel),
+                    "wheel",
+                    package.wheel,
+                )
             )
         elif package.debian_package is not None:
             out.append(PackageInfo(package.import_name, None, "debian", package.debian_package))

@@ -24,8 +24,11 @@ def wheel_matches(filename: str, requirement: str, arch: str) -> bool:
     if len(parts) < 5:
         return False
     name, _, version = requirement.partition("==")
-    python_tag, platform_tag = parts[-3], parts[-1]
-    python_ok = any(t in {"py3", "cp311"} for t in python_tag.split("."))
+    python_tag, abi_tag, platform_tag = parts[-3], parts[-2], parts[-1]
+    python_ok = any(t in {"py3", "cp311"} for t in python_tag.split(".")) or (
+        # a stable-ABI wheel built for an older CPython 3 (tokenizers: cp310-abi3)
+        abi_tag == "abi3" and any(_abi3_fits(t) for t in python_tag.split("."))
+    )
     platform_ok = platform_tag == "any" or (
         arch in platform_tag and "linux" in platform_tag and "musl" not in platform_tag
     )
@@ -35,6 +38,11 @@ def wheel_matches(filename: str, requirement: str, arch: str) -> bool:
         and python_ok
         and platform_ok
     )
+
+
+def _abi3_fits(tag: str) -> bool:
+    """Whether a ``cp3X`` tag's stable-ABI wheel runs on CPython 3.11."""
+    return re.fullmatch(r"cp3(\d+)", tag) is not None and int(tag[3:]) <= 11
 
 
 def manylinux_platforms(arch: str) -> list[str]:

@@ -1,0 +1,31 @@
+"""The metered model gateway (issue 21): checks in the sandbox call the operator's model.
+
+:mod:`engine.gateway.translate` is the pure half (each client's HTTP shape <-> one chat
+request); :mod:`engine.gateway.service` the host half (quota, cache, meter, model map,
+per-tenant slots). The container half is ``sandbox_images/python/gateway.py``.
+"""
+
+from __future__ import annotations
+
+from engine.gateway.service import (
+    GatewayReply,
+    GatewaySession,
+    ModelGateway,
+    current_session,
+    gateway_session,
+    resolve_model,
+)
+from engine.gateway.translate import ChatRequest, GatewayRequestError, Provider, parse_request
+
+__all__ = [
+    "ChatRequest",
+    "GatewayReply",
+    "GatewayRequestError",
+    "GatewaySession",
+    "ModelGateway",
+    "Provider",
+    "current_session",
+    "gateway_session",
+    "parse_request",
+    "resolve_model",
+]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,6 +27,24 @@ class Row(BaseModel):
     )
     model_input: str | None = Field(default=None, description="The exact input sent to the model.")
     metadata: dict[str, FreeJSON] = Field(default_factory=dict, description="Free-form metadata.")
+    # Other scorer formats' own row fields (engine.contract.formats binds them).
+    messages: list[dict[str, FreeJSON]] | None = Field(
+        default=None,
+        description="An OpenAI chat list for reward-kit functions (else built from "
+        "scenario_input and model_output).",
+    )
+    item: dict[str, FreeJSON] | None = Field(
+        default=None, description="An OpenAI grader's `item` (else the row's fields)."
+    )
+    sample: dict[str, FreeJSON] | None = Field(
+        default=None, description="An OpenAI grader's `sample` (else built from model_output)."
+    )
+    vars: dict[str, FreeJSON] | None = Field(
+        default=None, description="promptfoo's test `vars` (else the row's metadata)."
+    )
+    ground_truth: FreeJSON = Field(
+        default=None, description="reward-kit's `ground_truth` (else scenario_result)."
+    )
 
 
 class Limits(BaseModel):
@@ -82,6 +100,13 @@ class RowResult(BaseModel):
     error: str | None = None
     output: str | None = Field(default=None, description="What the check printed (capped).")
     duration_ms: float = 0.0
+    passed: bool | None = Field(
+        default=None,
+        description="The check's own pass flag, for formats that have one (promptfoo, a bool).",
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Sub-scores and extra result keys the check returned."
+    )
 
     @field_validator("score")
     @classmethod

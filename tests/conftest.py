@@ -43,6 +43,7 @@ RUNTIME_PARAMETRISED = (
     "tests/security/",
     "tests/integration/test_sandbox.py",
     "tests/integration/test_policies.py",
+    "tests/integration/test_formats_sandbox.py",
 )
 
 

@@ -43,6 +43,8 @@ class CodeCheck:
     version: int | None = None
     policy: Policy = Policy.STANDARD
     output_type: OutputType | None = None
+    #: The entry function named at upload (None: found by name or by its parameters).
+    entry: str | None = None
 
 
 def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
@@ -347,6 +349,7 @@ class SandboxRunner:
             source=check.source,
             policy=check.policy,
             output_type=check.output_type,
+            entry=check.entry,
             row_timeout_seconds=limits.row_timeout_seconds,
             max_output_bytes=limits.max_output_bytes,
             rows=[row for _, row in pending],
@@ -418,6 +421,8 @@ class SandboxRunner:
             error=record.error,
             output=record.output,
             duration_ms=record.ms,
+            passed=record.passed,
+            metadata=record.metadata,
         )
 
 

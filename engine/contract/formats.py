@@ -39,6 +39,10 @@ class Format(StrEnum):
     LANGSMITH = "langsmith"
 
 
+#: Stand-in modules in the sandbox image for other tools' packages (top-level import name);
+#: ``sandbox_images/python/stand-in-modules/``. A check's declared real package wins.
+STAND_IN_MODULES: tuple[str, ...] = ("reward_kit",)
+
 #: Row fields a row may carry for other formats (besides Okareo's PARAMETER_NAMES).
 FORMAT_ROW_FIELDS: tuple[str, ...] = ("messages", "item", "sample", "vars", "ground_truth")
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from engine.contract import CHECK_BASE_MODULES, PARAMETER_NAMES, REQUIRABLE_PARAMETERS, OutputType
+from engine.contract.formats import STAND_IN_MODULES
 
 #: Largest accepted check source, in bytes (UTF-8).
 MAX_SOURCE_BYTES = 256 * 1024
@@ -154,6 +155,8 @@ def sandbox_can_import(module: str) -> bool:
     if top in sys.stdlib_module_names:
         return True
     if any(top == package.import_name for package in SANDBOX_PACKAGES):
+        return True
+    if top in STAND_IN_MODULES:
         return True
     return any(base == module or base.startswith(module + ".") for base in CHECK_BASE_MODULES)
 

@@ -44,6 +44,7 @@ def validate(
     source: str,
     policy: Policy | str = "standard",
     declared: DeclaredCheck | Mapping[str, Any] | None = None,
+    entry: str | None = None,
 ) -> ValidationReport:
     """Validate a check's source under ``policy`` against what the client ``declared``.
 
@@ -53,4 +54,6 @@ def validate(
     if not isinstance(declared, DeclaredCheck):
         declared = DeclaredCheck.model_validate(dict(declared or {}))
     with _gc_paused():
-        return _Validation(source, Policy(policy), declared).run()
+        validation = _Validation(source, Policy(policy), declared)
+        validation.entry = entry
+        return validation.run()

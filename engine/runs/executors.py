@@ -98,6 +98,7 @@ class CodeExecutor:
             version=version.version,
             policy=Policy(version.policy),
             output_type=OutputType(version.output_data_type) if version.output_data_type else None,
+            entry=version.entry,
         )
         self.runners.get().run_batch(code, rows, limits, labels, on_result)
 

@@ -34,6 +34,8 @@ def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> ScoreRe
             error=results[i].error,
             output=results[i].output,
             duration_ms=results[i].duration_ms,
+            passed=results[i].passed,
+            metadata=results[i].metadata,
         )
         for i in range(len(body.rows))
         for check, results in zip(outcome.checks, outcome.results, strict=True)

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.contract import Status
 from engine.json_limits import FreeJSON
@@ -45,6 +45,19 @@ class Row(BaseModel):
     ground_truth: FreeJSON = Field(
         default=None, description="reward-kit's `ground_truth` (else scenario_result)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """Refuse unknown fields with a message naming the accepted ones."""
+        if isinstance(data, dict):
+            unknown = [str(key) for key in data if key not in cls.model_fields]
+            if unknown:
+                raise ValueError(
+                    f"unknown row field(s) {', '.join(sorted(unknown))}; a row may have "
+                    f"{', '.join(cls.model_fields)}"
+                )
+        return data
 
 
 class Limits(BaseModel):

@@ -46,7 +46,7 @@ def test_format_fields_are_bounded_by_the_json_limits() -> None:
     for _ in range(200):
         deep = {"a": deep}
     with pytest.raises(ValueError):
-        Row(model_output="x", vars={"d": deep})  # type: ignore[dict-item]
+        Row(model_output="x", vars={"d": deep})
 
 
 def test_csv_with_map_reads_format_fields_as_json(tmp_path: Path) -> None:

@@ -237,6 +237,19 @@ GENERATOR_FORMATS: tuple[Format, ...] = (
 
 _KEYWORD_FORMATS: tuple[Format, ...] = (Format.BRAINTRUST, Format.LANGSMITH)
 
+#: Formats whose files import a stand-in module (``reward_kit``), which the restricted
+#: policy's import allowlist does not hold: the generator vets and runs them under the
+#: standard policy (still in the sandbox).
+STANDARD_POLICY_FORMATS: frozenset[Format] = frozenset({Format.REWARD_KIT})
+
+
+def format_of_source(source: str) -> Format | None:
+    """The format a check's source is in, or None when it has no (single) entry."""
+    try:
+        return detect(*shapes_of(ast.parse(source))).format
+    except (SyntaxError, ValueError):
+        return None
+
 
 # -- which function is the entry ---------------------------------------------------------
 

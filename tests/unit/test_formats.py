@@ -351,3 +351,21 @@ def test_table_covers_every_format_with_an_example_that_detects_as_itself() -> N
     for fmt, spec in FORMATS.items():
         assert spec.example, fmt
         assert _detect(spec.example).format is fmt
+
+
+def test_host_reads_pass_flag_and_metadata_only_on_ok_rows() -> None:
+    import json
+
+    from engine.sandbox.protocol import ProtocolError, RowRecord, parse_record
+
+    ok = {"t": "row", "i": 0, "status": "ok", "score": 0.5, "passed": True, "ms": 1.0}
+    ok["metadata"] = {"sub_scores": {"a": {"score": 0.5}}}
+    record = parse_record(b"n " + json.dumps(ok).encode(), "n", 65536)
+    assert isinstance(record, RowRecord) and record.passed and record.metadata == ok["metadata"]
+    for extra in ({"passed": False}, {"metadata": {"x": 1}}):
+        bad = {"t": "row", "i": 0, "status": "error", "error": "E", "ms": 1.0, **extra}
+        with pytest.raises(ProtocolError):
+            parse_record(b"n " + json.dumps(bad).encode(), "n", 65536)
+    big = {**ok, "metadata": {"x": "y" * 70000}}
+    with pytest.raises(ProtocolError, match="exceeds"):
+        parse_record(b"n " + json.dumps(big).encode(), "n", 65536)

@@ -30,7 +30,6 @@ ISSUE_CODES: Mapping[str, CodeInfo] = {
     "syntax-error": CodeInfo("error", "Python cannot parse or compile the source"),
     "syntax-warning": CodeInfo("warning", "Python warns about the source (invalid escape...)"),
     "no-entrypoint": CodeInfo("error", "no entry in any scorer format (or several that fit)"),
-    "wrong-format": CodeInfo("error", "the generator was asked for another scorer format"),
     "unsupported-entrypoint": CodeInfo("error", "evaluate/Check is not a plain def/class"),
     "ambiguous-entrypoint": CodeInfo("warning", "both Check.evaluate and evaluate: class wins"),
     "entrypoint-redefined": CodeInfo("warning", "evaluate or Check is defined more than once"),

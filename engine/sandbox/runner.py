@@ -466,14 +466,17 @@ def run_check(
     *,
     policy: Policy | str = Policy.STANDARD,
     settings: Settings | None = None,
+    entry: str | None = None,
 ) -> list[RowResult]:
     """Score ``rows`` with the check in ``source``; one result per row, in order.
 
     Uses the shared :func:`default_runner`: the first call starts a container,
-    later calls of the same check reuse its warm worker.
+    later calls of the same check reuse its warm worker. ``entry`` names the entry
+    function of a scorer file in another format where several fit (docs/checks.md).
     """
     runner = default_runner(settings)
-    return runner.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
+    return runner.run_check(check, rows, limits)
 
 
 def iter_check(
@@ -483,6 +486,7 @@ def iter_check(
     *,
     policy: Policy | str = Policy.STANDARD,
     settings: Settings | None = None,
+    entry: str | None = None,
 ) -> Iterator[RowResult]:
     """Score ``rows`` as they are read with the check in ``source``, yielding results in order.
 
@@ -490,7 +494,8 @@ def iter_check(
     jobs of rows (:meth:`SandboxRunner.iter_check`), on the shared :func:`default_runner`.
     """
     runner = default_runner(settings)
-    return runner.iter_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
+    return runner.iter_check(check, rows, limits)
 
 
 def run_checks(

@@ -14,6 +14,7 @@ import pytest
 from engine.contract import Status
 from engine.models import RowResult
 from engine.sandbox.runner import CodeCheck, SandboxRunner
+from engine.settings import Settings
 from tests.integration.conftest import FAST
 
 pytestmark = pytest.mark.docker
@@ -303,3 +304,16 @@ def test_okareo_checks_unchanged(engine: SandboxRunner) -> None:
         None,
         None,
     )
+
+
+def test_python_api_takes_format_rows_and_an_entry(docker_settings: Settings) -> None:
+    import engine
+
+    source = (
+        "def a(output, context):\n    return False\n\n"
+        "def b(output, context):\n    return context['vars']['ok']\n"
+    )
+    results = engine.run_check(
+        source, [{"model_output": "x", "vars": {"ok": True}}], settings=docker_settings, entry="b"
+    )
+    assert (results[0].status, results[0].score, results[0].passed) == (Status.OK, True, True)

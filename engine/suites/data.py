@@ -12,24 +12,13 @@ import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from engine.errors import InvalidRequestError
+from engine.suites.file import RowField
 
-ROW_FIELDS = (
-    "id",
-    "model_output",
-    "scenario_input",
-    "scenario_result",
-    "model_input",
-    "metadata",
-    # other scorer formats' own fields (engine.contract.formats.FORMAT_ROW_FIELDS)
-    "messages",
-    "item",
-    "sample",
-    "vars",
-    "ground_truth",
-)
+#: The row fields a data file's columns may name (scorebox.yaml's ``map`` keys too).
+ROW_FIELDS: tuple[str, ...] = get_args(RowField)
 #: Fields that hold JSON: a CSV/TSV cell holding them is parsed.
 JSON_FIELDS = ("metadata", "messages", "item", "sample", "vars")
 EXPECTED = (

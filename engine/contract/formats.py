@@ -68,6 +68,8 @@ class FormatSpec:
     positional: int | None = None
     #: Whether its results carry a pass flag (then the check's pass rate uses it).
     pass_flag: bool = False
+    #: A ``None`` return skips the row (status ``skipped``), as the tool itself does.
+    none_skips: bool = False
     example: str = ""
 
 
@@ -199,8 +201,9 @@ FORMATS: Mapping[Format, FormatSpec] = {
             (
                 "numbers outside 0..1 are accepted (Phoenix accepts them, Braintrust does not)",
                 "a label alone (no score) is invalid_score: scorebox keeps a score per row",
-                "None is invalid_score (Braintrust skips the row)",
+                "None skips the row (status skipped), as Braintrust does",
             ),
+            none_skips=True,
             example=(
                 "def handler(input, output, expected):\n"
                 '    return {"name": "exact", "score": 1.0 if output == expected else 0.0}\n'
@@ -671,6 +674,15 @@ def _finish(
     if passed is not None and not isinstance(passed, bool):
         raise InvalidScore(f"`pass` must be true or false, got {type(passed).__name__}")
     return Score(base.score, base.output_type, _text(explanation), metadata or None, passed)
+
+
+def skips(fmt: Format, value: Any) -> bool:
+    """Whether ``value`` returned by a ``fmt`` entry skips the row (Braintrust's ``None``)."""
+    return value is None and FORMATS[fmt].none_skips
+
+
+#: Formats whose checks may report a row ``skipped`` themselves (the host accepts it).
+SELF_SKIPPING: frozenset[Format] = frozenset(f for f, spec in FORMATS.items() if spec.none_skips)
 
 
 def coerce(fmt: Format, value: Any, expected: OutputType | None = None) -> Score:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
+from engine.contract.formats import SELF_SKIPPING
 from engine.errors import InvalidRequestError, SandboxError
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
@@ -357,6 +358,7 @@ class SandboxRunner:
         done = 0
         loaded = False
         required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
+        self_skips = False  # a format whose None return skips the row (Braintrust's)
         with self._slots:
             events = self.backend.execute(job, limits, labels)
             try:
@@ -364,6 +366,7 @@ class SandboxRunner:
                     if isinstance(event, LoadedRecord):
                         loaded = True
                         required = set(REQUIRABLE_PARAMETERS) & set(event.parameters)
+                        self_skips = event.format in SELF_SKIPPING
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
                         lacks = (
@@ -371,7 +374,8 @@ class SandboxRunner:
                             if required
                             else []
                         )
-                        if (event.status is Status.SKIPPED) != bool(lacks):
+                        skipped = event.status is Status.SKIPPED
+                        if skipped != bool(lacks) and not (skipped and self_skips):
                             # Closing ``events`` below destroys the container.
                             detail = "the check broke the result protocol: " + (
                                 "a row it could score was reported skipped"

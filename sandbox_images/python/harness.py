@@ -309,6 +309,12 @@ def run_row(
         record["output"] = output
     if record["status"] != contract.Status.OK.value:
         return record
+    if detected is not None and formats.skips(detected.format, value):
+        record.update(
+            status=contract.Status.SKIPPED.value,
+            error="the scorer returned None: the row is skipped (as Braintrust does)",
+        )
+        return record
     try:
         if detected is None:
             score = contract.coerce_score(value, expected[0])
@@ -668,7 +674,11 @@ class JobRun:
             return False
         if not self.loaded_sent:
             params = [p for p in record.get("parameters", []) if isinstance(p, str)]
-            self.channel.send({"t": "loaded", "ok": True, "parameters": params[:16]})
+            loaded: dict[str, Any] = {"t": "loaded", "ok": True, "parameters": params[:16]}
+            fmt, entry = record.get("format"), record.get("entry")
+            if fmt in {f.value for f in formats.Format} and isinstance(entry, str):
+                loaded.update(format=fmt, entry=entry[:200])
+            self.channel.send(loaded)
             self.loaded_sent = True
         return True
 

@@ -256,7 +256,9 @@ def test_braintrust_exception_none_and_label_only(engine: SandboxRunner) -> None
     result = one(engine, "def handler(output):\n    return int(output)\n")
     assert result.status is Status.ERROR and "in handler" in (result.error or "")
     result = one(engine, "def handler(output):\n    return None\n")
-    assert result.status is Status.INVALID_SCORE
+    assert result.status is Status.SKIPPED and "None" in (result.error or "")
+    result = one(engine, "def get_assert(output, context):\n    return None\n")
+    assert result.status is Status.INVALID_SCORE  # only Braintrust/Phoenix skip on None
     result = one(engine, "def handler(output):\n    return 'good'\n")
     assert result.status is Status.INVALID_SCORE and "label" in (result.error or "")
 

@@ -19,6 +19,7 @@ from engine.contract.formats import (
     coerce,
     detect,
     shapes_of,
+    skips,
 )
 
 
@@ -317,7 +318,9 @@ def test_braintrust_phoenix_returns() -> None:
     with pytest.raises(InvalidScore, match="no score"):
         coerce(Format.BRAINTRUST, {"label": "good"})
     with pytest.raises(InvalidScore, match="returned None"):
-        coerce(Format.BRAINTRUST, None)
+        coerce(Format.BRAINTRUST, None)  # the harness asks skips() first
+    assert skips(Format.BRAINTRUST, None) and not skips(Format.BRAINTRUST, 0)
+    assert not skips(Format.PROMPTFOO, None) and not skips(Format.GRADER, None)
     with pytest.raises(InvalidScore):
         coerce(Format.BRAINTRUST, object())
 

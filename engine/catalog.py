@@ -82,6 +82,13 @@ class CheckSpec(BaseModel):
     requires_scenario_result: bool | None = None
     output_data_type: OutputType | None = None
     policy: Policy = Policy.STANDARD
+    entry: str | None = Field(
+        default=None,
+        max_length=200,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="The entry function of another tool's scorer file where several fit "
+        "(null: found by name or by its parameters; see docs/checks.md).",
+    )
     limits: dict[str, Any] | None = Field(
         default=None,
         description="Lower the default sandbox limits for this check.",
@@ -135,10 +142,14 @@ def _declared(spec: CheckSpec) -> dict[str, Any]:
 
 
 def validate_code(
-    source: str, policy: Policy, declared: dict[str, Any], packages: PackageRules | None = None
+    source: str,
+    policy: Policy,
+    declared: dict[str, Any],
+    packages: PackageRules | None = None,
+    entry: str | None = None,
 ) -> ValidationReport:
     """Validate code with :func:`engine.validation.validate`; never raises on user mistakes."""
-    return validate(source, policy, declared=declared, packages=packages)
+    return validate(source, policy, declared=declared, packages=packages, entry=entry)
 
 
 def validate_spec(
@@ -155,7 +166,8 @@ def validate_spec(
             raise InvalidRequestError("a code check needs `source`")
         if quotas is not None:
             check_source(quotas, len(spec.source.encode()))
-        return validate_code(spec.source, spec.policy, _declared(spec), packages), spec
+        report = validate_code(spec.source, spec.policy, _declared(spec), packages, spec.entry)
+        return report, spec
     if not spec.prompt_template:
         raise InvalidRequestError("a model check needs `prompt_template`")
     checked = validate_template(
@@ -190,6 +202,8 @@ def content_sha256(spec: CheckSpec) -> str:
         },
         "limits": spec.limits or None,
     }
+    if spec.entry is not None:  # only when named: earlier versions keep their digest
+        content["entry"] = spec.entry
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
@@ -260,6 +274,7 @@ def save_check(
             requires_scenario_input=report.requires_scenario_input,
             requires_scenario_result=report.requires_scenario_result,
             limits=spec.limits or None,
+            entry=spec.entry if spec.kind == "code" else None,
             sha256=digest,
             author_key_id=principal.key_id,
             created_at=utcnow(),

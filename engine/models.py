@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.contract import Status
 from engine.json_limits import FreeJSON
@@ -27,6 +27,37 @@ class Row(BaseModel):
     )
     model_input: str | None = Field(default=None, description="The exact input sent to the model.")
     metadata: dict[str, FreeJSON] = Field(default_factory=dict, description="Free-form metadata.")
+    # Other scorer formats' own row fields (engine.contract.formats binds them).
+    messages: list[dict[str, FreeJSON]] | None = Field(
+        default=None,
+        description="An OpenAI chat list for reward-kit functions (else built from "
+        "scenario_input and model_output).",
+    )
+    item: dict[str, FreeJSON] | None = Field(
+        default=None, description="An OpenAI grader's `item` (else the row's fields)."
+    )
+    sample: dict[str, FreeJSON] | None = Field(
+        default=None, description="An OpenAI grader's `sample` (else built from model_output)."
+    )
+    vars: dict[str, FreeJSON] | None = Field(
+        default=None, description="promptfoo's test `vars` (else the row's metadata)."
+    )
+    ground_truth: FreeJSON = Field(
+        default=None, description="reward-kit's `ground_truth` (else scenario_result)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """Refuse unknown fields with a message naming the accepted ones."""
+        if isinstance(data, dict):
+            unknown = [str(key) for key in data if key not in cls.model_fields]
+            if unknown:
+                raise ValueError(
+                    f"unknown row field(s) {', '.join(sorted(unknown))}; a row may have "
+                    f"{', '.join(cls.model_fields)}"
+                )
+        return data
 
 
 class Limits(BaseModel):
@@ -84,6 +115,13 @@ class RowResult(BaseModel):
     duration_ms: float = 0.0
     model: str | None = Field(
         default=None, description="The model that served the check's model-gateway calls."
+    )
+    passed: bool | None = Field(
+        default=None,
+        description="The check's own pass flag, for formats that have one (promptfoo, a bool).",
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Sub-scores and extra result keys the check returned."
     )
 
     @field_validator("score")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.contract import OutputType, Policy, Status
+from engine.contract import OutputType, Policy, Status, formats
 from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError, LLMResponseError
 from engine.judging.model_check import run_model_check
@@ -27,7 +27,7 @@ from engine.llm.client import LLMClient
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.runner import CodeCheck
 from engine.settings import Settings
-from engine.validation import DeclaredCheck, ValidationReport, validate
+from engine.validation import DeclaredCheck, Issue, ValidationReport, validate
 from generator.extract import extract_code, extract_template
 from generator.models import (
     Agreement,
@@ -101,7 +101,10 @@ def engine_runner(
     )
 
     def run(source: str, output_type: OutputType, rows: Sequence[Row]) -> list[RowResult]:
-        check = CodeCheck(source=source, policy=Policy.RESTRICTED, output_type=output_type)
+        policy = Policy.RESTRICTED
+        if formats.format_of_source(source) in formats.STANDARD_POLICY_FORMATS:
+            policy = Policy.STANDARD  # its stand-in import is outside the allowlist
+        check = CodeCheck(source=source, policy=policy, output_type=output_type)
         return engine.run_check(check, list(rows), limits, labels=labels or {})
 
     return run
@@ -126,12 +129,30 @@ def llm_judge(llm: LLMClient, *, low: int = 1, high: int = 5) -> JudgeRows:
 
 def restricted_validator(source: str, spec: GenerationSpec) -> ValidationReport:
     """:data:`ValidateCode` with ``engine.validation`` under the restricted policy."""
+    if spec.format is not formats.Format.OKAREO:
+        return _format_report(source, spec.format)
     declared = DeclaredCheck(
         output_data_type=spec.output_type,
         requires_scenario_input=spec.requires_scenario_input,
         requires_scenario_result=spec.requires_scenario_result,
     )
     return validate(source, policy="restricted", declared=declared)
+
+
+def _format_report(source: str, fmt: formats.Format) -> ValidationReport:
+    """Validation of a check in another format: its policy, and the format asked for."""
+    policy = "standard" if fmt in formats.STANDARD_POLICY_FORMATS else "restricted"
+    report = validate(source, policy=policy)
+    if report.valid and report.format is not fmt:
+        wanted = formats.FORMATS[fmt].title
+        issue = Issue(
+            severity="error",
+            code="wrong-format",
+            message=f"this is a {formats.FORMATS[report.format].title} file; write it in the "
+            f"{wanted} format instead",
+        )
+        return report.model_copy(update={"valid": False, "issues": [*report.issues, issue]})
+    return report
 
 
 def agrees(expected: bool | int | float, result: RowResult, tolerance: float = 1e-6) -> bool:
@@ -369,6 +390,7 @@ def generate_check(
     prior_code: str | None = None,
     max_attempts: int | None = None,
     *,
+    format: formats.Format | str = formats.Format.OKAREO,
     llm: LLMClient,
     run: RunRows | None,
     validate: ValidateCode | None = None,
@@ -404,6 +426,7 @@ def generate_check(
         kind=kind,
         examples=parsed,
         prior_code=prior_code,
+        format=formats.Format(format),
     )
     generation = _Generation(
         spec, llm, run, validate or restricted_validator, judge, options, on_attempt

@@ -27,6 +27,7 @@ from engine.contract import (
     import_allowed,
 )
 from engine.contract.checks import CheckResponse
+from engine.contract.formats import FORMATS, STANDARD_POLICY_FORMATS, Format
 from engine.contract.rules import (
     LEGACY_PLACEHOLDERS,
     MODEL_CHECK_PLACEHOLDERS,
@@ -55,6 +56,8 @@ class GenerationSpec:
     kind: str = "code"  # "code" | "model"
     examples: tuple[Example, ...] = ()
     prior_code: str | None = None
+    #: The scorer format to write (engine.contract.formats); Okareo's is scorebox's own.
+    format: Format = Format.OKAREO
 
 
 # -- facts from the contract ---------------------------------------------------------------
@@ -116,6 +119,42 @@ It is compiled with RestrictedPython: no names or attributes starting with an un
 and these builtins do not exist: {forbidden}.
 - Handle missing or oddly-typed inputs gracefully (e.g. `scenario_input` may be a JSON value \
 rather than a string), do not print, and keep it fast.
+
+Reply with the complete check in a single ```python block. Add nothing after the block."""
+
+
+def format_system_prompt(fmt: Format) -> str:
+    """The system message for a check in another tool's format, from the format table."""
+    spec = FORMATS[fmt]
+    stdlib, third_party = importable_modules()
+    if fmt in STANDARD_POLICY_FORMATS:
+        third_party = [*third_party, "reward_kit (scorebox's stand-in)"]
+    parameters = "\n".join(f"  - `{name}`: {meaning}" for name, meaning in spec.parameters.items())
+    returns = "; ".join(spec.returns)
+    entry = (
+        f"a function decorated with `@{spec.decorator}` (any name)"
+        if spec.decorator
+        else " or ".join(f"`{name}`" for name in spec.entry_names) or "one public function"
+    )
+    notes = "".join(f"\n- Note: {d}." for d in spec.differences)
+    return f"""\
+You write scorers for scorebox in the {spec.title} format: small, deterministic Python \
+functions that score one output of an LLM application. scorebox runs them unchanged.
+
+The format:
+- The entry is {entry}.{" It must accept `**kwargs`." if spec.needs_var_keyword else ""}
+- Its parameters receive, from each row:
+{parameters}
+- It returns: {returns}. Never return None, NaN or infinity.{notes}
+- Imports: only these standard-library modules: {", ".join(stdlib)}; and these packages: \
+{", ".join(third_party)}.
+- The check runs in a sandbox: no network, no subprocesses, no files, a time limit per row. \
+Do not print, and keep it fast. Name helper functions with a leading underscore.
+
+An example in this format:
+```python
+{spec.example.rstrip()}
+```
 
 Reply with the complete check in a single ```python block. Add nothing after the block."""
 
@@ -198,6 +237,13 @@ def task_prompt(spec: GenerationSpec) -> str:
             else "- Use only `{model_output}` (and optionally `{model_input}`, `{metadata}`).\n"
         )
         head = f"Write a model check.\n\nDescription: {spec.description}\n\n{rules}"
+    elif spec.format is not Format.OKAREO:
+        t = spec.output_type.value
+        head = (
+            f"Write a check in the {FORMATS[spec.format].title} format.\n\n"
+            f"Description: {spec.description}\n\n"
+            f"Score type: `{t}` (the score it returns must be a {t}).\n"
+        )
     else:
         t = spec.output_type.value
         head = (
@@ -230,6 +276,8 @@ def initial_messages(spec: GenerationSpec) -> list[Message]:
     """The conversation's opening: system contract, then the task."""
     if spec.kind == "model":
         system = model_system_prompt(model_check_type(spec.output_type))
+    elif spec.format is not Format.OKAREO:
+        system = format_system_prompt(spec.format)
     else:
         system = code_system_prompt()
     return [{"role": "system", "content": system}, {"role": "user", "content": task_prompt(spec)}]

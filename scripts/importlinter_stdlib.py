@@ -19,8 +19,9 @@ from importlinter.domain.contract import Contract, ContractCheck
 
 
 class StdlibOnlyContract(Contract):
-    """Options: ``modules`` (the modules held to the rule, each as a module, not a package)
-    and ``allow`` (``importer -> imported`` pairs that may also be imported)."""
+    """Options: ``modules`` (the modules held to the rule, each as a module, not a package;
+    they may import each other, being held to it together) and ``allow`` (``importer ->
+    imported`` pairs that may also be imported)."""
 
     type_name = "stdlib_only"
 
@@ -40,7 +41,11 @@ class StdlibOnlyContract(Contract):
         for importer in sorted(modules):
             for imported in sorted(graph.find_modules_directly_imported_by(importer)):
                 top = imported.split(".")[0]
-                if top in sys.stdlib_module_names or (importer, imported) in allowed:
+                if (
+                    top in sys.stdlib_module_names
+                    or imported in modules
+                    or (importer, imported) in allowed
+                ):
                     continue
                 lines = tuple(
                     d["line_number"]

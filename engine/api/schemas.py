@@ -44,6 +44,7 @@ class CheckOut(BaseModel):
     requires_scenario_input: bool = False
     requires_scenario_result: bool = False
     limits: dict[str, Any] | None = None
+    entry: str | None = Field(default=None, description="The entry function named at upload.")
     sha256: str | None = None
     created_at: datetime | None = None
     warnings: list[Issue] = Field(default_factory=list)
@@ -84,6 +85,7 @@ class CheckOut(BaseModel):
             requires_scenario_input=check.requires_scenario_input,
             requires_scenario_result=check.requires_scenario_result,
             limits=check.limits,
+            entry=check.entry,
             sha256=check.sha256,
             created_at=check.created_at,
             warnings=warnings or [],
@@ -146,6 +148,12 @@ class ResultItem(BaseModel):
     model: str | None = Field(
         default=None,
         description="The model that served the check's model-gateway calls (POST /v1/score).",
+    )
+    passed: bool | None = Field(
+        default=None, description="The check's own pass flag (promptfoo, bool scores)."
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Sub-scores and extra keys the check returned."
     )
 
 
@@ -277,6 +285,8 @@ def result_item(run: Run, stored: StoredResult, row_id: str | int | None = None)
         error=stored.error,
         output=stored.output,
         duration_ms=stored.duration_ms,
+        passed=stored.passed,
+        metadata=stored.metadata,
     )
 
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from engine.validation import ValidationReport
 
 from engine.contract import OutputType, Policy
+from engine.contract.formats import FORMATS, Format
 
 
 @click.group()
@@ -45,12 +46,19 @@ def check() -> None:
     default=None,
     help="Declared requires_scenario_result; it must agree with evaluate's parameters.",
 )
+@click.option(
+    "--entry",
+    default=None,
+    help="The entry function, for a file where several functions fit a scorer format "
+    "(promptfoo's file://x.py:fn).",
+)
 @click.pass_context
 def validate_command(
     ctx: click.Context,
     file: Path,
     policy: str,
     as_json: bool,
+    entry: str | None,
     output_type: str | None,
     requires_scenario_input: bool | None,
     requires_scenario_result: bool | None,
@@ -65,7 +73,7 @@ def validate_command(
         requires_scenario_input=requires_scenario_input,
         requires_scenario_result=requires_scenario_result,
     )
-    report = validate(source, policy, declared)
+    report = validate(source, policy, declared, entry=entry)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
@@ -84,13 +92,18 @@ def render_report(name: str, report: ValidationReport) -> str:
     errors, warnings = len(report.errors), len(report.warnings)
     verdict = "valid" if report.valid else "invalid"
     lines.append(f"{name}: {verdict} ({errors} error(s), {warnings} warning(s))")
+    entry = report.entry or "evaluate"
+    if report.entrypoint is not None:
+        lines.append(f"  format:      {FORMATS[report.format].title} ({report.format.value})")
     if report.entrypoint == "class":
         lines.append(f"  entrypoint:  class Check, evaluate ({report.method_kind})")
     elif report.entrypoint == "function":
-        lines.append("  entrypoint:  function evaluate")
+        lines.append(f"  entrypoint:  function {entry}")
     if report.entrypoint is not None:
         parameters = [*report.signature, *(["**kwargs"] if report.var_keyword else [])]
-        lines.append(f"  signature:   evaluate({', '.join(parameters)})")
+        lines.append(f"  signature:   {entry}({', '.join(parameters)})")
+        for parameter, meaning in _bindings(report).items():
+            lines.append(f"    {parameter} <- {meaning}")
         output = report.output_data_type.value if report.output_data_type else None
         lines.append(f"  output type: {output or 'inferred from the first result'}")
         lines.append(
@@ -99,6 +112,17 @@ def render_report(name: str, report: ValidationReport) -> str:
         )
     lines.append(f"  policy:      {report.policy.value}")
     return "\n".join(lines)
+
+
+def _bindings(report: ValidationReport) -> dict[str, str]:
+    """What each parameter of the entry receives (the table in engine.contract.formats)."""
+    if report.bindings:
+        return report.bindings
+    table = FORMATS[Format.OKAREO].parameters
+    out = {name: table[name] for name in report.signature if name in table}
+    if report.var_keyword:
+        out["**kwargs"] = "every other parameter above, by name"
+    return out
 
 
 def _yes(flag: bool) -> str:

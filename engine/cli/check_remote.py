@@ -32,6 +32,12 @@ from engine.cli.remote import Remote, with_remote
 @click.option("--description", default=None)
 @click.option("--tag", "tags", multiple=True)
 @click.option("--policy", type=click.Choice(["standard", "restricted"]), default="standard")
+@click.option(
+    "--entry",
+    default=None,
+    help="The entry function of another tool's scorer file where several fit "
+    "(promptfoo's file://x.py:fn); default: found by name or by its parameters.",
+)
 @with_remote
 def push(
     file: Path,
@@ -41,6 +47,7 @@ def push(
     description: str | None,
     tags: tuple[str, ...],
     policy: str,
+    entry: str | None,
     remote: Remote,
 ) -> None:
     """Upload FILE as a new version of a check (unchanged content keeps its version).
@@ -58,6 +65,8 @@ def push(
         data["description"] = description
     if tags:
         data["tags"] = ",".join(tags)
+    if entry:
+        data["entry"] = entry
     media = "text/x-python" if file.suffix == ".py" else "text/plain"
     response = remote.request(
         "POST",

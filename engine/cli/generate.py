@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from engine.contract.files import TEMPLATE_SUFFIXES
+from engine.contract.formats import GENERATOR_FORMATS
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
@@ -106,6 +107,14 @@ def _outcome(attempt: Any) -> str:
     default=None,
     help="Write the check here (default: print it).",
 )
+@click.option(
+    "--format",
+    "scorer_format",
+    type=click.Choice([f.value for f in GENERATOR_FORMATS]),
+    default="okareo",
+    show_default=True,
+    help="Code checks: the scorer format to write (docs/checks.md, 'Scorer formats').",
+)
 @click.option("--force", is_flag=True, help="Write the best attempt even if not accepted.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the feedback sent after each attempt.")
 def generate(
@@ -119,6 +128,7 @@ def generate(
     prior: Path | None,
     max_attempts: int | None,
     output: Path | None,
+    scorer_format: str,
     force: bool,
     verbose: bool,
 ) -> None:
@@ -160,6 +170,7 @@ def generate(
                 examples=examples,
                 prior_code=prior.read_text() if prior else None,
                 max_attempts=max_attempts,
+                format=scorer_format,
                 llm=llm,
                 run=engine_runner(engine) if engine is not None else None,
                 judge=llm_judge(llm) if kind == "model" else None,

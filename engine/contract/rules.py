@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from engine.contract import CHECK_BASE_MODULES, PARAMETER_NAMES, REQUIRABLE_PARAMETERS, OutputType
+from engine.contract.formats import FORMATS, STAND_IN_MODULES, Format
 
 #: Largest accepted check source, in bytes (UTF-8).
 MAX_SOURCE_BYTES = 256 * 1024
@@ -188,6 +189,8 @@ def sandbox_can_import(module: str) -> bool:
         return True
     if any(top == package.import_name for package in SANDBOX_PACKAGES):
         return True
+    if top in STAND_IN_MODULES:
+        return True
     return any(base == module or base.startswith(module + ".") for base in CHECK_BASE_MODULES)
 
 
@@ -219,3 +222,37 @@ def suggest_parameter(name: str) -> str | None:
         return PARAMETER_SUGGESTIONS[name]
     close = difflib.get_close_matches(name, PARAMETER_NAMES, n=1, cutoff=0.6)
     return close[0] if close else None
+
+
+def format_table_markdown() -> str:
+    """docs/checks.md's scorer-format table, from :data:`engine.contract.formats.FORMATS`."""
+    lines = [
+        "| format | entry | parameters (bound from the row) | returns | pass flag | "
+        "differences from the tool |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    for spec in FORMATS.values():
+        if spec.format is Format.OKAREO:
+            entry = "`evaluate`, or `evaluate` in a class `Check`"
+        elif spec.decorator:
+            entry = f"`@{spec.decorator}` (any name), with `**kwargs`"
+        elif spec.entry_names:
+            entry = ", ".join(f"`{n}`" for n in spec.entry_names)
+            entry += " or the only public function that fits" if spec.positional is None else ""
+        else:
+            entry = "the only public function that fits"
+        if spec.positional is not None:
+            entry += f" ({spec.positional} parameters, passed by position)"
+        params = "; ".join(f"`{n}`: {cell(m)}" for n, m in spec.parameters.items())
+        returns = "; ".join(cell(r) for r in spec.returns)
+        differences = "; ".join(cell(d) for d in spec.differences) or "none"
+        flag = "yes" if spec.pass_flag else "bool scores only"
+        lines.append(
+            f"| {spec.title} (`{spec.format.value}`) | {entry} | {params} | {returns} | "
+            f"{flag} | {differences} |"
+        )
+    return "\n".join(lines) + "\n"

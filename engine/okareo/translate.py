@@ -1,7 +1,9 @@
 """Okareo's shapes ↔ scorebox's, field for field. Pure: no I/O, no state.
 
 Rows: ``model_output ← actual``, ``scenario_input ← input``, ``scenario_result
-← result``, ``model_input ← model_input`` and ``metadata ← model_response``.
+← result``, ``model_input ← model_input`` and ``metadata ← model_response``; a
+``model_input`` that is a chat list (``[{"role", "content"}, ...]``) is also the
+row's ``messages`` (what reward-kit functions read).
 A data point whose model raised on the client (``error_message``) is not
 scored; its test data point says why. Results come back as Okareo's
 ``model_metrics`` (``mean_scores``, ``scores_by_row``) and full data points
@@ -149,6 +151,7 @@ def test_points(
                         None if entry.get("model_input") is None else _text(entry["model_input"])
                     ),
                     metadata=_metadata(entry.get("model_response")),
+                    messages=_chat(entry.get("model_input")),
                 )
             )
         out.append(
@@ -166,6 +169,17 @@ def test_points(
             )
         )
     return out, rows
+
+
+def _chat(value: Any) -> list[dict[str, Any]] | None:
+    """``value`` when it is an OpenAI chat list, else None."""
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in value)
+    ):
+        return [dict(m) for m in value]
+    return None
 
 
 @dataclass(frozen=True)

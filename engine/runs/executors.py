@@ -102,6 +102,7 @@ class CodeExecutor:
             version=version.version,
             policy=Policy(version.policy),
             output_type=OutputType(version.output_data_type) if version.output_data_type else None,
+            entry=version.entry,
         )
         session = None
         if self.gateway is not None:

@@ -47,7 +47,9 @@ class CheckSummary(BaseModel):
     max: float | None = None
     p50: float | None = Field(default=None, description="Median of ok scores.")
     pass_rate: float | None = Field(
-        default=None, description="Share of ok scores that are true (bool checks only)."
+        default=None,
+        description="Share of ok results that pass: the check's own pass flag where its "
+        "format has one (promptfoo), else the share of true scores (bool checks only).",
     )
 
 
@@ -66,12 +68,15 @@ def score_stats(results: Iterable[RowResult]) -> ScoreStats:
     """The aggregates :meth:`engine.storage.RunStore.score_stats` computes in the database."""
     counts: Counter[str] = Counter()
     scores: list[float] = []
-    bools = 0
+    bools = flagged = passes = 0
     for result in results:
         counts[result.status.value] += 1
         if result.status is Status.OK and result.score is not None:
             scores.append(float(result.score))
             bools += isinstance(result.score, bool)
+            if result.passed is not None:
+                flagged += 1
+                passes += result.passed
     return ScoreStats(
         counts=dict(counts),
         ok_count=len(scores),
@@ -80,14 +85,30 @@ def score_stats(results: Iterable[RowResult]) -> ScoreStats:
         max=max(scores) if scores else None,
         p50=statistics.median(scores) if scores else None,
         bool_scores=bools,
+        flagged=flagged,
+        passes=passes,
     )
 
 
 def from_stats(
     stats: ScoreStats, check: str, version: int | None, check_id: str | None, kind: str
 ) -> CheckSummary:
-    """The summary of a check's aggregates; a pass rate only when every ok score is a bool."""
+    """The summary of a check's aggregates; a pass rate from the results' own pass flags
+    (scorer formats that have one), else only when every ok score is a bool."""
     is_bool = stats.ok_count > 0 and stats.bool_scores == stats.ok_count
+    if stats.flagged:
+        return _summary(stats, check, version, check_id, kind, stats.passes / stats.flagged)
+    return _summary(stats, check, version, check_id, kind, stats.mean if is_bool else None)
+
+
+def _summary(
+    stats: ScoreStats,
+    check: str,
+    version: int | None,
+    check_id: str | None,
+    kind: str,
+    pass_rate: float | None,
+) -> CheckSummary:
     return CheckSummary(
         check=check,
         version=version,
@@ -99,7 +120,7 @@ def from_stats(
         min=stats.min,
         max=stats.max,
         p50=stats.p50,
-        pass_rate=stats.mean if is_bool else None,
+        pass_rate=pass_rate,
     )
 
 

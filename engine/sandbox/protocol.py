@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from engine.contract import PROTOCOL_VERSION, OutputType, Policy, Status
+from engine.contract.formats import Format
 from engine.models import Row
 
 
@@ -31,6 +32,11 @@ class JobRow(BaseModel):
     scenario_result: Any = None
     model_input: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    messages: list[dict[str, Any]] | None = None
+    item: dict[str, Any] | None = None
+    sample: dict[str, Any] | None = None
+    vars: dict[str, Any] | None = None
+    ground_truth: Any = None
 
 
 _ROWS = TypeAdapter(list[Row])
@@ -53,6 +59,8 @@ class Job(BaseModel):
     load_timeout_seconds: float = 20.0
     max_output_bytes: int
     max_row_output_chars: int = 4096
+    #: The entry function named at upload (None: found by name or by its parameters).
+    entry: str | None = None
     #: Under gVisor: how many tasks the checks may create in one container before it is
     #: retired (each leaves host threads behind for a while; see ``pids_options``).
     task_budget: int | None = None
@@ -86,6 +94,9 @@ class LoadedRecord(BaseModel):
     ok: bool
     error: str | None = Field(default=None, max_length=16384)
     parameters: list[str] = Field(default_factory=list, max_length=16)
+    #: The scorer format the harness recognised and its entry function (not for Okareo).
+    format: Format | None = None
+    entry: str | None = Field(default=None, max_length=200)
 
 
 class RowRecord(BaseModel):
@@ -102,6 +113,10 @@ class RowRecord(BaseModel):
     #: The model that served the row's gateway calls: the host's to set, a container's is
     #: overwritten (see the Docker backend).
     served_by: str | None = None
+    #: The format's own pass flag (promptfoo's ``pass``, a bool score), when it has one.
+    passed: bool | None = None
+    #: Sub-scores and a format's extra result keys (bounded by ``max_record_bytes``).
+    metadata: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RowRecord:
@@ -119,7 +134,7 @@ class RowRecord(BaseModel):
                 self.score
             ):
                 raise ValueError(f"score {self.score!r} is not of type {self.output_type.value}")
-        elif self.score is not None:
+        elif self.score is not None or self.passed is not None or self.metadata is not None:
             raise ValueError(f"a {self.status.value} row carries no score")
         return self
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
+from engine.contract.formats import SELF_SKIPPING
 from engine.errors import InvalidRequestError, SandboxError
 from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
@@ -45,6 +46,8 @@ class CodeCheck:
     version: int | None = None
     policy: Policy = Policy.STANDARD
     output_type: OutputType | None = None
+    #: The entry function named at upload (None: found by name or by its parameters).
+    entry: str | None = None
 
 
 def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
@@ -351,6 +354,7 @@ class SandboxRunner:
             source=check.source,
             policy=check.policy,
             output_type=check.output_type,
+            entry=check.entry,
             row_timeout_seconds=limits.row_timeout_seconds,
             max_output_bytes=limits.max_output_bytes,
             gateway_row_timeout_seconds=(
@@ -363,6 +367,7 @@ class SandboxRunner:
         done = 0
         loaded = False
         required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
+        self_skips = False  # a format whose None return skips the row (Braintrust's)
         with self._slots:
             events = self.backend.execute(job, limits, labels)
             try:
@@ -370,6 +375,7 @@ class SandboxRunner:
                     if isinstance(event, LoadedRecord):
                         loaded = True
                         required = set(REQUIRABLE_PARAMETERS) & set(event.parameters)
+                        self_skips = event.format in SELF_SKIPPING
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
                         lacks = (
@@ -377,7 +383,8 @@ class SandboxRunner:
                             if required
                             else []
                         )
-                        if (event.status is Status.SKIPPED) != bool(lacks):
+                        skipped = event.status is Status.SKIPPED
+                        if skipped != bool(lacks) and not (skipped and self_skips):
                             # Closing ``events`` below destroys the container.
                             detail = "the check broke the result protocol: " + (
                                 "a row it could score was reported skipped"
@@ -428,6 +435,8 @@ class SandboxRunner:
             output=record.output,
             duration_ms=record.ms,
             model=record.served_by,
+            passed=record.passed,
+            metadata=record.metadata,
         )
 
 
@@ -471,14 +480,17 @@ def run_check(
     *,
     policy: Policy | str = Policy.STANDARD,
     settings: Settings | None = None,
+    entry: str | None = None,
 ) -> list[RowResult]:
     """Score ``rows`` with the check in ``source``; one result per row, in order.
 
     Uses the shared :func:`default_runner`: the first call starts a container,
-    later calls of the same check reuse its warm worker.
+    later calls of the same check reuse its warm worker. ``entry`` names the entry
+    function of a scorer file in another format where several fit (docs/checks.md).
     """
     runner = default_runner(settings)
-    return runner.run_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
+    return runner.run_check(check, rows, limits)
 
 
 def iter_check(
@@ -488,6 +500,7 @@ def iter_check(
     *,
     policy: Policy | str = Policy.STANDARD,
     settings: Settings | None = None,
+    entry: str | None = None,
 ) -> Iterator[RowResult]:
     """Score ``rows`` as they are read with the check in ``source``, yielding results in order.
 
@@ -495,7 +508,8 @@ def iter_check(
     jobs of rows (:meth:`SandboxRunner.iter_check`), on the shared :func:`default_runner`.
     """
     runner = default_runner(settings)
-    return runner.iter_check(CodeCheck(source=source, policy=Policy(policy)), rows, limits)
+    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
+    return runner.iter_check(check, rows, limits)
 
 
 def run_checks(

@@ -34,6 +34,7 @@ def _check(row: CheckVersionRow) -> CheckVersion:
         author_key_id=row.author_key_id,
         created_at=aware(row.created_at) or utcnow(),
         deleted_at=aware(row.deleted_at),
+        entry=row.entry,
     )
 
 

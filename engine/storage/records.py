@@ -81,6 +81,8 @@ class CheckVersion:
     author_key_id: str | None
     created_at: datetime
     deleted_at: datetime | None = None
+    #: The entry function named at upload (scorer formats; None: found in the file).
+    entry: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,8 @@ class StoredResult:
     error: str | None
     output: str | None
     duration_ms: float
+    passed: bool | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -169,3 +173,5 @@ class ScoreStats:
     max: float | None
     p50: float | None
     bool_scores: int  # how many ok scores are booleans
+    flagged: int = 0  # how many ok results carry a scorer format's own pass flag
+    passes: int = 0  # how many of those passed

@@ -270,6 +270,8 @@ class SqlRuns(SqlSessions):
                 "error": None if r.error is None else without_nul(r.error),
                 "output": None if r.output is None else without_nul(r.output),
                 "duration_ms": r.duration_ms,
+                "passed": r.passed,
+                "result_metadata": r.metadata,
             }
             for check_index, row_index, r in results
         ]
@@ -322,6 +324,8 @@ class SqlRuns(SqlSessions):
                     r.error,
                     r.output,
                     r.duration_ms,
+                    r.passed,
+                    r.result_metadata,
                 )
                 for r in rows
             ]
@@ -337,13 +341,15 @@ class SqlRuns(SqlSessions):
             }
             ok = (*where, ResultRow.status == "ok", ResultRow.score_num.is_not(None))
             is_bool = cast(ResultRow.score, String).in_(("true", "false"))  # JSON true/false
-            n, mean, low, high, bools = s.execute(
+            n, mean, low, high, bools, flagged, passes = s.execute(
                 select(
                     func.count(),
                     func.avg(ResultRow.score_num),
                     func.min(ResultRow.score_num),
                     func.max(ResultRow.score_num),
                     func.sum(case((is_bool, 1), else_=0)),
+                    func.count(ResultRow.passed),
+                    func.sum(case((ResultRow.passed.is_(True), 1), else_=0)),
                 ).where(*ok)
             ).one()
             p50: float | None = None
@@ -366,6 +372,8 @@ class SqlRuns(SqlSessions):
                 max=None if high is None else float(high),
                 p50=p50,
                 bool_scores=int(bools or 0),
+                flagged=int(flagged or 0),
+                passes=int(passes or 0),
             )
 
     def score_histogram(

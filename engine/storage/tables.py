@@ -86,6 +86,8 @@ class CheckVersionRow(Base):
     requires_scenario_input: Mapped[bool] = mapped_column(Boolean, default=False)
     requires_scenario_result: Mapped[bool] = mapped_column(Boolean, default=False)
     limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    #: The entry function named at upload (scorer formats; None: found in the file).
+    entry: Mapped[str | None] = mapped_column(String(200), nullable=True)
     sha256: Mapped[str] = mapped_column(String(64))
     author_key_id: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
@@ -143,6 +145,9 @@ class ResultRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     output: Mapped[str | None] = mapped_column(Text)
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
+    #: A scorer format's own pass flag and its sub-scores / extra keys (migration 0007).
+    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    result_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
 
 
 class LLMCacheRow(Base):

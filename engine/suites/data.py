@@ -12,14 +12,18 @@ import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from engine.errors import InvalidRequestError
+from engine.suites.file import RowField
 
-ROW_FIELDS = ("id", "model_output", "scenario_input", "scenario_result", "model_input", "metadata")
+#: The row fields a data file's columns may name (scorebox.yaml's ``map`` keys too).
+ROW_FIELDS: tuple[str, ...] = get_args(RowField)
+#: Fields that hold JSON: a CSV/TSV cell holding them is parsed.
+JSON_FIELDS = ("metadata", "messages", "item", "sample", "vars")
 EXPECTED = (
     "expected columns: model_output (required), id, scenario_input, scenario_result, "
-    "model_input, metadata"
+    "model_input, metadata, messages, item, sample, vars, ground_truth"
 )
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
 
@@ -45,12 +49,13 @@ def _apply(
     if not isinstance(row.get("model_output"), str):
         missing = "missing" if row.get("model_output") is None else "not a string"
         raise InvalidRequestError(f"{path}:{where}: model_output is {missing}; {EXPECTED}")
-    meta = row.get("metadata")
-    if isinstance(meta, str):
-        try:
-            row["metadata"] = json.loads(meta)
-        except json.JSONDecodeError as exc:
-            raise InvalidRequestError(f"{path}:{where}: metadata is not JSON: {exc.msg}") from exc
+    for name in JSON_FIELDS:
+        value = row.get(name)
+        if isinstance(value, str):
+            try:
+                row[name] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise InvalidRequestError(f"{path}:{where}: {name} is not JSON: {exc.msg}") from exc
     return row
 
 

@@ -35,7 +35,17 @@ from engine.suites.names import BUILTIN_PREFIX, DEFAULT_FAIL_ON, SUITE_FILE
 
 OUTPUT_PATTERN = r"\.(jsonl|ndjson|csv|tsv|html|htm)$"
 RowField = Literal[
-    "id", "model_output", "scenario_input", "scenario_result", "model_input", "metadata"
+    "id",
+    "model_output",
+    "scenario_input",
+    "scenario_result",
+    "model_input",
+    "metadata",
+    "messages",
+    "item",
+    "sample",
+    "vars",
+    "ground_truth",
 ]
 
 

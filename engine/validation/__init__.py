@@ -46,6 +46,7 @@ def validate(
     policy: Policy | str = "standard",
     declared: DeclaredCheck | Mapping[str, Any] | None = None,
     packages: PackageRules | None = None,
+    entry: str | None = None,
 ) -> ValidationReport:
     """Validate a check's source under ``policy`` against what the client ``declared``.
 
@@ -55,4 +56,6 @@ def validate(
     if not isinstance(declared, DeclaredCheck):
         declared = DeclaredCheck.model_validate(dict(declared or {}))
     with _gc_paused():
-        return _Validation(source, Policy(policy), declared, packages).run()
+        validation = _Validation(source, Policy(policy), declared, packages)
+        validation.entry = entry
+        return validation.run()

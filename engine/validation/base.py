@@ -27,6 +27,7 @@ class _ValidationBase:
         self._lines: list[str] | None = None
         self.lazy_annotations = False  # `from __future__ import annotations`
         self.report = ValidationReport(valid=False, policy=policy)
+        self.entry: str | None = None  # the entry function named at upload
 
     # -- issue helpers
 

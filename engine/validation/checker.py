@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 
 from engine import contract
-from engine.contract import Policy, restricted
+from engine.contract import Policy, formats, restricted
 from engine.contract import rules as check_rules
 from engine.environments.spec import DECLARE_HINT, module_names, read_block
 from engine.validation.facts import (
@@ -170,6 +170,8 @@ class _Validation(_SignatureRules):
     # -- entrypoint and signature
 
     def entrypoint(self, tree: ast.Module, facts: _Facts) -> None:
+        if self.foreign_format(tree):
+            return
         functions = [s for s in tree.body if _binds(s, contract.ENTRYPOINT_FUNCTION)]
         classes = [s for s in tree.body if _binds(s, contract.ENTRYPOINT_CLASS)]
         self.redefined(functions, contract.ENTRYPOINT_FUNCTION)
@@ -218,6 +220,35 @@ class _Validation(_SignatureRules):
             self.unsupported(function, "evaluate")
             return
         self.signature(function, "function", facts)
+
+    def foreign_format(self, tree: ast.Module) -> bool:
+        """Another tool's scorer file (engine.contract.formats): its entry and bindings.
+
+        True when the file is not Okareo-shaped (then the Okareo signature rules do not
+        apply); False to go on with them.
+        """
+        shapes, has_check = formats.shapes_of(tree)
+        try:
+            detected = formats.detect(shapes, has_check, self.entry)
+        except formats.FormatError as exc:
+            names = (contract.ENTRYPOINT_FUNCTION, contract.ENTRYPOINT_CLASS)
+            okareo = any(_binds(s, name) for s in tree.body for name in names)
+            if okareo and self.entry is None:
+                return False  # the Okareo rules name the defect
+            self.add("no-entrypoint", str(exc))
+            return True
+        if detected.format is formats.Format.OKAREO:
+            return False
+        shape = detected.shape
+        assert shape is not None
+        self.report.format = detected.format
+        self.report.entry = detected.entry
+        self.report.bindings = dict(detected.bindings)
+        self.report.entrypoint = "function"
+        self.report.method_kind = "function"
+        self.report.signature = [p.name for p in shape.params]
+        self.report.var_keyword = shape.var_keyword
+        return True
 
     def redefined(self, statements: Sequence[ast.stmt], name: str) -> None:
         if len(statements) > 1:

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.contract import OutputType, Policy
+from engine.contract.formats import Format
 
 Severity = Literal["error", "warning"]
 EntrypointKind = Literal["function", "class"]
@@ -28,7 +29,7 @@ ISSUE_CODES: Mapping[str, CodeInfo] = {
     "source-too-large": CodeInfo("error", "the source is larger than 256 KiB"),
     "syntax-error": CodeInfo("error", "Python cannot parse or compile the source"),
     "syntax-warning": CodeInfo("warning", "Python warns about the source (invalid escape...)"),
-    "no-entrypoint": CodeInfo("error", "no `evaluate` function and no class `Check` with one"),
+    "no-entrypoint": CodeInfo("error", "no entry in any scorer format (or several that fit)"),
     "unsupported-entrypoint": CodeInfo("error", "evaluate/Check is not a plain def/class"),
     "ambiguous-entrypoint": CodeInfo("warning", "both Check.evaluate and evaluate: class wins"),
     "entrypoint-redefined": CodeInfo("warning", "evaluate or Check is defined more than once"),
@@ -97,6 +98,11 @@ class ValidationReport(BaseModel):
     requires_scenario_input: bool = False
     requires_scenario_result: bool = False
     policy: Policy = Policy.STANDARD
+    format: Format = Field(default=Format.OKAREO, description="The scorer format recognised.")
+    entry: str | None = Field(default=None, description="The entry function (not for Okareo).")
+    bindings: dict[str, str] = Field(
+        default_factory=dict, description="What each of the entry's parameters is bound to."
+    )
     issues: list[Issue] = Field(default_factory=list)
 
     @property

@@ -33,6 +33,7 @@ IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import ctypes
 import faulthandler
@@ -49,10 +50,14 @@ import types
 from typing import Any
 
 sys.path[:0] = ["/opt/scorebox", "/opt/scorebox/site-packages"]
+#: Stand-ins for other tools' packages (reward_kit) come LAST: a check's declared
+#: environment, put before them on sys.path, replaces them with the real package.
+sys.path.append("/opt/scorebox/stand-in-modules")
 
 import gateway  # noqa: E402  (the model gateway's container side, beside this file)
 
 from engine import contract  # noqa: E402  (needs the path above)
+from engine.contract import formats  # noqa: E402
 
 #: A check's declared environment (PEP 723 block), present only in its derived image. The
 #: forked child puts it first on the import path just before it loads the check, so a
@@ -195,8 +200,27 @@ def describe_exception(exc: BaseException) -> str:
     return short(head + "\nTraceback (check frames):\n" + "\n".join(lines))
 
 
-def load_check(job: dict[str, Any]) -> tuple[Any, contract.Signature]:
-    """Execute the check's source as a fresh module and find ``evaluate`` (in the child)."""
+class Entry:
+    """The loaded check's entry: the callable, its format and its signature."""
+
+    def __init__(
+        self,
+        func: Any,
+        signature: contract.Signature,
+        detected: formats.Detected | None = None,
+    ) -> None:
+        self.func = func
+        self.signature = signature
+        self.detected = detected
+
+    @property
+    def parameters(self) -> list[str]:
+        """What the loaded record declares (the requirable inputs the host checks)."""
+        return list(self.signature.bound)
+
+
+def load_check(job: dict[str, Any]) -> Entry:
+    """Execute the check's source as a fresh module and find its entry (any format)."""
     source = job["source"]
     if os.path.isdir(DECLARED_ENVIRONMENT) and DECLARED_ENVIRONMENT not in sys.path:
         sys.path.insert(0, DECLARED_ENVIRONMENT)
@@ -214,18 +238,43 @@ def load_check(job: dict[str, Any]) -> tuple[Any, contract.Signature]:
         code = compile(source, CHECK_FILENAME, "exec", dont_inherit=True)
         exec(code, module.__dict__)
         namespace = module.__dict__
-    return contract.resolve_entrypoint(namespace)
+    try:
+        detected = formats.detect(*formats.shapes_of(ast.parse(source)), entry=job.get("entry"))
+    except formats.FormatError:
+        if contract.ENTRYPOINT_CLASS in namespace or contract.ENTRYPOINT_FUNCTION in namespace:
+            detected = None  # an Okareo-shaped file: its own messages below
+        else:
+            raise
+    if detected is None or detected.format is formats.Format.OKAREO:
+        func, signature = contract.resolve_entrypoint(namespace)
+        return Entry(func, signature)
+    func = namespace.get(detected.entry)
+    if not callable(func):
+        raise contract.EntrypointError(f"`{detected.entry}` is not callable after loading")
+    return Entry(func, contract.Signature(()), detected)
+
+
+def _message_type() -> Any:
+    """reward_kit.Message (the declared package's, else the stand-in's), or None."""
+    module = sys.modules.get("reward_kit")
+    if module is None:
+        with contextlib.suppress(Exception):
+            import reward_kit as module  # type: ignore[import-not-found,no-redef]
+    message = getattr(module, "Message", None)
+    if message is None:
+        return None
+    return lambda fields: message(**fields)
 
 
 def run_row(
-    func: Any,
-    signature: contract.Signature,
+    entry: Entry,
     row: dict[str, Any],
     job: dict[str, Any],
     budget: list[int],
     expected: list[contract.OutputType | None],
 ) -> dict[str, Any]:
     record: dict[str, Any] = {"t": "row", "i": row["i"], "status": contract.Status.OK.value}
+    signature = entry.signature
     missing = contract.missing_inputs(signature.bound, row)
     if missing:
         record.update(
@@ -235,12 +284,19 @@ def run_row(
         )
         return record
     capture = Capture(budget, int(job.get("max_row_output_chars", 4096)))
-    kwargs = contract.bind_arguments(signature.bound, row)
+    detected = entry.detected
+    args: list[Any] = []
+    if detected is None:
+        kwargs = contract.bind_arguments(signature.bound, row)
+    else:
+        assert detected.shape is not None
+        message = _message_type() if detected.format is formats.Format.REWARD_KIT else None
+        args, kwargs = formats.bind(detected.format, detected.shape, row, message)
     sys.stdout = sys.stderr = capture
     started = time.perf_counter()
     value: Any = None
     try:
-        value = func(**kwargs)
+        value = entry.func(*args, **kwargs)
     except OutputLimit:
         record.update(
             status=contract.Status.OUTPUT_LIMIT.value,
@@ -263,8 +319,17 @@ def run_row(
         record["output"] = output
     if record["status"] != contract.Status.OK.value:
         return record
+    if detected is not None and formats.skips(detected.format, value):
+        record.update(
+            status=contract.Status.SKIPPED.value,
+            error="the scorer returned None: the row is skipped (as Braintrust does)",
+        )
+        return record
     try:
-        score = contract.coerce_score(value, expected[0])
+        if detected is None:
+            score = contract.coerce_score(value, expected[0])
+        else:
+            score = formats.coerce(detected.format, value, expected[0])
     except contract.InvalidScore as exc:
         record.update(status=contract.Status.INVALID_SCORE.value, error=str(exc))
         return record
@@ -273,6 +338,11 @@ def run_row(
     record.update(score=score.score, output_type=score.output_type.value)
     if score.explanation is not None:
         record["explanation"] = score.explanation
+    if score.passed is not None:
+        record["passed"] = score.passed
+    metadata = formats.bounded_metadata(score.metadata)
+    if metadata:
+        record["metadata"] = metadata
     return record
 
 
@@ -297,7 +367,7 @@ def run_child(job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int) -> N
     sys.stdout = sys.stderr = load_capture
     load_error: str | None = None
     try:
-        func, signature = load_check(job)
+        entry = load_check(job)
     except OutputLimit:
         load_error = "the check printed more than allowed while loading"
     except contract.EntrypointError as exc:
@@ -309,9 +379,12 @@ def run_child(job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int) -> N
     if load_error is not None:
         emit({"t": "loaded", "ok": False, "error": short(load_error)})
         return
-    emit({"t": "loaded", "ok": True, "parameters": list(signature.bound)})
+    loaded: dict[str, Any] = {"t": "loaded", "ok": True, "parameters": entry.parameters}
+    if entry.detected is not None:
+        loaded.update(format=entry.detected.format.value, entry=entry.detected.entry)
+    emit(loaded)
     for row in rows:
-        emit(run_row(func, signature, row, job, budget, expected))
+        emit(run_row(entry, row, job, budget, expected))
 
 
 # -- the parent: owns the channel, watches the child ----------------------------
@@ -666,7 +739,11 @@ class JobRun:
             return False
         if not self.loaded_sent:
             params = [p for p in record.get("parameters", []) if isinstance(p, str)]
-            self.channel.send({"t": "loaded", "ok": True, "parameters": params[:16]})
+            loaded: dict[str, Any] = {"t": "loaded", "ok": True, "parameters": params[:16]}
+            fmt, entry = record.get("format"), record.get("entry")
+            if fmt in {f.value for f in formats.Format} and isinstance(entry, str):
+                loaded.update(format=fmt, entry=entry[:200])
+            self.channel.send(loaded)
             self.loaded_sent = True
         return True
 

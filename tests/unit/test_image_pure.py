@@ -194,6 +194,11 @@ def test_assemble_context_layout(tmp_path: Path) -> None:
     assert (opt / "engine" / "contract" / "__init__.py").read_bytes() == contract
     assert (opt / "engine" / "contract" / "checks.py").is_file()
     assert (opt / "engine" / "contract" / "restricted.py").is_file()
+    for part in ("formats.py", "params.py", "returns.py", "statuses.py"):
+        assert (opt / "engine" / "contract" / part).read_bytes() == (
+            engine_dir / "contract" / part
+        ).read_bytes()
+    assert (opt / "stand-in-modules" / "reward_kit" / "__init__.py").is_file()
     assert (opt / "engine" / "checks.py").is_file()  # the path check files import
     assert not (opt / "engine" / "contract" / "rules.py").exists()  # host-only
     assert not (opt / "engine" / "settings.py").exists()

@@ -92,3 +92,20 @@ def test_a_deliberate_violation_breaks_its_contract(
     assert found.returncode != 0, found.stdout
     broken = found.stdout.split("Broken contracts", 1)[-1]
     assert contract in broken, found.stdout
+
+
+def test_the_image_contract_holds_every_file_the_image_carries() -> None:
+    """The stdlib-only contract names exactly the engine modules the sandbox image carries."""
+    import tomllib
+
+    from engine.sandbox.docker.image.constants import ENGINE_FILES
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contract = next(
+        c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "stdlib_only"
+    )
+    carried = {
+        "engine." + name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        for name in ENGINE_FILES
+    }
+    assert set(contract["modules"]) == carried

@@ -133,6 +133,13 @@ async def upload_check(
         ModelCheckType | None,
         Form(description="Model checks: `score` (default) or `pass_fail`."),
     ] = None,
+    entry: Annotated[
+        str | None,
+        Form(
+            description="Code checks in another tool's format: the entry function, where "
+            "several fit (promptfoo's `file://x.py:fn`)."
+        ),
+    ] = None,
 ) -> CheckOut:
     raw = await file.read()
     try:
@@ -153,6 +160,7 @@ async def upload_check(
             prompt_template=text if kind == "model" else None,
             check_type=check_type,
             policy=policy,
+            entry=entry or None,
         )
     except ValueError as exc:
         raise InvalidRequestError(f"bad check fields: {exc}") from exc

@@ -35,6 +35,8 @@ def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> ScoreRe
             output=results[i].output,
             duration_ms=results[i].duration_ms,
             model=results[i].model,
+            passed=results[i].passed,
+            metadata=results[i].metadata,
         )
         for i in range(len(body.rows))
         for check, results in zip(outcome.checks, outcome.results, strict=True)

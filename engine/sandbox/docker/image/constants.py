@@ -52,8 +52,17 @@ ENGINE_FILES: tuple[str, ...] = (
     "checks.py",
     "contract/__init__.py",
     "contract/checks.py",
+    "contract/formats.py",
+    "contract/params.py",
     "contract/restricted.py",
+    "contract/returns.py",
+    "contract/statuses.py",
 )
+
+#: Stand-in modules for other tools' scorer packages (``reward_kit``), copied from
+#: ``sandbox_images/python/stand-in-modules/`` to /opt/scorebox/stand-in-modules, which the harness
+#: appends LAST to ``sys.path``: a check's declared packages (put before it) win.
+STAND_IN_MODULES_DIR = "stand-in-modules"
 
 
 PULL_TIMEOUT_SECONDS = 180.0

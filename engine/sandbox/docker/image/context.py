@@ -11,7 +11,7 @@ from pathlib import Path
 
 from engine.errors import SandboxError
 from engine.sandbox.docker.image.apt import stand_in_control
-from engine.sandbox.docker.image.constants import ENGINE_FILES, STAND_INS
+from engine.sandbox.docker.image.constants import ENGINE_FILES, STAND_IN_MODULES_DIR, STAND_INS
 
 
 def hash_context(context: Path, inputs: Mapping[str, str]) -> str:
@@ -60,6 +60,12 @@ def assemble_context(dest: Path, image_dir: Path, engine_dir: Path, wheels: Sequ
     shutil.copytree(
         image_dir / "okareo",
         opt / "okareo",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+        copy_function=shutil.copyfile,
+    )
+    shutil.copytree(
+        image_dir / STAND_IN_MODULES_DIR,
+        opt / STAND_IN_MODULES_DIR,
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
         copy_function=shutil.copyfile,
     )

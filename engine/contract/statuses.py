@@ -1,0 +1,49 @@
+"""Statuses, score types, policies and the protocol version: the contract's vocabulary.
+
+Carried into the sandbox image (stdlib only).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+#: Version of the host <-> harness job protocol; bumped on any incompatible change.
+PROTOCOL_VERSION = 2
+
+
+class OutputType(StrEnum):
+    """Type of a check's score."""
+
+    BOOL = "bool"
+    INT = "int"
+    FLOAT = "float"
+
+
+#: Ints must fit a signed 64-bit integer (what databases and JSON consumers hold).
+INT_MIN = -(2**63)
+INT_MAX = 2**63 - 1
+
+#: Longest explanation kept from a check, in characters.
+MAX_EXPLANATION_CHARS = 4096
+
+
+class Status(StrEnum):
+    """Typed outcome of one check on one row. Never folded into a score of 0."""
+
+    OK = "ok"
+    ERROR = "error"  # evaluate raised
+    TIMEOUT = "timeout"  # per-row or batch wall clock passed
+    OOM = "oom"  # memory limit reached
+    INVALID_SCORE = "invalid_score"  # wrong type, NaN/inf, int out of range
+    OUTPUT_LIMIT = "output_limit"  # the check printed more than allowed
+    CRASHED = "crashed"  # the process died (segfault, os._exit, killed)
+    SKIPPED = "skipped"  # inputs the check requires are missing on the row
+    JUDGE_ERROR = "judge_error"  # LLM unreachable or reply unparseable
+    SANDBOX_ERROR = "sandbox_error"  # our infrastructure failed
+
+
+class Policy(StrEnum):
+    """How strictly a check's source is vetted (and, for ``restricted``, executed)."""
+
+    STANDARD = "standard"
+    RESTRICTED = "restricted"

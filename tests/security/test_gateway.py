@@ -9,9 +9,11 @@ the job's channel; the host answers through the LLM client against the scripted 
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -465,3 +467,44 @@ def test_without_a_session_the_check_is_told_how_to_configure_a_model(
     [result] = runner.run_check(CodeCheck(CALL_OPENAI), [{"model_output": "x"}])
     assert result.status is Status.ERROR
     assert result.error is not None and "SCOREBOX_LLM_BASE_URL" in result.error
+
+
+def _published_seed_002() -> str:
+    """Seed 002's reward function exactly as published (the Fireworks docs' "LLM as a judge"
+    code block), read from ``../shared/seeds`` beside the checkout as CI has it."""
+    root = Path(__file__).resolve().parents[2]
+    for base in (root.parent / "shared" / "seeds", root.parents[1] / "shared" / "seeds"):
+        for path in sorted(base.glob("002_*.txt")):
+            text = path.read_text(encoding="utf-8")
+            return text.split("```python\n", 1)[1].split("```", 1)[0]
+    if os.environ.get("CI") == "true":
+        pytest.fail("../shared/seeds/002_*.txt is not beside this checkout (CI has it)")
+    pytest.skip("../shared/seeds is not beside this checkout")
+
+
+def test_seed_002_as_published_with_one_import_line(
+    runner: SandboxRunner, docker_settings: Settings, fake_llm: FakeLLM
+) -> None:
+    """The published reward function plus ``from reward_kit import reward_function``: its
+    ``messages`` come from the row, ``criteria`` takes its default, ``**kwargs`` gets none of
+    scorebox's names (it forwards them into ``chat.completions.create``), and its dict return
+    gives the score, ``reasoning`` as the explanation and the other keys as metadata."""
+    source = "from reward_kit import reward_function\n" + _published_seed_002()
+    fake_llm.reply("Score: 7\nReasoning: correct but terse")
+    gateway = make_gateway(fake_llm, docker_settings)
+    messages = [
+        {"role": "user", "content": "What is the capital of France?"},
+        {"role": "assistant", "content": "Paris."},
+    ]
+    [result] = score(runner, gateway, source, [{"model_output": "Paris.", "messages": messages}])
+    assert result.status is Status.OK, result.error
+    assert result.score == 7.0
+    assert result.explanation == "correct but terse"
+    assert result.metadata is not None
+    assert result.metadata["raw_response"] == "Score: 7\nReasoning: correct but terse"
+    sent = fake_llm.requests[-1]
+    assert sent["model"] == MODEL  # gpt-4o served by the operator's configured model
+    assert sent["temperature"] == 0.3
+    assert "USER: What is the capital of France?" in sent["messages"][1]["content"]
+    assert "RESPONSE TO EVALUATE:\nParis." in sent["messages"][1]["content"]
+    assert not {"model_output", "scenario_input", "metadata"} & set(sent)

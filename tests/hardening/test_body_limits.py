@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from starlette.types import Message, Receive, Scope, Send
 
@@ -112,6 +113,16 @@ async def _reading_app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": str(size).encode()})
 
 
+T = TypeVar("T")
+
+
+def _run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` in a thread of its own: Playwright's session-wide browser (the
+    browser tests) keeps an event loop running in the main thread for the whole session."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 def _scope(path: str = "/v1/score") -> dict[str, Any]:
     return {
         "type": "http",
@@ -131,7 +142,7 @@ def test_the_limit_cuts_before_the_surrogate_guard_buffers() -> None:
 
     out = _Recorder()
     app = BodyLimit(SurrogateGuard(_reading_app), LIMITS)
-    asyncio.run(app(_scope(), receive, out.send))
+    _run(app(_scope(), receive, out.send))
     assert out.status == 413
     assert pulled <= 1 * MB + 64 * 1024  # never more than the limit and one chunk
 
@@ -149,7 +160,7 @@ def test_a_trickling_body_is_cut_off_by_the_total_deadline() -> None:
         await BodyLimit(_reading_app, LIMITS)(_scope(), receive, out.send)
         return loop.time() - start
 
-    took = asyncio.run(run())
+    took = _run(run())
     assert out.status == 408
     assert "SCOREBOX_BODY_DEADLINE_SECONDS" in out.detail()
     assert took < 2.0
@@ -163,7 +174,7 @@ def test_a_complete_body_in_time_passes() -> None:
         return {"type": "http.request", "body": body, "more_body": bool(parts)}
 
     out = _Recorder()
-    asyncio.run(BodyLimit(_reading_app, LIMITS)(_scope(), receive, out.send))
+    _run(BodyLimit(_reading_app, LIMITS)(_scope(), receive, out.send))
     assert out.status == 200
     assert out.messages[1]["body"] == b"5"
 
@@ -179,7 +190,7 @@ def test_a_body_without_any_credentials_is_401_unread() -> None:
     scope = _scope()
     scope["headers"] = [*scope["headers"], (b"transfer-encoding", b"chunked")]
     out = _Recorder()
-    asyncio.run(BodyLimit(SurrogateGuard(_reading_app), LIMITS)(scope, receive, out.send))
+    _run(BodyLimit(SurrogateGuard(_reading_app), LIMITS)(scope, receive, out.send))
     assert out.status == 401
     assert pulled == 0  # not a byte of the body was read
     assert "missing API key" in out.detail()
@@ -191,5 +202,5 @@ def test_a_body_without_any_credentials_is_401_unread() -> None:
     async def form() -> Message:
         return {"type": "http.request", "body": parts.pop() if parts else b"", "more_body": False}
 
-    asyncio.run(BodyLimit(_reading_app, LIMITS)(signin, form, out.send))
+    _run(BodyLimit(_reading_app, LIMITS)(signin, form, out.send))
     assert out.status == 200

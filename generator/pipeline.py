@@ -13,11 +13,13 @@ no connection of its own.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from engine import contract
 from engine.contract import OutputType, Policy, Status, formats
 from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError, LLMResponseError
@@ -136,7 +138,31 @@ def restricted_validator(source: str, spec: GenerationSpec) -> ValidationReport:
         requires_scenario_input=spec.requires_scenario_input,
         requires_scenario_result=spec.requires_scenario_result,
     )
-    return validate(source, policy="restricted", declared=declared)
+    report = validate(source, policy="restricted", declared=declared)
+    if not report.valid or report.format in (None, formats.Format.OKAREO):
+        return report
+    # Another tool's format was written where a scorebox check was asked for: its parameters
+    # (`output`, `expected`...) are not the contract's, which the repair prompt must say.
+    line, col = _entry_position(source, report.entry)
+    given = ", ".join(f"`{name}`" for name in report.signature) or "no parameters"
+    issue = Issue(
+        severity="error",
+        code="wrong-format",
+        message=f"`{report.entry}` takes {given}, the "
+        f"{formats.FORMATS[report.format].title} format; write a scorebox check whose "
+        f"parameters are among {', '.join(contract.PARAMETER_NAMES)}",
+        line=line,
+        col=col,
+    )
+    return report.model_copy(update={"valid": False, "issues": [*report.issues, issue]})
+
+
+def _entry_position(source: str, entry: str | None) -> tuple[int | None, int | None]:
+    """Line and column (1-based) of the function ``entry`` in ``source``, when found."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry:
+            return node.lineno, node.col_offset + 1
+    return None, None
 
 
 def _format_report(source: str, fmt: formats.Format) -> ValidationReport:

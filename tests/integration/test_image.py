@@ -125,7 +125,7 @@ def test_opt_scorebox_is_read_only_for_the_user_and_precompiled(docker_settings:
         "files = [os.path.join(d, f) for d, _, fs in os.walk('/opt/scorebox') for f in fs]; "
         "print(any(os.access(p, os.W_OK) for p in dirs + files)); "
         "print(all(os.stat(p).st_uid == 0 for p in dirs + files)); "
-        "print(os.path.exists(importlib.util.cache_from_source('/opt/scorebox/engine/contract.py')))"
+        "print(os.path.exists(importlib.util.cache_from_source('/opt/scorebox/engine/contract/__init__.py')))"
     )
     proc = run_in_image(docker_settings, code, "--read-only=false")
     assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,137 @@
+"""The lock (requirements/dev.lock) agrees with pyproject.toml and with what is installed.
+
+`scripts/dev.sh` installs scorebox's dependencies from the lock with `--require-hashes`;
+`scripts/dev.sh lock` regenerates it. These tests fail when pyproject.toml asks for
+something the lock does not pin (or pins at a version the specifier refuses), when an
+entry has no hash, or when the environment running the tests drifted from the lock.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[2]
+LOCK = ROOT / "requirements" / "dev.lock"
+PYPROJECT = ROOT / "pyproject.toml"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One locked distribution: its requirement line (with markers) and its hashes."""
+
+    requirement: Requirement
+    hashes: tuple[str, ...]
+
+    @property
+    def version(self) -> Version:
+        (spec,) = self.requirement.specifier
+        return Version(spec.version)
+
+
+def parse_lock(text: str) -> dict[str, Pin]:
+    """Read a pip requirements file in uv's/pip-compile's hashed layout."""
+    pins: dict[str, Pin] = {}
+    entries: list[list[str]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if raw[:1].isspace() and entries:
+            entries[-1].append(line)
+        else:
+            entries.append([line])
+    for entry in entries:
+        head = entry[0].rstrip("\\").strip()
+        hashes = tuple(
+            part.rstrip("\\").strip().removeprefix("--hash=")
+            for part in entry[1:]
+            if part.startswith("--hash=")
+        )
+        requirement = Requirement(head)
+        pins[canonicalize_name(requirement.name)] = Pin(requirement, hashes)
+    return pins
+
+
+def declared_requirements() -> list[Requirement]:
+    """What pyproject.toml asks for: the dependencies and the dev extra the lock is made from."""
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    lines = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    return [Requirement(line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def pins() -> dict[str, Pin]:
+    return parse_lock(LOCK.read_text())
+
+
+def test_the_lock_records_the_command_that_made_it() -> None:
+    header = LOCK.read_text().splitlines()[:2]
+    assert "uv pip compile pyproject.toml --extra dev --generate-hashes" in header[1]
+
+
+def test_every_declared_requirement_is_pinned_at_a_version_it_allows(
+    pins: dict[str, Pin],
+) -> None:
+    problems = []
+    for requirement in declared_requirements():
+        pin = pins.get(canonicalize_name(requirement.name))
+        if pin is None:
+            problems.append(f"{requirement} is not in the lock")
+        elif not requirement.specifier.contains(pin.version, prereleases=True):
+            problems.append(f"{requirement} but the lock pins {pin.version}")
+    assert not problems, (
+        "requirements/dev.lock disagrees with pyproject.toml; run `scripts/dev.sh lock`:\n  "
+        + "\n  ".join(problems)
+    )
+
+
+def test_every_pin_is_exact_and_hashed(pins: dict[str, Pin]) -> None:
+    assert len(pins) > 50
+    for name, pin in pins.items():
+        (spec,) = pin.requirement.specifier
+        assert spec.operator == "==", name
+        assert pin.hashes, f"{name} has no --hash"
+        assert all(h.startswith("sha256:") and len(h) == 71 for h in pin.hashes), name
+
+
+def test_the_installed_environment_is_the_locked_one(pins: dict[str, Pin]) -> None:
+    drift = []
+    for name, pin in pins.items():
+        marker = pin.requirement.marker
+        if marker is not None and not marker.evaluate():
+            continue
+        try:
+            installed = Version(metadata.version(name))
+        except metadata.PackageNotFoundError:
+            drift.append(f"{name}=={pin.version} is locked but not installed")
+            continue
+        if installed != pin.version:
+            drift.append(f"{name}: installed {installed}, locked {pin.version}")
+    assert not drift, "this environment drifted from requirements/dev.lock:\n  " + "\n  ".join(
+        drift
+    )
+
+
+def test_the_parser_reads_markers_and_continuations() -> None:
+    text = (
+        "# header\n"
+        "colorama==0.4.6 ; sys_platform == 'win32' \\\n"
+        "    --hash=sha256:" + "a" * 64 + " \\\n"
+        "    --hash=sha256:" + "b" * 64 + "\n"
+        "    # via click\n"
+        "Click==8.1.7 \\\n"
+        "    --hash=sha256:" + "c" * 64 + "\n"
+    )
+    pins = parse_lock(text)
+    assert set(pins) == {"colorama", "click"}
+    assert pins["colorama"].requirement.marker is not None
+    assert len(pins["colorama"].hashes) == 2
+    assert pins["click"].version == Version("8.1.7")

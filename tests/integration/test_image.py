@@ -181,3 +181,47 @@ def test_okareo_shim_covers_the_sdk_exports(docker_settings: Settings) -> None:
         "['score', 'pass_fail', 'analysis']",
         "half",
     ]
+
+
+def test_the_image_records_its_exact_versions_and_image_show_prints_them(
+    docker_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: the image records its Python and every Debian package and Python
+    distribution at their exact versions; `scorebox image show` prints them."""
+    from click.testing import CliRunner
+
+    from engine.cli import main
+    from engine.sandbox.docker.image import image_versions
+
+    versions = image_versions(docker_settings)
+    assert versions is not None
+    # the record agrees with what the image itself says, asked independently
+    proc = run_in_image(
+        docker_settings,
+        SANDBOX_PATH + "import platform; from importlib import metadata; "
+        "print(platform.python_version()); print(metadata.version('rapidfuzz'))",
+    )
+    assert proc.returncode == 0, proc.stderr
+    python, rapidfuzz = proc.stdout.split()
+    assert versions.python == python
+    assert versions.python_packages["rapidfuzz"] == rapidfuzz
+    dpkg = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--label", f"{TEST_LABEL}=1",
+         "--entrypoint", "dpkg-query", docker_settings.image,
+         "-W", "-f=${Version}", "python3-numpy", "tini"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert versions.debian["python3-numpy"] + versions.debian["tini"] == dpkg.stdout
+    assert len(versions.debian) > 50
+
+    monkeypatch.setenv("SCOREBOX_IMAGE", docker_settings.image)
+    result = CliRunner().invoke(main, ["image", "show", "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert shown["versions"]["python"] == python
+    assert shown["versions"]["debian"]["python3-numpy"] == versions.debian["python3-numpy"]
+    listed = CliRunner().invoke(main, ["image", "show", "--versions"])
+    assert listed.exit_code == 0, listed.output
+    assert f"python:   {python}" in listed.output
+    assert "rapidfuzz" in listed.output and rapidfuzz in listed.output
+    assert "python3-numpy" in listed.output

@@ -27,7 +27,15 @@ from engine.sandbox.docker.image.apt import (
     stand_in_control,
 )
 from engine.sandbox.docker.image.bootstrap import BaseImage, bootstrap_base, resolve_base
-from engine.sandbox.docker.image.build import BuildResult, ImageStatus, build_image, image_status
+from engine.sandbox.docker.image.build import (
+    VERSIONS_FILE,
+    BuildResult,
+    ImageStatus,
+    ImageVersions,
+    build_image,
+    image_status,
+    image_versions,
+)
 from engine.sandbox.docker.image.constants import (
     BASE_DEBIAN_PACKAGES,
     BASE_REPOSITORY,
@@ -74,10 +82,12 @@ __all__ = [
     "REPOSITORY",
     "STAND_INS",
     "SUITE",
+    "VERSIONS_FILE",
     "BaseImage",
     "BuildResult",
     "DockerCLI",
     "ImageStatus",
+    "ImageVersions",
     "Log",
     "PackageInfo",
     "apt_sources",
@@ -91,6 +101,7 @@ __all__ = [
     "hash_context",
     "host_version",
     "image_status",
+    "image_versions",
     "manylinux_platforms",
     "mirrors_from_deb822",
     "mirrors_from_sources_list",

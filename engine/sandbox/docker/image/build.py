@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import platform
 import time
 from collections.abc import Iterator, Mapping
@@ -153,4 +154,36 @@ def image_status(settings: Settings) -> ImageStatus:
         content_hash=labels.get(HASH_LABEL),
         created=found.get("Created"),
         size_bytes=_size(found),
+    )
+
+
+VERSIONS_FILE = "/usr/share/scorebox/versions.json"
+
+
+@dataclass(frozen=True)
+class ImageVersions:
+    """What the image holds, recorded when it was built (``VERSIONS_FILE``)."""
+
+    python: str
+    debian: Mapping[str, str]
+    python_packages: Mapping[str, str]
+
+
+def image_versions(settings: Settings) -> ImageVersions | None:
+    """The exact versions inside ``settings.image``; None for an image built before they
+    were recorded. Read in a throwaway container with no network."""
+    proc = DockerCLI(settings.docker_host).run(
+        "run", "--rm", "--network", "none", "--entrypoint", "cat",
+        settings.image, VERSIONS_FILE,
+        check=False, timeout=60,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        if "no such file" in (proc.stderr + proc.stdout).lower():
+            return None
+        raise SandboxError(f"could not read {VERSIONS_FILE} from {settings.image}: {proc.stderr}")
+    data = json.loads(proc.stdout)
+    return ImageVersions(
+        python=str(data["python"]),
+        debian=dict(data["debian"]),
+        python_packages=dict(data["python_packages"]),
     )

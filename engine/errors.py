@@ -19,6 +19,7 @@ and for infrastructure::
     │   ├── DockerUnavailableError the Docker engine cannot be reached
     │   ├── ImageNotFoundError     the sandbox image is not built
     │   └── EnvironmentBuildError  a check's declared environment (PEP 723) cannot be built
+    │       └── PackageIndexError  the package index was unreachable or too slow (retryable)
     └── LLMError                   the LLM endpoint failed (after retries)
         ├── LLMUnavailableError    connection refused, timeout, 5xx after retries
         ├── LLMRateLimitError      429 after retries
@@ -84,6 +85,9 @@ class ForbiddenError(ScoreboxError):
 class StorageError(ScoreboxError):
     """Raised when the database cannot be reached, or its schema cannot be migrated."""
 
+    #: what an HTTP client is told to wait before trying again (``Retry-After``)
+    retry_after_seconds = 5
+
 
 class SandboxError(ScoreboxError):
     """Raised when the sandbox infrastructure fails (not when user code fails)."""
@@ -99,6 +103,11 @@ class ImageNotFoundError(SandboxError):
 
 class EnvironmentBuildError(SandboxError):
     """Raised when a check's declared environment cannot be built or used; names the build."""
+
+
+class PackageIndexError(EnvironmentBuildError):
+    """Raised when an environment's download failed because the package index could not be
+    reached or answered too slowly: the build is retryable, unlike a missing wheel."""
 
 
 class LLMError(ScoreboxError):

@@ -44,7 +44,7 @@ from engine.environments.spec import (
     environment_key,
     read_block,
 )
-from engine.errors import EnvironmentBuildError
+from engine.errors import EnvironmentBuildError, PackageIndexError
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,16 @@ ENV_PATH = "/opt/scorebox-env"
 FAILURE_TTL_SECONDS = 300.0
 #: The newest glibc whose manylinux wheels run on the sandbox (Debian bookworm: 2.36).
 SANDBOX_GLIBC = (2, 36)
+#: What pip prints when the index (or the proxy before it) could not be reached or stalled:
+#: a retryable failure, checked before _NO_WHEEL, since pip then also says it found no
+#: matching distribution.
+_INDEX_UNREACHABLE = re.compile(
+    r"NewConnectionError|ConnectTimeoutError|ReadTimeoutError|Connection refused|"
+    r"Max retries exceeded|ProxyError|Temporary failure in name resolution|"
+    r"Name or service not known|Could not fetch URL|connection broken|RemoteDisconnected|"
+    r"IncompleteRead|HTTP error 5\d\d|Read timed out",
+    re.IGNORECASE,
+)
 _NO_WHEEL = re.compile(
     r"(?:No matching distribution found for|"
     r"Could not find a version that satisfies the requirement) (?P<req>\S+)"
@@ -91,6 +101,19 @@ class BuildState:
     error: str | None = None
     log_path: str | None = None
     requirements: tuple[str, ...] = field(default_factory=tuple)
+    #: a failure that may pass by itself (the package index was unreachable or slow)
+    retryable: bool = False
+    #: seconds until the next use builds again (failed builds only)
+    retry_after_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class RememberedFailure:
+    """A failed build, remembered so every row of a check gets the same error."""
+
+    error: str
+    retryable: bool
+    seconds_left: float
 
 
 class Installer(Protocol):
@@ -273,7 +296,14 @@ class Environments:
         failure = self._failure(key)
         if failure is not None:
             return BuildState(
-                key, "failed", None, failure, str(self.log_path(key)), tuple(requirements)
+                key,
+                "failed",
+                None,
+                failure.error,
+                str(self.log_path(key)),
+                tuple(requirements),
+                retryable=failure.retryable,
+                retry_after_seconds=round(failure.seconds_left, 1),
             )
         if self._locked_elsewhere(key):
             return BuildState(key, "building", requirements=tuple(requirements))
@@ -300,9 +330,16 @@ class Environments:
                     log_file=log_file,
                 )
         except EnvironmentBuildError as exc:
+            retryable = isinstance(exc, PackageIndexError)
             message = f"environment {key} failed to build: {exc} (build log: {log_file})"
-            self._remember_failure(key, message)
-            raise EnvironmentBuildError(message) from exc
+            if retryable:
+                message += (
+                    f"; retryable: the next use after SCOREBOX_ENV_RETRY_SECONDS="
+                    f"{self.settings.env_retry_seconds:.0f} tries again, or `scorebox env "
+                    "build CHECK_FILE` now"
+                )
+            self._remember_failure(key, message, retryable=retryable)
+            raise (PackageIndexError if retryable else EnvironmentBuildError)(message) from exc
         self._failure_path(key).unlink(missing_ok=True)
         self.built.append(key)
         log.info("built environment %s in %.1f s", key, time.monotonic() - started)
@@ -346,19 +383,29 @@ class Environments:
                 env={**os.environ, "PIP_NO_INPUT": "1"},
             )
         except subprocess.TimeoutExpired as exc:
-            raise EnvironmentBuildError(
+            raise PackageIndexError(
                 f"pip {step} passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS="
-                f"{self.settings.env_build_timeout_seconds:.0f}"
+                f"{self.settings.env_build_timeout_seconds:.0f} (the package index "
+                f"{self._index_name()} answered too slowly)"
             ) from exc
         output = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"
         with log_file.open("a") as handle:
             handle.write(output)
         if done.returncode != 0:
+            unreachable = _INDEX_UNREACHABLE.search(output)
+            if unreachable:
+                raise PackageIndexError(
+                    f"pip {step} could not reach the package index {self._index_name()} "
+                    f"({unreachable.group(0)})"
+                )
             if _NO_WHEEL.search(output):
                 raise EnvironmentBuildError(no_wheel_message(output, command[-1:]))
             tail = "\n".join(done.stderr.strip().splitlines()[-5:])
             raise EnvironmentBuildError(f"pip {step} failed: {tail}")
         return output
+
+    def _index_name(self) -> str:
+        return self.settings.package_index_url or "(pip's configured index)"
 
     # -- locks and failures ----------------------------------------------------------------
 
@@ -407,24 +454,27 @@ class Environments:
             fcntl.flock(handle, fcntl.LOCK_UN)
         return False
 
-    def _remember_failure(self, key: str, message: str) -> None:
+    def _remember_failure(self, key: str, message: str, *, retryable: bool = False) -> None:
         path = self._failure_path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"at": time.time(), "error": message}))
+        path.write_text(json.dumps({"at": time.time(), "error": message, "retryable": retryable}))
 
-    def _failure(self, key: str) -> str | None:
+    def _failure(self, key: str) -> RememberedFailure | None:
         try:
             data = json.loads(self._failure_path(key).read_text())
         except (OSError, ValueError):
             return None
-        if time.time() - float(data.get("at", 0)) > FAILURE_TTL_SECONDS:
+        retryable = bool(data.get("retryable", False))
+        ttl = self.settings.env_retry_seconds if retryable else FAILURE_TTL_SECONDS
+        left = float(data.get("at", 0)) + ttl - time.time()
+        if left <= 0:
             return None
-        return str(data.get("error", "failed"))
+        return RememberedFailure(str(data.get("error", "failed")), retryable, left)
 
     def _raise_recent_failure(self, key: str) -> None:
         failure = self._failure(key)
         if failure is not None:
-            raise EnvironmentBuildError(failure)
+            raise (PackageIndexError if failure.retryable else EnvironmentBuildError)(failure.error)
 
     def forget_failure(self, key: str | None = None) -> None:
         """Let the next use build ``key`` (None: every key) again.

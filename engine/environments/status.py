@@ -36,6 +36,12 @@ class EnvironmentStatus(BaseModel):
     resolved: dict[str, str] = Field(default_factory=dict)
     size_bytes: int | None = None
     error: str | None = None
+    retryable: bool = Field(
+        default=False,
+        description="A failed build that may pass by itself (the package index was "
+        "unreachable or slow): the next use after `retry_after_seconds` builds again.",
+    )
+    retry_after_seconds: float | None = None
     log: str | None = None
     detail: str | None = None
 
@@ -70,6 +76,8 @@ def status_of(source: str | None, environments: Environments | None) -> Environm
         resolved=dict(record.resolved) if record else {},
         size_bytes=record.size_bytes if record else None,
         error=state.error,
+        retryable=state.retryable,
+        retry_after_seconds=state.retry_after_seconds,
         log=state.log_path or str(environments.log_path(state.key)),
     )
 

@@ -10,7 +10,7 @@ import pytest
 
 from engine.environments import EnvironmentRecord, Environments, environment_key, read_block
 from engine.environments.build import download_command, platform_tags
-from engine.errors import EnvironmentBuildError
+from engine.errors import EnvironmentBuildError, PackageIndexError
 from engine.settings import Settings
 
 
@@ -125,3 +125,65 @@ def test_a_download_past_the_build_time_limit_names_the_setting(tmp_path: Path) 
     assert "passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS=0" in message
     assert "build log:" in message
     assert environments.state(["textstat==0.7.4"]).state == "failed"
+
+
+def test_a_slow_download_is_a_retryable_failure_with_a_short_window(tmp_path: Path) -> None:
+    settings = Settings(
+        data_dir=tmp_path, image="img:1", env_build_timeout_seconds=0.01, env_retry_seconds=60
+    )
+    environments = Environments(settings, MemoryInstaller())
+    with pytest.raises(PackageIndexError, match=r"answered too slowly.*retryable"):
+        environments.ensure(["textstat==0.7.4"])
+    state = environments.state(["textstat==0.7.4"])
+    assert (state.state, state.retryable) == ("failed", True)
+    assert state.retry_after_seconds is not None and 55 < state.retry_after_seconds <= 60
+    with pytest.raises(PackageIndexError):  # remembered: answered without a download
+        environments.ensure(["textstat==0.7.4"])
+
+
+def test_a_retryable_failure_expires_after_env_retry_seconds(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1", env_retry_seconds=0)
+    environments = Environments(settings, MemoryInstaller())
+    key = environments.key(["textstat==0.7.4"])
+    environments._remember_failure(key, "index down", retryable=True)
+    assert environments.state(["textstat==0.7.4"]).state == "missing"  # may try again now
+    environments._remember_failure(key, "no wheel")  # not retryable: kept 300 s
+    state = environments.state(["textstat==0.7.4"])
+    assert (state.state, state.retryable) == ("failed", False)
+
+
+@pytest.mark.parametrize(
+    ("pip_output", "retryable"),
+    [
+        (
+            "WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, "
+            "status=None)) after connection broken by 'NewConnectionError(\"...: Failed to "
+            "establish a new connection: [Errno 111] Connection refused\")': /simple/x/\n"
+            "ERROR: Could not find a version that satisfies the requirement x==1 "
+            "(from versions: none)\nERROR: No matching distribution found for x==1\n",
+            True,
+        ),
+        ("ERROR: Could not fetch URL https://idx/simple/x/: HTTP error 503\n", True),
+        ("ReadTimeoutError(\"HTTPSConnectionPool(host='idx', port=443): Read timed out.\")", True),
+        (
+            "ERROR: Could not find a version that satisfies the requirement langdetect==1.0.9 "
+            "(from versions: none)\nERROR: No matching distribution found for langdetect==1.0.9\n",
+            False,
+        ),
+    ],
+)
+def test_pip_output_tells_an_unreachable_index_from_a_missing_wheel(
+    tmp_path: Path, pip_output: str, retryable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", pip_output)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    environments = Environments(Settings(data_dir=tmp_path, image="img:1"), MemoryInstaller())
+    with pytest.raises(EnvironmentBuildError) as caught:
+        environments.ensure(["x==1"])
+    assert isinstance(caught.value, PackageIndexError) is retryable, str(caught.value)
+    assert ("could not reach the package index" in str(caught.value)) is retryable
+    assert ("no wheel of" in str(caught.value)) is not retryable

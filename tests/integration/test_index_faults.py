@@ -1,0 +1,174 @@
+"""The package index fails during an environment build (issue 28).
+
+The build fails with a clear, retryable state (``PackageIndexError``: every row of that
+check is ``sandbox_error`` naming the index and the retry), other checks keep scoring
+meanwhile, and once the index answers again the next use after
+``SCOREBOX_ENV_RETRY_SECONDS`` builds the environment. Both faults are real: a port
+nobody listens on, and a server that accepts and never answers.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine.contract import Status
+from engine.environments import environment_key, read_block
+from engine.models import RowResult
+from engine.sandbox.docker.backend import DockerBackend
+from engine.sandbox.runner import SandboxRunner
+from engine.settings import Settings
+
+pytestmark = pytest.mark.docker
+
+# A small pure-Python wheel no other test declares, so its environment is built here.
+SOURCE = '# /// script\n# dependencies = ["text-unidecode==1.3"]\n# ///\n' + (
+    "from text_unidecode import unidecode\n"
+    "def evaluate(model_output) -> bool:\n"
+    "    return unidecode(model_output) == 'cafe'\n"
+)
+PLAIN = "def evaluate(model_output) -> float:\n    return float(len(model_output))\n"
+ROWS = [{"model_output": "café"}, {"model_output": "tea"}]
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port  # nothing listens there once the probe is closed
+
+
+@pytest.fixture
+def silent_index() -> Iterator[str]:
+    """An index that accepts connections and never answers (a stalled proxy or mirror)."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+def _fresh(settings: Settings) -> None:
+    """Remove the environment this file builds, so each test starts without it."""
+    runner = SandboxRunner(settings)
+    try:
+        backend = runner.backend
+        assert isinstance(backend, DockerBackend)
+        key = environment_key(read_block(SOURCE).requirements, settings.image)
+        backend.environments.installer.remove_environment(key)
+    finally:
+        runner.close()
+
+
+def _statuses(results: list[RowResult]) -> list[Status]:
+    return [r.status for r in results]
+
+
+def test_an_unreachable_index_fails_the_build_retryably_and_the_next_use_builds(
+    docker_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIP_RETRIES", "1")  # pip's own retries: seconds, not minutes
+    down = docker_settings.model_copy(
+        update={
+            "data_dir": tmp_path,
+            "package_index_url": f"http://127.0.0.1:{_closed_port()}/simple",
+            "env_retry_seconds": 3.0,
+        }
+    )
+    _fresh(down)
+    runner = SandboxRunner(down)
+    try:
+        failed = runner.run_check(SOURCE, ROWS)
+        assert _statuses(failed) == [Status.SANDBOX_ERROR] * 2
+        error = failed[0].error or ""
+        assert "could not reach the package index http://127.0.0.1:" in error, error
+        assert "retryable" in error and "SCOREBOX_ENV_RETRY_SECONDS=3" in error
+        assert "no wheel" not in error  # pip's "no matching distribution" is not the cause
+        # other checks keep scoring on the same runner
+        plain = runner.run_check(PLAIN, ROWS)
+        assert [(r.status, r.score) for r in plain] == [(Status.OK, 4.0), (Status.OK, 3.0)]
+        backend = runner.backend
+        assert isinstance(backend, DockerBackend)
+        state = backend.environments.state(read_block(SOURCE).requirements)
+        assert (state.state, state.retryable) == ("failed", True)
+        assert state.retry_after_seconds is not None and 0 < state.retry_after_seconds <= 3.0
+        # within the retry window the remembered failure answers at once, no second download
+        again = runner.run_check(SOURCE, ROWS[:1])
+        assert _statuses(again) == [Status.SANDBOX_ERROR]
+        assert "could not reach the package index" in (again[0].error or "")
+    finally:
+        runner.close()
+
+    time.sleep(3.2)  # the retry window passes; the index "comes back" (the real one)
+    back = down.model_copy(update={"package_index_url": None})
+    runner = SandboxRunner(back)
+    try:
+        scored = runner.run_check(SOURCE, ROWS)
+        assert [(r.status, r.score) for r in scored] == [
+            (Status.OK, True),
+            (Status.OK, False),
+        ], scored[0].error
+    finally:
+        runner.close()
+
+
+def test_a_silent_index_is_cut_off_and_other_checks_score_while_it_hangs(
+    docker_settings: Settings, tmp_path: Path, silent_index: str
+) -> None:
+    stalled = docker_settings.model_copy(
+        update={
+            "data_dir": tmp_path,
+            "package_index_url": silent_index,
+            "env_build_timeout_seconds": 8.0,
+        }
+    )
+    _fresh(stalled)
+    runner = SandboxRunner(stalled)
+    order: list[str] = []
+    outcome: list[RowResult] = []
+
+    def score_stalled() -> None:
+        outcome.extend(runner.run_check(SOURCE, ROWS))
+        order.append("stalled")
+
+    thread = threading.Thread(target=score_stalled)
+    try:
+        thread.start()
+        time.sleep(0.5)  # the build is now waiting on the silent index
+        plain = runner.run_check(PLAIN, ROWS)
+        order.append("plain")
+        thread.join(60)
+        assert not thread.is_alive()
+    finally:
+        runner.close()
+    assert [(r.status, r.score) for r in plain] == [(Status.OK, 4.0), (Status.OK, 3.0)]
+    assert order == ["plain", "stalled"]  # the stalled build held no one else up
+    assert _statuses(outcome) == [Status.SANDBOX_ERROR] * 2
+    error = outcome[0].error or ""
+    assert "SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS=8" in error, error
+    assert "answered too slowly" in error and "retryable" in error

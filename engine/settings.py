@@ -85,6 +85,12 @@ class Settings(BaseSettings):
         default=120.0, gt=0, description="Idle time after which a warm check worker is retired."
     )
     job_retries: int = Field(default=3, ge=0, le=20)
+    engine_wait_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a batch waits for an unreachable Docker engine (stopped, "
+        "restarting) to answer again before its rows get sandbox_error.",
+    )
     limits: Limits = Field(default_factory=Limits)
     container_labels: dict[str, str] = Field(
         default_factory=dict, description="Extra labels on every sandbox container."
@@ -119,6 +125,12 @@ class Settings(BaseSettings):
     )
     run_chunk_rows: int = Field(
         default=500, ge=1, description="Rows per scheduled unit; a run yields between chunks."
+    )
+    storage_retry_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        description="How long a run's chunks keep retrying while the database is unavailable "
+        "(restarting, disk full) before the run fails.",
     )
     score_max_rows: int = Field(default=1000, ge=1, description="Row cap of POST /v1/score.")
     score_wait_seconds: float = Field(
@@ -184,6 +196,12 @@ class Settings(BaseSettings):
     )
     env_wait_seconds: float = Field(
         default=900.0, gt=0, description="How long scoring waits for an environment's build."
+    )
+    env_retry_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="After a build failed because the package index was unreachable or slow, "
+        "the next use waits this long before it tries again (other failures: 300 s).",
     )
     quota_environments: int = Field(
         default=20, ge=1, description="Distinct environments one tenant's checks may declare."

@@ -15,6 +15,7 @@ from engine.errors import (
     CheckValidationError,
     ConfigurationError,
     ConflictError,
+    DockerUnavailableError,
     ForbiddenError,
     InvalidRequestError,
     LLMError,
@@ -87,8 +88,10 @@ async def _scorebox_error(request: Request, exc: Exception) -> JSONResponse:
     extra: dict[str, Any] = {}
     if isinstance(exc, AuthError):
         headers["WWW-Authenticate"] = "Bearer"
-    if isinstance(exc, QuotaExceededError):
+    if isinstance(exc, QuotaExceededError | StorageError):
         headers["Retry-After"] = str(max(1, int(exc.retry_after_seconds)))
+    elif isinstance(exc, DockerUnavailableError):
+        headers["Retry-After"] = "5"  # the engine restarting: the request may pass soon
     if isinstance(exc, CheckValidationError):
         extra["errors"] = validation_errors(exc.report)
     if status >= 500:

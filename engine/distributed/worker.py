@@ -23,7 +23,7 @@ from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, send
 from engine.distributed.dispatch import Dispatcher, QuotaCache
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
-from engine.errors import ScoreboxError
+from engine.errors import ScoreboxError, StorageError
 from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.summary import store_summary
 from engine.runs.wiring import build_scoring
@@ -188,6 +188,18 @@ class WorkerRuntime:
             )
         except ChunkStopped:
             state = DROPPED
+        except StorageError as exc:
+            # The database went away (restarting, disk full): not the run's fault. The chunk
+            # goes back to pending (or, if even that cannot be written, its lease expires)
+            # and is scored again, rows already stored skipped.
+            log.warning("run %s: database unavailable, chunk handed back: %s", spec.run_id, exc)
+            with self._lock:
+                self._held.pop(key, None)
+            try:
+                self.ledger.release(key, epoch)
+            except ScoreboxError as again:
+                log.warning("could not hand the chunk back (its lease will expire): %s", again)
+            return "deferred"
         except ScoreboxError as exc:
             state = DROPPED
             self.fail_run(spec.run_id, str(exc))

@@ -6,6 +6,12 @@ them through the check's executor and write results as they stream in, with
 insert-or-ignore on (run, check, row): a crash never duplicates a result, and
 on start-up every queued or running run is re-enqueued with only the rows
 that lack a result.
+
+The database going away (a restart, a full disk) is not the run's fault: a chunk
+whose reads or writes fail with :class:`StorageError` is queued again after a
+backoff (capped at ``STORAGE_BACKOFF_MAX_SECONDS``) and re-reads which rows still lack
+a result, for as long as ``settings.storage_retry_seconds``; only then does the run
+fail (and if even that cannot be written, it stays active and resumes on restart).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
 from engine.contract import OutputType
 from engine.environments.spec import PackageRules
-from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
+from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError, StorageError
 from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
@@ -63,6 +69,9 @@ log = logging.getLogger("scorebox.runs")
 
 __all__ = ["Ref", "RunService", "ScoreOutcome", "chunked", "effective_limits"]
 
+#: The longest wait between two tries of a chunk while the database is unavailable.
+STORAGE_BACKOFF_MAX_SECONDS = 5.0
+
 
 @dataclass
 class _RunState:
@@ -73,6 +82,9 @@ class _RunState:
     started: bool = False
     stopped: bool = False  # cancelled or failed: remaining chunks are skipped
     retried: bool = False
+    #: when the database first failed this run with no write succeeding since (monotonic)
+    storage_down_since: float | None = None
+    storage_failures: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -288,7 +300,12 @@ class RunService:
                 first = not state.started
                 state.started = True
             if first:
-                self.store.set_run_status(run.id, RunStatus.RUNNING)
+                try:
+                    self.store.set_run_status(run.id, RunStatus.RUNNING)
+                except StorageError:
+                    with state.lock:
+                        state.started = False  # the retry marks it running
+                    raise
             check = state.resolved[spec.check_index]
             outcome = execute_chunk(
                 self.store, self.executors, self.metrics, spec, check, lambda: state.stopped
@@ -296,8 +313,14 @@ class RunService:
             if outcome.usage:
                 with state.lock:
                     self.store.add_run_usage(run.id, outcome.usage)
+            with state.lock:
+                state.storage_down_since = None
+                state.storage_failures = 0
         except ChunkStopped:
             pass
+        except StorageError as exc:
+            if not self._retry_later(state, exc, lambda: self._resubmit(state, spec)):
+                self._fail(state, f"the database stayed unavailable: {exc}")
         except ScoreboxError as exc:
             self._fail(state, str(exc))
         except Exception as exc:
@@ -308,7 +331,56 @@ class RunService:
                 state.pending -= 1
                 done = state.pending == 0
             if done and not state.stopped:
-                self._complete(state)
+                self._complete_or_retry(state)
+
+    def _resubmit(self, state: _RunState, spec: ChunkSpec) -> None:
+        self.scheduler.submit(self._chunk_item(state, spec.check_index, list(spec.rows)))
+
+    def _retry_later(self, state: _RunState, exc: StorageError, again: Callable[[], None]) -> bool:
+        """Call ``again`` after a backoff while the database has been failing this run for
+        less than ``settings.storage_retry_seconds``; False once it has been longer."""
+        now = time.monotonic()
+        with state.lock:
+            if state.stopped or self._stopping.is_set():
+                return True  # nothing to retry: cancelled, failed or shutting down
+            if state.storage_down_since is None:
+                state.storage_down_since = now
+            if now - state.storage_down_since > self.settings.storage_retry_seconds:
+                return False
+            state.storage_failures += 1
+            delay = min(STORAGE_BACKOFF_MAX_SECONDS, 0.25 * 2 ** min(state.storage_failures, 8))
+            state.pending += 1  # the retry is still to come: the run is not complete
+        log.warning(
+            "run %s: database unavailable (%s): retrying in %.1f s", state.run.id, exc, delay
+        )
+
+        def retry() -> None:
+            try:
+                if self._stopping.is_set():
+                    return
+                again()
+            except Exception:  # the scheduler closed meanwhile: the run resumes on restart
+                log.exception("run %s: could not queue a retry", state.run.id)
+
+        timer = threading.Timer(delay, retry)
+        timer.daemon = True
+        timer.start()
+        return True
+
+    def _complete_or_retry(self, state: _RunState) -> None:
+        try:
+            self._complete(state)
+        except StorageError as exc:
+
+            def again() -> None:
+                with state.lock:
+                    state.pending -= 1
+                self._complete_or_retry(state)
+
+            if not self._retry_later(state, exc, again):
+                log.error(
+                    "run %s: cannot complete, the database is unavailable: %s", state.run.id, exc
+                )
 
     def _complete(self, state: _RunState) -> None:
         run = state.run

@@ -126,6 +126,10 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
+#: How a full disk reads in SQLite's and PostgreSQL's errors.
+_DISK_FULL = ("database or disk is full", "no space left on device", "could not extend file")
+
+
 def database_error(exc: SQLAlchemyError) -> ScoreboxError:
     """The error a caller sees for ``exc``: never its SQL or bound parameters (logged here).
 
@@ -137,6 +141,13 @@ def database_error(exc: SQLAlchemyError) -> ScoreboxError:
             "a value holds a NUL character (\\u0000), which the database cannot store: remove it"
         )
     log.error("database error: %s", exc)
+    text_of_cause = str(cause).lower()
+    if any(sign in text_of_cause for sign in _DISK_FULL):
+        return StorageError(
+            "the database's disk is full: nothing was written; free space where the database "
+            "lives (SCOREBOX_DATA_DIR for SQLite, or the PostgreSQL server's disk) and retry. "
+            "Runs in progress wait and resume on their own"
+        )
     return StorageError(
         f"database error ({exc.__class__.__name__}): the details are in the server's log; retry, "
         "and if it persists check the database"

@@ -384,3 +384,35 @@ def test_distributed_mode_refuses_to_start_without_postgres_or_broker(
             assert done.returncode != 0, (command, env)
             assert expected in done.stderr, (command, done.stderr)
             assert "SCOREBOX_" in done.stderr  # names the setting to fix
+
+
+def test_postgres_restarted_mid_run(cluster: Cluster) -> None:
+    """Issue 28: PostgreSQL (the one store of truth) stops and starts again while a run is
+    spread over two workers: the run finishes with exactly one result per row, and the API
+    nodes answer 503 with Retry-After meanwhile, not 500."""
+    import os
+
+    from tests.parts import PostgresServer
+
+    _full(cluster)
+    rows = 6000
+    server = PostgresServer(os.environ["SCOREBOX_TEST_POSTGRES_URL"])
+    headers = cluster.tenant("pg-restart")
+    outage: list[httpx.Response] = []
+    with cluster.client("api1", headers) as c:
+        assert c.post("/v1/checks", json={"name": "len", "source": SLOW}).status_code == 201
+        data = [{"model_output": "x" * (i % 11)} for i in range(rows)]
+        run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": data}).json()["id"]
+        wait_done(c, run_id, 600)
+        server.pause()
+        try:
+            for _ in range(5):
+                outage.append(c.get(f"/v1/runs/{run_id}"))
+                time.sleep(0.3)
+        finally:
+            server.resume()
+        body = wait_run(c, run_id, timeout=300)
+    assert {r.status_code for r in outage} == {503}, [(r.status_code, r.text) for r in outage]
+    assert all(r.headers["Retry-After"].isdigit() for r in outage)
+    assert body["progress"]["done"] == rows
+    _assert_exactly_once(cluster, run_id, rows, body)

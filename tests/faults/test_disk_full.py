@@ -1,0 +1,150 @@
+"""The data disk fills up mid-run (issue 28), on a small tmpfs mounted as the data directory.
+
+Promised, and checked here: writes fail with a clear error (503, "disk is full", with
+Retry-After); nothing already stored is corrupted (SQLite's integrity check, and every
+stored result is right); the run waits and resumes on its own once space is back, with
+exactly one result per row; SQLite is not left locked (writes succeed after).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engine import auth
+from engine.settings import Settings
+from engine.storage import open_store
+from tests.live_server import serve_env, serving
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+ROWS = 1500
+CHECK = (
+    "import time\n\ndef evaluate(model_output: str) -> tuple:\n"
+    "    time.sleep(0.004)\n    return len(model_output), 'length ' + str(len(model_output))\n"
+)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 MiB tmpfs: a data directory whose disk can be filled in a moment."""
+    mount = tmp_path / "data"
+    mount.mkdir()
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m,mode=0755", "tmpfs", str(mount)],
+        check=True,
+        timeout=30,
+    )
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False, timeout=30)
+
+
+def _fill(disk: Path) -> Path:
+    """Write a file until the disk is full; returns it (delete it to give the space back)."""
+    filler = disk / "filler"
+    with filler.open("wb") as out:
+        block = b"\0" * (1 << 20)
+        try:
+            while True:
+                out.write(block)
+                out.flush()
+        except OSError:
+            pass
+        try:  # the last partial megabyte too
+            while True:
+                out.write(b"\0" * 4096)
+                out.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_the_data_disk_fills_up_mid_run(docker_settings: Settings, small_disk: Path) -> None:
+    database = small_disk / "scorebox.db"
+    store = open_store(f"sqlite:///{database}")
+    key = auth.create_tenant(store, "disk-full").secret
+    store.engine.dispose()
+    env = serve_env(
+        small_disk,
+        docker_settings,
+        SCOREBOX_RUN_CHUNK_ROWS="100",
+        SCOREBOX_JOB_MAX_ROWS="100",
+    )
+    log = small_disk.parent / "server.log"
+    refused: list[httpx.Response] = []
+    kept: list[str] = []
+    with (
+        serving(env, log, "--log-level", "warning") as url,
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c,
+    ):
+        assert c.post("/v1/checks", json={"name": "len", "source": CHECK}).status_code == 201
+        rows = [{"id": i, "model_output": "x" * (i % 17)} for i in range(ROWS)]
+        run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": rows}).json()["id"]
+        deadline = time.monotonic() + 180
+        while c.get(f"/v1/runs/{run_id}").json()["progress"]["done"] < ROWS // 10:
+            assert time.monotonic() < deadline, "the run made no progress"
+            time.sleep(0.05)
+
+        filler = _fill(small_disk)
+        try:
+            # Writes while the disk is full: SQLite may first reuse free space inside its
+            # write-ahead log, so push 200 KB checks until one is refused.
+            for n in range(60):
+                source = CHECK + f"# {n}\n" + "# padding\n" * 20_000
+                answer = c.post("/v1/checks", json={"name": f"big{n}", "source": source})
+                if answer.status_code == 201:
+                    kept.append(f"big{n}")
+                    continue
+                refused.append(answer)
+                if len(refused) == 2:
+                    break
+            during = c.get(f"/v1/runs/{run_id}").json()
+        finally:
+            filler.unlink()
+
+        final: dict[str, Any] = {}
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            final = c.get(f"/v1/runs/{run_id}").json()
+            if final["status"] not in ("queued", "running"):
+                break
+            time.sleep(0.3)
+        assert final["status"] == "succeeded", (final, log.read_text(errors="replace")[-3000:])
+        assert final["progress"] == {"done": ROWS, "total": ROWS, "fraction": 1.0}
+        lines = c.get(
+            f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
+        ).text.splitlines()
+        # SQLite is not left locked: a write succeeds now that space is back
+        after = c.post("/v1/checks", json={"name": "after", "source": CHECK})
+        assert after.status_code == 201, after.text
+
+    assert during["status"] in ("running", "succeeded"), during  # waiting, never failed
+    assert refused, "every write succeeded while the disk was full"
+    for answer in refused:
+        assert answer.status_code == 503, answer.text
+        assert "disk is full" in answer.json()["detail"], answer.text
+        assert answer.headers["Retry-After"].isdigit()
+    results = [json.loads(line) for line in lines]
+    assert sorted(r["row_index"] for r in results) == list(range(ROWS))
+    wrong = [r for r in results if r["status"] != "ok" or r["score"] != r["row_index"] % 17]
+    assert not wrong, wrong[:3]
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        names = [n for (n,) in conn.execute("SELECT name FROM checks ORDER BY name")]
+        assert names == sorted(["after", "len", *kept])  # nothing of a refused push kept
+        duplicates = conn.execute(
+            "SELECT row_index, COUNT(*) FROM row_results WHERE run_id = ? "
+            "GROUP BY check_index, row_index HAVING COUNT(*) > 1",
+            (run_id,),
+        ).fetchall()
+    assert duplicates == []

@@ -6,6 +6,8 @@
 #   scripts/dev.sh lint                ruff, ruff format --check, mypy --strict, bandit, lint-imports (what CI gates on)
 #   scripts/dev.sh test [pytest args]  setup, lint, then pytest (Docker, PostgreSQL, Redis tests included)
 #   scripts/dev.sh test-fast [args]    pytest tests/unit only: no Docker, no database server (the fast loop)
+#   scripts/dev.sh lock                regenerate requirements/dev.lock (hashes) from pyproject.toml
+#   scripts/dev.sh audit               pip-audit --strict against the lock (needs the vulnerability services)
 #
 # Idempotent and non-interactive; every step is skipped when already done.
 # As root it installs what is missing with apt-get (docker.io, debootstrap,
@@ -16,6 +18,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 VENV="$ROOT/.venv"
+LOCK="$ROOT/requirements/dev.lock"
 STATE="$ROOT/.scorebox"
 STAMP="$VENV/.scorebox-installed"
 export DEBIAN_FRONTEND=noninteractive
@@ -41,7 +44,7 @@ apt_install() {
 
 ensure_venv() {
     local want
-    want="$(cat pyproject.toml <(python3 --version 2>&1) | sha256sum | cut -d' ' -f1)"
+    want="$(cat pyproject.toml "$LOCK" <(python3 --version 2>&1) | sha256sum | cut -d' ' -f1)"
     if [[ -x "$VENV/bin/scorebox" && -f "$STAMP" && "$(cat "$STAMP")" == "$want" ]]; then
         return
     fi
@@ -53,8 +56,13 @@ ensure_venv() {
             python3 -m venv "$VENV"
         }
     fi
-    say "installing scorebox into .venv (pip install -e '.[dev]')"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+    # Exact versions with their hashes (requirements/dev.lock, made by `scripts/dev.sh lock`),
+    # then scorebox itself with no dependency of its own resolved: a new release on the index
+    # changes nothing here until the lock is regenerated.
+    say "installing the locked dependencies into .venv (pip install --require-hashes -r requirements/dev.lock)"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --require-hashes -r "$LOCK"
+    say "installing scorebox into .venv (pip install --no-deps -e .)"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e .
     printf '%s\n' "$want" >"$STAMP"
 }
 
@@ -214,8 +222,14 @@ run_tests() {
         export SCOREBOX_IMAGE="$BUILT_IMAGE"
         say "tests use the sandbox image built from this checkout: $SCOREBOX_IMAGE"
     fi
-    local rc=0
-    "$VENV/bin/pytest" "$@" || rc=$?
+    local rc=0 engine_restart=tests/faults/test_docker_restart.py
+    if [[ $# -eq 0 ]]; then
+        # The Docker engine restart runs last, in a pass of its own: it stops the engine
+        # every other test's containers live on.
+        "$VENV/bin/pytest" --ignore="$engine_restart" || rc=$?
+    else
+        "$VENV/bin/pytest" "$@" || rc=$?
+    fi
     if [[ "$rc" -eq 5 ]]; then
         die "pytest collected no tests (arguments: ${*:-none}): that is a failure"
     fi
@@ -225,6 +239,10 @@ run_tests() {
         say "sandbox and hostile-check suites again with SCOREBOX_REUSE=never"
         SCOREBOX_REUSE=never "$VENV/bin/pytest" -q tests/integration/test_sandbox.py \
             tests/security -k "not runsc" || rc=$?
+    fi
+    if [[ "$rc" -eq 0 && $# -eq 0 ]]; then
+        say "the Docker engine restarted mid-run (stops and starts dockerd)"
+        "$VENV/bin/pytest" -q "$engine_restart" || rc=$?
     fi
     return "$rc"
 }
@@ -237,8 +255,41 @@ run_fast_tests() {
     return "$rc"
 }
 
+TOOLS="$ROOT/.scorebox/tools"
+
+ensure_tools() {
+    # uv (the lock) and pip-audit in a venv of their own: neither is a dependency of scorebox.
+    if [[ ! -x "$TOOLS/bin/uv" || ! -x "$TOOLS/bin/pip-audit" ]]; then
+        python3 -m venv "$TOOLS"
+        "$TOOLS/bin/python" -m pip install --quiet --disable-pip-version-check uv pip-audit
+    fi
+}
+
+run_lock() {
+    ensure_tools
+    # --universal: one lock for every platform (markers kept); the header records this command.
+    "$TOOLS/bin/uv" pip compile pyproject.toml --extra dev --generate-hashes \
+        --python-version 3.11 --universal --quiet -o "$LOCK"
+    say "wrote requirements/dev.lock; tests/unit/test_lock.py checks it against pyproject.toml"
+}
+
+run_audit() {
+    # Known vulnerabilities in the locked versions. Not part of the CI gate: the services
+    # pip-audit asks (PyPI's per-version JSON, OSV) may be unreachable. --strict makes a
+    # package it could not check a failure, never a silent pass. Accepted findings, each
+    # with its reason, are in requirements/audit-ignore.txt.
+    ensure_tools
+    local ignores=() id
+    while read -r id _; do
+        [[ -z "$id" || "$id" == \#* ]] && continue
+        ignores+=(--ignore-vuln "$id")
+    done <"$ROOT/requirements/audit-ignore.txt"
+    "$TOOLS/bin/pip-audit" --strict --require-hashes --disable-pip -r "$LOCK" "${ignores[@]}" \
+        || die "pip-audit failed: a known vulnerability (listed above), or a package it could not check (its services must be reachable); this is not a pass"
+}
+
 usage() {
-    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -251,6 +302,8 @@ main() {
         lint) ensure_venv; run_lint ;;
         test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; run_tests "$@" ;;
         test-fast) ensure_venv; run_fast_tests "$@" ;;
+        lock) run_lock ;;
+        audit) run_audit ;;
         *) usage ;;
     esac
 }

@@ -168,6 +168,20 @@ class WarmPool:
                 self._destroy(container)
                 return
 
+    def drain(self) -> int:
+        """Destroy every ready container (they died with the engine); the pool refills.
+
+        Returns how many were dropped."""
+        with self._cond:
+            stale = [container for ready in self._ready.values() for container, _ in ready]
+            for ready in self._ready.values():
+                ready.clear()
+            self._failures = 0
+            self._cond.notify_all()
+        for container in stale:
+            self._destroy(container)
+        return len(stale)
+
     def close(self) -> None:
         """Stop refilling and destroy every ready container."""
         with self._cond:
@@ -250,6 +264,15 @@ class CheckWorkers:
                         del self._idle[key]
             for worker in stale:
                 self._destroy(worker)
+
+    def drain(self) -> int:
+        """Retire every idle worker now (they died with the engine); returns how many."""
+        with self._lock:
+            idle = [worker for workers in self._idle.values() for worker, _ in workers]
+            self._idle.clear()
+        for worker in idle:
+            self._destroy(worker)
+        return len(idle)
 
     def close(self) -> None:
         """Retire every idle worker; later ``give`` calls retire theirs at once."""

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import logging
 import secrets
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,6 +26,13 @@ from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.settings import Settings
+
+log = logging.getLogger(__name__)
+
+#: How often a batch asks whether an unreachable engine is back.
+ENGINE_POLL_SECONDS = 0.5
+#: Engine outages one batch rides out (each up to settings.engine_wait_seconds).
+MAX_ENGINE_OUTAGES = 3
 
 _TERMINATION_STATUS: Mapping[Termination, Status] = {
     Termination.TIMEOUT: Status.TIMEOUT,
@@ -293,6 +302,7 @@ class SandboxRunner:
         cause.
         """
         pending = list(rows)
+        outages = 0  # times the engine was away and came back during this batch
         failures = 0  # consecutive sandbox errors without a row scored
         deaths = 0  # consecutive containers the check ended without a row scored
         suspect = False  # the next job runs the first pending row alone
@@ -309,13 +319,16 @@ class SandboxRunner:
             if end.termination is Termination.DONE:
                 end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
             if end.termination is Termination.SANDBOX_ERROR:
+                # Our failure, not the check's or the row's: every row without a result
+                # runs again. While the engine is away (stopped, restarting) that waits for
+                # it to come back, without spending the retry budget.
+                if outages < MAX_ENGINE_OUTAGES and self._engine_came_back():
+                    outages += 1
+                    continue
                 failures += 1
                 if failures > retries:
                     self._fail_rows(check, pending, end, end.detail, deliver)
                     return
-                if loaded:  # the row in flight gets the cause; the rest run afresh
-                    self._fail_rows(check, pending[:1], end, end.detail, deliver)
-                    pending = pending[1:]
                 continue
             deaths += 1
             died = end.termination in (Termination.CRASHED, Termination.OOM)
@@ -338,6 +351,24 @@ class SandboxRunner:
                 )
                 self._fail_rows(check, pending, end, detail, deliver)
                 return
+
+    def _engine_came_back(self) -> bool:
+        """True when the engine is unreachable now and answers again within
+        ``settings.engine_wait_seconds``; False when it is reachable (the failure was
+        something else) or stays away."""
+        if self.backend.health().engine_ok:
+            return False
+        deadline = time.monotonic() + self.settings.engine_wait_seconds
+        log.warning(
+            "the sandbox engine is unreachable: waiting up to %.0f s for it",
+            self.settings.engine_wait_seconds,
+        )
+        while time.monotonic() < deadline:
+            time.sleep(ENGINE_POLL_SECONDS)
+            if self.backend.health().engine_ok:
+                log.warning("the sandbox engine answers again: rows without a result rerun")
+                return True
+        return False
 
     def _run_once(
         self,

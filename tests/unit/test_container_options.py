@@ -99,3 +99,19 @@ def test_under_gvisor_the_harness_starts_as_sandbox_root_with_five_capabilities(
     assert gvisor["cap_drop"] == ["ALL"]
     assert gvisor["cap_add"] == ["SETUID", "SETGID", "KILL", "DAC_OVERRIDE", "FOWNER"]
     assert gvisor["security_opt"] == ["no-new-privileges"]
+
+
+def test_a_container_that_finished_before_its_job_was_sent_is_stale() -> None:
+    """After an engine restart a warm container is dead before its job reaches it: that is
+    the sandbox's failure (rerun elsewhere), never the check's crash."""
+    from datetime import UTC, datetime
+
+    from engine.sandbox.docker.backend import _finished_before
+
+    sent = datetime(2026, 11, 25, 18, 0, 10, tzinfo=UTC).timestamp()
+    assert _finished_before({"FinishedAt": "2026-11-25T18:00:00.123456789Z"}, sent)
+    assert not _finished_before({"FinishedAt": "2026-11-25T18:00:09.5Z"}, sent)  # 1 s slack
+    assert not _finished_before({"FinishedAt": "2026-11-25T18:00:12Z"}, sent)
+    assert not _finished_before({"FinishedAt": "0001-01-01T00:00:00Z"}, sent)  # never ran
+    assert not _finished_before({}, sent)
+    assert not _finished_before({"FinishedAt": "garbage"}, sent)

@@ -206,3 +206,59 @@ def test_run_checks_with_more_checks_than_workers_does_not_deadlock() -> None:
     worker.join(timeout=20)
     assert not worker.is_alive(), "run_checks deadlocked"
     assert out == [[[(Status.OK, 1), (Status.OK, 2), (Status.OK, 3)]] * 6]
+
+
+class EngineRestartBackend(ScriptedBackend):
+    """The engine goes away mid-job (the stream ends as a sandbox error, after some rows) and
+    answers ``health`` again only after ``down_polls`` polls; then every job succeeds."""
+
+    def __init__(self, down_polls: int, die_after: int = 2) -> None:
+        super().__init__({})
+        self.down_polls = down_polls
+        self.die_after = die_after
+        self.polls = 0
+        self.restarted = False
+
+    def stream(self, job: Job) -> Iterator[JobEvent]:
+        self.jobs.append([r.model_output for r in job.rows])
+        yield LoadedRecord(t="loaded", ok=True, parameters=["model_output"])
+        for i, row in enumerate(job.rows):
+            if not self.restarted and i == self.die_after:
+                self.restarted = True
+                yield JobEnd(Termination.SANDBOX_ERROR, "the Docker engine went away")
+                return
+            yield RowRecord(t="row", i=i, status=Status.OK, score=len(row.model_output), ms=1)
+        yield JobEnd(Termination.DONE)
+
+    def health(self) -> BackendHealth:
+        self.polls += 1
+        up = self.polls > self.down_polls
+        return BackendHealth(up, up, "ok" if up else "engine unreachable")
+
+
+def test_an_engine_outage_is_waited_out_and_no_row_is_blamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("engine.sandbox.runner.ENGINE_POLL_SECONDS", 0.001)
+    backend = EngineRestartBackend(down_polls=5)
+    got = score(backend, ["a", "bb", "ccc", "dddd"], job_retries=0, engine_wait_seconds=5)
+    # the row in flight is not blamed, the retry budget (0) is not spent: all rows score
+    assert got == [(Status.OK, 1), (Status.OK, 2), (Status.OK, 3), (Status.OK, 4)]
+    assert backend.jobs == [["a", "bb", "ccc", "dddd"], ["ccc", "dddd"]]
+    assert backend.polls == 6  # down five times, then up
+
+
+def test_an_engine_that_stays_away_gives_sandbox_error_after_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("engine.sandbox.runner.ENGINE_POLL_SECONDS", 0.001)
+    backend = EngineRestartBackend(down_polls=10**9)
+    got = score(backend, ["a", "bb", "ccc"], job_retries=0, engine_wait_seconds=0.05)
+    assert got == [(Status.OK, 1), (Status.OK, 2), (Status.SANDBOX_ERROR, None)]
+
+
+def test_a_sandbox_error_with_the_engine_up_reruns_the_row_in_flight() -> None:
+    backend = EngineRestartBackend(down_polls=0)
+    got = score(backend, ["a", "bb", "ccc"], job_retries=1)
+    assert got == [(Status.OK, 1), (Status.OK, 2), (Status.OK, 3)]
+    assert backend.jobs == [["a", "bb", "ccc"], ["ccc"]]

@@ -91,3 +91,39 @@ def test_a_pool_of_size_zero_never_starts_anything() -> None:
     time.sleep(0.1)
     assert engine.most_at_once == 0
     pool.close()
+
+
+def test_drain_drops_every_ready_container_and_the_pool_refills_with_fresh_ones() -> None:
+    engine = SlowEngine()
+    engine.release.set()
+    pool = WarmPool(engine.create, engine.destroy, size=2, idle_seconds=60)
+    try:
+        pool.ensure_profile(LIMITS)
+        deadline = time.monotonic() + 10
+        while pool.sizes().get(KEY, 0) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert pool.drain() == 2  # the engine restarted: these died with it
+        assert sorted(engine.destroyed) == [0, 1]
+        while pool.sizes().get(KEY, 0) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        fresh = pool.take(LIMITS)
+        assert fresh in (2, 3)
+    finally:
+        pool.close()
+
+
+def test_check_workers_drain_retires_every_idle_worker() -> None:
+    from engine.sandbox.pool import CheckWorkers
+
+    retired: list[object] = []
+    workers = CheckWorkers(retired.append, max_jobs=10, max_age=60, idle_seconds=60)
+    try:
+        workers.give("a", "w1", 1, time.monotonic())
+        workers.give("b", "w2", 1, time.monotonic())
+        assert workers.drain() == 2
+        assert sorted(map(str, retired)) == ["w1", "w2"]
+        assert workers.take("a") is None
+    finally:
+        workers.close()

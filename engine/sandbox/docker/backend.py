@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -296,6 +297,13 @@ class DockerBackend:
         """Destroy a container in the background (results never wait for removal)."""
         self._trash.put(container)
 
+    def _engine_lost(self, why: str) -> None:
+        """The engine stopped or restarted (containers died under us): every warm container
+        made before is dead or doomed, so the pool and the idle check workers are emptied
+        and refill with fresh ones."""
+        dropped = self.pool.drain() + self.workers.drain()
+        log.warning("Docker engine lost (%s): dropped %d warm containers", why, dropped)
+
     def _reap_loop(self) -> None:
         while True:
             container = self._trash.get()
@@ -393,12 +401,14 @@ class DockerBackend:
             sock: socket.socket = worker.sock
             sock.sendall(job.encode())
         except (SandboxError, OSError) as exc:
+            self._engine_lost(f"could not attach to {container.id[:12]}")
             yield JobEnd(
                 Termination.SANDBOX_ERROR,
                 f"could not attach to the sandbox: {exc}",
                 container_id=container.id,
             )
             return
+        sent_at = time.time()
 
         frames = worker.frames
         line = worker.line
@@ -526,6 +536,22 @@ class DockerBackend:
 
         # The stream ended without the final record: the process died.
         state = self._final_state(container)
+        if not state:
+            self._engine_lost("a container's final state could not be read")
+            yield end(
+                Termination.SANDBOX_ERROR,
+                "the sandbox ended and the Docker engine could not say how (it may have "
+                "stopped or restarted); the rows without a result run again",
+            )
+            return
+        if _finished_before(state, sent_at):
+            self._engine_lost(f"{container.id[:12]} had stopped before its job")
+            yield end(
+                Termination.SANDBOX_ERROR,
+                "the sandbox had stopped before the job reached it (the Docker engine "
+                "restarted?); the rows run again in a fresh one",
+            )
+            return
         if state.get("OOMKilled"):
             yield end(
                 Termination.OOM,
@@ -912,6 +938,23 @@ def docker_environments(settings: Settings) -> Environments:
             else docker.from_env()
         )
     return Environments(settings, DockerEnvironments(client, settings))
+
+
+def _finished_before(state: Mapping[str, Any], moment: float) -> bool:
+    """Whether a container's ``FinishedAt`` is before ``moment`` (a time.time()), with a
+    second of slack for clocks: it was dead before the job was sent to it."""
+    finished = str(state.get("FinishedAt") or "")
+    if not finished or finished.startswith("0001-"):
+        return False
+    stamp = finished.rstrip("Z")
+    head, _, fraction = stamp.partition(".")
+    try:
+        when = datetime.fromisoformat(head + (f".{fraction[:6]}" if fraction else ""))
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.timestamp() < moment - 1.0
 
 
 def _alive(pid: int) -> bool:

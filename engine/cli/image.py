@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict
 
 import click
@@ -99,11 +100,7 @@ def _recorded(versions: ImageVersions | None, source: str, distribution: str) ->
         return None
     if source == "debian":
         return versions.debian.get(distribution)
-    wanted = distribution.lower().replace("_", "-")
-    for name, version in versions.python_packages.items():
-        if name.lower().replace("_", "-") == wanted:
-            return version
-    return None
+    return versions.python_packages.get(re.sub(r"[-_.]+", "-", distribution).lower())
 
 
 def _versions_dict(versions: ImageVersions | None) -> dict[str, object] | None:

@@ -35,6 +35,9 @@ class JobEnd:
     exit_code: int | None = None
     container_id: str | None = None
     stderr_tail: str = ""
+    #: the engine itself was unreachable, stopping or restarting (SANDBOX_ERROR only): the
+    #: runner waits for it rather than spending the batch's retries
+    engine_down: bool = False
 
 
 JobEvent = LoadedRecord | RowRecord | JobEnd

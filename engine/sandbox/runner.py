@@ -31,8 +31,6 @@ log = logging.getLogger(__name__)
 
 #: How often a batch asks whether an unreachable engine is back.
 ENGINE_POLL_SECONDS = 0.5
-#: Engine outages one batch rides out (each up to settings.engine_wait_seconds).
-MAX_ENGINE_OUTAGES = 3
 
 _TERMINATION_STATUS: Mapping[Termination, Status] = {
     Termination.TIMEOUT: Status.TIMEOUT,
@@ -302,7 +300,7 @@ class SandboxRunner:
         cause.
         """
         pending = list(rows)
-        outages = 0  # times the engine was away and came back during this batch
+        engine_wait_until: float | None = None  # while the engine is away: how long to wait
         failures = 0  # consecutive sandbox errors without a row scored
         deaths = 0  # consecutive containers the check ended without a row scored
         suspect = False  # the next job runs the first pending row alone
@@ -313,6 +311,7 @@ class SandboxRunner:
             pending = pending[done:]
             if done:
                 failures = deaths = 0
+                engine_wait_until = None
             if done == len(batch):
                 suspect = False
                 continue
@@ -322,9 +321,18 @@ class SandboxRunner:
                 # Our failure, not the check's or the row's: every row without a result
                 # runs again. While the engine is away (stopped, restarting) that waits for
                 # it to come back, without spending the retry budget.
-                if outages < MAX_ENGINE_OUTAGES and self._engine_came_back():
-                    outages += 1
-                    continue
+                if end.engine_down or not self.backend.health().engine_ok:
+                    now = time.monotonic()
+                    if engine_wait_until is None:
+                        engine_wait_until = now + self.settings.engine_wait_seconds
+                        log.warning(
+                            "the sandbox engine is away (%s): waiting up to %.0f s for it",
+                            end.detail,
+                            self.settings.engine_wait_seconds,
+                        )
+                    if now < engine_wait_until:
+                        self._wait_for_engine(engine_wait_until)
+                        continue
                 failures += 1
                 if failures > retries:
                     self._fail_rows(check, pending, end, end.detail, deliver)
@@ -352,23 +360,12 @@ class SandboxRunner:
                 self._fail_rows(check, pending, end, detail, deliver)
                 return
 
-    def _engine_came_back(self) -> bool:
-        """True when the engine is unreachable now and answers again within
-        ``settings.engine_wait_seconds``; False when it is reachable (the failure was
-        something else) or stays away."""
-        if self.backend.health().engine_ok:
-            return False
-        deadline = time.monotonic() + self.settings.engine_wait_seconds
-        log.warning(
-            "the sandbox engine is unreachable: waiting up to %.0f s for it",
-            self.settings.engine_wait_seconds,
-        )
-        while time.monotonic() < deadline:
+    def _wait_for_engine(self, until: float) -> None:
+        """Sleep at least one poll, then until the engine answers or ``until`` passes."""
+        while True:
             time.sleep(ENGINE_POLL_SECONDS)
-            if self.backend.health().engine_ok:
-                log.warning("the sandbox engine answers again: rows without a result rerun")
-                return True
-        return False
+            if time.monotonic() >= until or self.backend.health().engine_ok:
+                return
 
     def _run_once(
         self,

@@ -30,10 +30,10 @@ from tests.parts import DockerEngine
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-ROWS = 1500
+ROWS = 4000
 CHECK = (
     "import time\n\ndef evaluate(model_output: str) -> int:\n"
-    "    time.sleep(0.004)\n    return len(model_output)\n"
+    "    time.sleep(0.015)\n    return len(model_output)\n"
 )
 
 

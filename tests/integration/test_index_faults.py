@@ -9,6 +9,7 @@ nobody listens on, and a server that accepts and never answers.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -34,6 +35,7 @@ SOURCE = '# /// script\n# dependencies = ["text-unidecode==1.3"]\n# ///\n' + (
 )
 PLAIN = "def evaluate(model_output) -> float:\n    return float(len(model_output))\n"
 ROWS = [{"model_output": "café"}, {"model_output": "tea"}]
+RETRY = 8.0  # SCOREBOX_ENV_RETRY_SECONDS in the first test
 
 
 def _closed_port() -> int:
@@ -73,6 +75,14 @@ def silent_index() -> Iterator[str]:
     server.close()
 
 
+def _only_the_given_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip on this host may also read a local mirror from its own configuration (extra
+    indexes, find-links): hide it, so the index the test names is the only one."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _fresh(settings: Settings) -> None:
     """Remove the environment this file builds, so each test starts without it."""
     runner = SandboxRunner(settings)
@@ -92,39 +102,43 @@ def _statuses(results: list[RowResult]) -> list[Status]:
 def test_an_unreachable_index_fails_the_build_retryably_and_the_next_use_builds(
     docker_settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PIP_RETRIES", "1")  # pip's own retries: seconds, not minutes
     down = docker_settings.model_copy(
         update={
             "data_dir": tmp_path,
             "package_index_url": f"http://127.0.0.1:{_closed_port()}/simple",
-            "env_retry_seconds": 3.0,
+            "env_retry_seconds": RETRY,
         }
     )
     _fresh(down)
-    runner = SandboxRunner(down)
-    try:
-        failed = runner.run_check(SOURCE, ROWS)
-        assert _statuses(failed) == [Status.SANDBOX_ERROR] * 2
-        error = failed[0].error or ""
-        assert "could not reach the package index http://127.0.0.1:" in error, error
-        assert "retryable" in error and "SCOREBOX_ENV_RETRY_SECONDS=3" in error
-        assert "no wheel" not in error  # pip's "no matching distribution" is not the cause
-        # other checks keep scoring on the same runner
-        plain = runner.run_check(PLAIN, ROWS)
-        assert [(r.status, r.score) for r in plain] == [(Status.OK, 4.0), (Status.OK, 3.0)]
-        backend = runner.backend
-        assert isinstance(backend, DockerBackend)
-        state = backend.environments.state(read_block(SOURCE).requirements)
-        assert (state.state, state.retryable) == ("failed", True)
-        assert state.retry_after_seconds is not None and 0 < state.retry_after_seconds <= 3.0
-        # within the retry window the remembered failure answers at once, no second download
-        again = runner.run_check(SOURCE, ROWS[:1])
-        assert _statuses(again) == [Status.SANDBOX_ERROR]
-        assert "could not reach the package index" in (again[0].error or "")
-    finally:
-        runner.close()
+    with monkeypatch.context() as patch:
+        _only_the_given_index(patch)
+        patch.setenv("PIP_RETRIES", "1")  # pip's own retries: seconds, not minutes
+        runner = SandboxRunner(down)
+        try:
+            failed = runner.run_check(SOURCE, ROWS)
+            failed_at = time.monotonic()
+            assert _statuses(failed) == [Status.SANDBOX_ERROR] * 2
+            error = failed[0].error or ""
+            assert "could not reach the package index http://127.0.0.1:" in error, error
+            assert "retryable" in error and f"SCOREBOX_ENV_RETRY_SECONDS={RETRY:.0f}" in error
+            assert "no wheel" not in error  # pip's "no matching distribution" is not the cause
+            # other checks keep scoring on the same runner
+            plain = runner.run_check(PLAIN, ROWS)
+            assert [(r.status, r.score) for r in plain] == [(Status.OK, 4.0), (Status.OK, 3.0)]
+            backend = runner.backend
+            assert isinstance(backend, DockerBackend)
+            state = backend.environments.state(read_block(SOURCE).requirements)
+            assert (state.state, state.retryable) == ("failed", True)
+            assert state.retry_after_seconds is not None and 0 < state.retry_after_seconds <= RETRY
+            # within the retry window the remembered failure answers at once, no second download
+            again = runner.run_check(SOURCE, ROWS[:1])
+            assert _statuses(again) == [Status.SANDBOX_ERROR]
+            assert "could not reach the package index" in (again[0].error or "")
+        finally:
+            runner.close()
 
-    time.sleep(3.2)  # the retry window passes; the index "comes back" (the real one)
+    # the retry window passes; the index "comes back" (pip's own configuration)
+    time.sleep(max(0.0, failed_at + RETRY + 0.2 - time.monotonic()))
     back = down.model_copy(update={"package_index_url": None})
     runner = SandboxRunner(back)
     try:
@@ -138,8 +152,9 @@ def test_an_unreachable_index_fails_the_build_retryably_and_the_next_use_builds(
 
 
 def test_a_silent_index_is_cut_off_and_other_checks_score_while_it_hangs(
-    docker_settings: Settings, tmp_path: Path, silent_index: str
+    docker_settings: Settings, tmp_path: Path, silent_index: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _only_the_given_index(monkeypatch)
     stalled = docker_settings.model_copy(
         update={
             "data_dir": tmp_path,

@@ -221,6 +221,9 @@ class EngineRestartBackend(ScriptedBackend):
 
     def stream(self, job: Job) -> Iterator[JobEvent]:
         self.jobs.append([r.model_output for r in job.rows])
+        if self.restarted and self.polls <= self.down_polls:  # away: nothing can start
+            yield JobEnd(Termination.SANDBOX_ERROR, "engine unreachable", engine_down=True)
+            return
         yield LoadedRecord(t="loaded", ok=True, parameters=["model_output"])
         for i, row in enumerate(job.rows):
             if not self.restarted and i == self.die_after:
@@ -262,3 +265,27 @@ def test_a_sandbox_error_with_the_engine_up_reruns_the_row_in_flight() -> None:
     got = score(backend, ["a", "bb", "ccc"], job_retries=1)
     assert got == [(Status.OK, 1), (Status.OK, 2), (Status.OK, 3)]
     assert backend.jobs == [["a", "bb", "ccc"], ["ccc"]]
+
+
+def test_an_engine_that_answers_pings_while_shutting_down_is_still_waited_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dockerd stopping still answers a ping while it refuses to start containers: jobs
+    that end with ``engine_down`` are waited out (a poll each) without spending retries."""
+    monkeypatch.setattr("engine.sandbox.runner.ENGINE_POLL_SECONDS", 0.001)
+
+    class Stopping(ScriptedBackend):
+        refusals = 3
+
+        def stream(self, job: Job) -> Iterator[JobEvent]:
+            if self.refusals:
+                self.refusals -= 1
+                self.jobs.append(["refused"])
+                yield JobEnd(Termination.SANDBOX_ERROR, "engine stopping", engine_down=True)
+                return
+            yield from super().stream(job)
+
+    backend = Stopping({})
+    got = score(backend, ["a", "bb"], job_retries=0, engine_wait_seconds=5)
+    assert got == [(Status.OK, 1), (Status.OK, 2)]
+    assert backend.jobs == [["refused"]] * 3 + [["a", "bb"]]

@@ -45,6 +45,7 @@ from engine.environments.build import (
 )
 from engine.environments.spec import BLOCK_MARKER
 from engine.errors import (
+    DockerUnavailableError,
     EnvironmentBuildError,
     SandboxError,
 )
@@ -363,7 +364,8 @@ class DockerBackend:
                 except SandboxError as exc:
                     if image is not None:  # e.g. pruned meanwhile: a retry builds it again
                         self.environments.forget_image(image)
-                    yield JobEnd(Termination.SANDBOX_ERROR, str(exc))
+                    down = isinstance(exc, DockerUnavailableError)
+                    yield JobEnd(Termination.SANDBOX_ERROR, str(exc), engine_down=down)
                     return
             else:
                 log.debug(
@@ -406,6 +408,7 @@ class DockerBackend:
                 Termination.SANDBOX_ERROR,
                 f"could not attach to the sandbox: {exc}",
                 container_id=container.id,
+                engine_down=True,  # a dead container or engine: the runner waits a moment
             )
             return
         sent_at = time.time()
@@ -425,9 +428,20 @@ class DockerBackend:
         row_allowance = job.row_timeout_seconds + ROW_GRACE_SECONDS
         cap = limits.max_output_bytes + STDERR_SLACK_BYTES
 
-        def end(termination: Termination, detail: str, exit_code: int | None = None) -> JobEnd:
+        def end(
+            termination: Termination,
+            detail: str,
+            exit_code: int | None = None,
+            *,
+            engine_down: bool = False,
+        ) -> JobEnd:
             return JobEnd(
-                termination, detail, exit_code, container.id, stderr_tail.decode(errors="replace")
+                termination,
+                detail,
+                exit_code,
+                container.id,
+                stderr_tail.decode(errors="replace"),
+                engine_down,
             )
 
         try:
@@ -542,6 +556,7 @@ class DockerBackend:
                 Termination.SANDBOX_ERROR,
                 "the sandbox ended and the Docker engine could not say how (it may have "
                 "stopped or restarted); the rows without a result run again",
+                engine_down=True,
             )
             return
         if _finished_before(state, sent_at):
@@ -550,6 +565,7 @@ class DockerBackend:
                 Termination.SANDBOX_ERROR,
                 "the sandbox had stopped before the job reached it (the Docker engine "
                 "restarted?); the rows run again in a fresh one",
+                engine_down=True,
             )
             return
         if state.get("OOMKilled"):

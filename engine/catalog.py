@@ -331,13 +331,21 @@ def _require_version(ref: str, version: int | None) -> None:
 
 
 def get_check(
-    store: CheckStore, tenant_id: str, ref: str, version: int | None = None
+    store: CheckStore,
+    tenant_id: str,
+    ref: str,
+    version: int | None = None,
+    include_deleted: bool = False,
 ) -> CheckVersion:
-    """A tenant's check by id (``chk_...`` or its UUID), ``name``, ``name@N``, or name + version."""
+    """A tenant's check by id (``chk_...`` or its UUID), ``name``, ``name@N``, or name + version.
+
+    ``include_deleted``: an id may name a deleted version (it stays readable by id; a name
+    only ever means its live versions).
+    """
     _require_version(ref, version)
     ref = check_id_from_uuid(ref) or ref
     if ref.startswith("chk_"):
-        found = store.get_check_by_id(tenant_id, ref)
+        found = store.get_check_by_id(tenant_id, ref, include_deleted=include_deleted)
         if version is not None and found.version != version:
             raise NotFoundError(f"check {ref!r} is version {found.version}, not {version}")
         return found

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.builtins import BUILTINS_CREATED_AT
 from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec
 from engine.json_limits import FreeJSON
 from engine.models import Row
@@ -47,6 +48,9 @@ class CheckOut(BaseModel):
     entry: str | None = Field(default=None, description="The entry function named at upload.")
     sha256: str | None = None
     created_at: datetime | None = None
+    deleted_at: datetime | None = Field(
+        default=None, description="When this version was deleted (readable by id after)."
+    )
     warnings: list[Issue] = Field(default_factory=list)
     params: dict[str, Any] | None = Field(
         default=None,
@@ -66,6 +70,7 @@ class CheckOut(BaseModel):
             output_data_type=item["output_data_type"],
             policy=None,
             params=item["params_schema"],
+            created_at=BUILTINS_CREATED_AT,
         )
 
     @classmethod
@@ -88,6 +93,7 @@ class CheckOut(BaseModel):
             entry=check.entry,
             sha256=check.sha256,
             created_at=check.created_at,
+            deleted_at=check.deleted_at,
             warnings=warnings or [],
         )
 

@@ -9,6 +9,7 @@ SCOREBOX_LLM_BASE_URL"). Each value is a :class:`~engine.builtins.base.BuiltinCh
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from engine.builtins.base import BuiltinCheck
@@ -20,6 +21,11 @@ from engine.llm.client import LLMClient
 
 Builtins = Mapping[str, BuiltinCheck[Any]]
 """The built-in registry: name to check."""
+
+#: The creation time a built-in reports: when scorebox first shipped its built-ins. They
+#: belong to no tenant and are never saved, but clients (Okareo's SDK among them) expect a
+#: time on every listed check.
+BUILTINS_CREATED_AT = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def build_builtins(llm: LLMClient | None = None) -> Builtins:
@@ -48,4 +54,4 @@ def describe(registry: Builtins) -> list[dict[str, Any]]:
     ]
 
 
-__all__ = ["BuiltinCheck", "Builtins", "build_builtins", "describe"]
+__all__ = ["BUILTINS_CREATED_AT", "BuiltinCheck", "Builtins", "build_builtins", "describe"]

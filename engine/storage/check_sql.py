@@ -58,10 +58,21 @@ class SqlChecks(SqlSessions):
             return None if row is None else _check(row)
 
     def max_check_version(self, tenant_id: str, name: str) -> int:
+        """The highest version of the name's current life: since its oldest live version,
+        deleted ones included (so a number is not reused while the name lives); 0 when no
+        version is live (a name deleted whole starts again at 1, as in Okareo)."""
+        of_name = and_(CheckVersionRow.tenant_id == tenant_id, CheckVersionRow.name == name)
         with self._session() as s:
+            since = s.scalar(
+                select(func.min(CheckVersionRow.created_at)).where(
+                    of_name, CheckVersionRow.deleted_at.is_(None)
+                )
+            )
+            if since is None:
+                return 0
             value = s.scalar(
                 select(func.max(CheckVersionRow.version)).where(
-                    CheckVersionRow.tenant_id == tenant_id, CheckVersionRow.name == name
+                    of_name, CheckVersionRow.created_at >= since
                 )
             )
             return int(value or 0)

@@ -20,7 +20,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Text,
-    UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -66,10 +66,24 @@ class ApiKeyRow(Base):
 
 
 class CheckVersionRow(Base):
-    """One immutable version of a named check; ``deleted_at`` soft-deletes it."""
+    """One immutable version of a named check; ``deleted_at`` soft-deletes it.
+
+    A version number is unique among the name's live rows only (migration 0009): a name
+    deleted whole starts again at version 1, and its deleted rows stay readable by id.
+    """
 
     __tablename__ = "check_versions"
-    __table_args__ = (UniqueConstraint("tenant_id", "name", "version", name="uq_check_version"),)
+    __table_args__ = (
+        Index(
+            "uq_check_versions_live",
+            "tenant_id",
+            "name",
+            "version",
+            unique=True,
+            sqlite_where=text("deleted_at IS NULL"),
+            postgresql_where=text("deleted_at IS NULL"),
+        ),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))

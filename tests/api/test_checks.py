@@ -127,8 +127,24 @@ def test_list_get_and_delete(api: Api) -> None:
     assert api.client.delete("/v1/checks/len", headers=h).json() == {"deleted": 1}
     assert api.client.get("/v1/checks/len", headers=h).status_code == 404
     assert api.client.delete("/v1/checks/len", headers=h).status_code == 404
-    # numbers are never reused: a new save after delete is version 3
-    assert api.push(h, "len", SOURCE)["version"] == 3
+    # a name deleted whole starts again at version 1 (as in Okareo), with a new id
+    again = api.push(h, "len", SOURCE)
+    assert again["version"] == 1 and again["id"] not in (v1["id"], v2["id"])
+    assert api.push(h, "len", SOURCE.replace("3", "7"))["version"] == 2
+    # the deleted versions stay readable by id; the name means the live ones only
+    old = api.client.get(f"/v1/checks/{v2['id']}", headers=h).json()
+    assert old["version"] == 2 and old["deleted_at"] is not None
+    assert api.client.get("/v1/checks/len@1", headers=h).json()["id"] == again["id"]
+    assert api.client.get("/v1/checks/len", headers=h).json()["deleted_at"] is None
+
+
+def test_a_version_deleted_alone_is_not_numbered_again(api: Api) -> None:
+    h = api.tenant()
+    api.push(h, "num", SOURCE)
+    api.push(h, "num", SOURCE.replace("3", "5"))
+    assert api.client.delete("/v1/checks/num@2", headers=h).json() == {"deleted": 1}
+    # the name still lives (version 1): the next save is 3, not 2 again
+    assert api.push(h, "num", SOURCE.replace("3", "6"))["version"] == 3
 
 
 def test_model_check_versions_and_legacy_placeholders(api: Api) -> None:
@@ -164,3 +180,28 @@ def test_checks_and_builtins_list_the_same_builtins(api: Api) -> None:
         )
     one = api.client.get("/v1/checks/fluency", headers=h).json()
     assert one == next(c for c in checks if c["name"] == "fluency")
+
+
+def test_migration_0009_goes_down_and_up_again(api: Api) -> None:
+    from alembic import command
+    from sqlalchemy import func, select
+
+    from engine.storage.database import alembic_config, upgrade
+    from engine.storage.tables import CheckVersionRow
+
+    h = api.tenant()
+    old = api.push(h, "again", SOURCE)
+    assert api.client.delete("/v1/checks/again", headers=h).status_code == 200
+    new = api.push(h, "again", SOURCE.replace("3", "4"))
+    assert new["version"] == old["version"] == 1
+    db = api.store.engine
+    command.downgrade(alembic_config(db), "0008")
+    # back to one row per number: the live version 1 is kept, the deleted one dropped
+    with db.connect() as conn:
+        ids = conn.scalars(select(CheckVersionRow.id).where(CheckVersionRow.name == "again"))
+        assert list(ids) == [new["id"]]
+    upgrade(db)
+    api.push(h, "again", SOURCE.replace("3", "9"))
+    with db.connect() as conn:
+        count = conn.scalar(select(func.count()).where(CheckVersionRow.name == "again"))
+    assert count == 2

@@ -155,9 +155,27 @@ def test_delete_archives_every_version_and_frees_the_name(api: Api) -> None:
     assert reply.status_code == 204 and reply.content == b""
     every = api.client.get("/v0/checks", headers=h, params={"all-versions": "true"}).json()
     assert [c for c in every if c["name"] == "gone"] == []
-    assert api.client.get(f"/v0/check/{v1['id']}", headers=h).status_code == 404
+    # the deleted version stays readable by id; the name starts again at version 1
+    kept = api.client.get(f"/v0/check/{v1['id']}", headers=h)
+    assert kept.status_code == 201 and kept.json()["version"] == 1
     again = _save(api, h, "gone")
-    assert again["id"] != v1["id"]
+    assert again["id"] != v1["id"] and again["version"] == 1
+    every = api.client.get("/v0/checks", headers=h, params={"all-versions": "true"}).json()
+    assert [c["id"] for c in every if c["name"] == "gone"] == [again["id"]]
+    again_delete = api.client.request(
+        "DELETE", f"/v0/check/{v1['id']}", headers=h, data={"name": "gone"}
+    )
+    assert again_delete.status_code == 404  # deleting asks for a live version
+
+
+def test_predefined_checks_have_a_creation_time(api: Api) -> None:
+    h = _key(api)
+    listed = api.client.get("/v0/checks", headers=h).json()
+    predefined = [c for c in listed if c["is_predefined"]]
+    assert predefined and all(c["time_created"] for c in predefined)
+    bearer = {"Authorization": f"Bearer {h['api-key']}"}
+    listing = api.client.get("/v1/checks", headers=bearer).json()["checks"]
+    assert all(c["created_at"] for c in listing if c["builtin"])
 
 
 def test_another_tenant_sees_none_of_it(api: Api) -> None:

@@ -208,7 +208,8 @@ def list_checks(
     response_model=CheckOut,
     summary="Get a check",
     description="`ref` is a name (latest version), `name@N`, or an id; `?version=N` picks a "
-    "version. Built-ins are found by name.",
+    "version. Built-ins are found by name. A deleted version stays readable by its id "
+    "(`deleted_at` set); a name means its live versions only.",
     responses=responses(401, 404),
 )
 def get_check(
@@ -219,7 +220,8 @@ def get_check(
     version: Annotated[int | None, Query(ge=1, le=catalog.MAX_VERSION)] = None,
 ) -> CheckOut:
     try:
-        return CheckOut.of(catalog.get_check(store, principal.tenant_id, ref, version))
+        found = catalog.get_check(store, principal.tenant_id, ref, version, include_deleted=True)
+        return CheckOut.of(found)
     except NotFoundError:
         builtin = runs.builtins.get(ref) if version is None else None
         if builtin is None:

@@ -11,7 +11,7 @@ from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
 from engine.audit import hooks
 from engine.audit.api import AuditDep
-from engine.builtins import BuiltinCheck, Builtins
+from engine.builtins import BUILTINS_CREATED_AT, BuiltinCheck, Builtins
 from engine.catalog import check_uuid
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError
@@ -60,6 +60,7 @@ def render_builtin(builtin: BuiltinCheck[Any]) -> OkareoCheckOut:
         description=builtin.description,
         output_data_type=builtin.output_data_type.value,
         check_config={"type": builtin.kind, "params": builtin.params_schema},
+        time_created=BUILTINS_CREATED_AT,
         is_predefined=True,
     )
 
@@ -129,6 +130,7 @@ def list_checks(
     response_model=OkareoCheckOut,
     status_code=201,
     summary="Get a check version by id (Okareo: get_check)",
+    description="A deleted version stays readable by its id.",
     responses=responses(401, 404),
 )
 def get_check(
@@ -142,7 +144,8 @@ def get_check(
     if builtin is not None:
         return render_builtin(builtin)
     project = okareo.default_project(principal.tenant_id)
-    return render_check(catalog.get_check(store, principal.tenant_id, check_id), project.id)
+    found = catalog.get_check(store, principal.tenant_id, check_id, include_deleted=True)
+    return render_check(found, project.id)
 
 
 @router.delete(
@@ -151,7 +154,8 @@ def get_check(
     response_class=Response,
     summary="Delete a check (Okareo: delete_check)",
     description="Form field `name`. Deletes every version of the check's name; the name can be "
-    "used again (it starts over at version N+1 with new ids; runs keep their results).",
+    "used again (it starts over at version 1, with new ids). The deleted versions stay "
+    "readable by id, and runs keep their results.",
     responses=responses(401, 404, 422),
 )
 def delete_check(

@@ -86,6 +86,23 @@ SANDBOX_UNUSABLE_MODULES: Mapping[str, str] = {
 }
 
 
+#: HTTP and socket client libraries a check may not import, even declared: the sandbox
+#: has no network, and the image carries some of them only for its model clients. A
+#: check's one endpoint is the model gateway, reached through those clients.
+NETWORK_CLIENT_MODULES: frozenset[str] = frozenset(
+    {"requests", "httpx", "httpx2", "httpcore", "httpcore2", "aiohttp", "urllib3", "websockets"}
+)
+
+#: The model clients a check uses to reach the model gateway.
+GATEWAY_CLIENTS: tuple[str, ...] = ("openai", "cohere", "google.genai")
+
+
+def network_client(module: str) -> str | None:
+    """The network client library ``module`` belongs to (top-level name), or None."""
+    top = module.split(".", maxsplit=1)[0]
+    return top if top in NETWORK_CLIENT_MODULES else None
+
+
 @dataclass(frozen=True)
 class SandboxPackage:
     """A third-party package importable inside the sandbox image."""

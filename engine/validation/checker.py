@@ -363,6 +363,10 @@ class _Validation(_SignatureRules):
                 if reason is not None:
                     self.add("forbidden-attribute", f"`{name}` is not available: {reason}", node)
             return
+        client = check_rules.network_client(module)
+        if client is not None:
+            self.network_import(client, node)
+            return
         for candidate in (module, *dotted):
             reason = check_rules.unusable_reason(candidate)
             if reason is not None:
@@ -374,6 +378,20 @@ class _Validation(_SignatureRules):
                 return
         if not check_rules.sandbox_can_import(module):
             self.unavailable(module, node)
+
+    def network_import(self, client: str, node: _Node) -> None:
+        """A network client library: refused at upload, declared or not."""
+        self.add(
+            "network-import",
+            f"`{client}` is not allowed in a check: the sandbox has no network, so it could "
+            "only fail. The only endpoint a check can reach is the model gateway, through "
+            f"the model clients in the image ({', '.join(check_rules.GATEWAY_CLIENTS)}; "
+            'docs/checks.md, "Checks that call a model"). A package the check needs is '
+            f"{DECLARE_HINT.replace('NAME', 'package-name').replace('declare it', 'declared')}"
+            "\nscorebox installs it offline before the check runs; it reaches no network "
+            "either.",
+            node,
+        )
 
     def unavailable(self, module: str, node: _Node) -> None:
         """A module not in the image: declared, guarded, maybe declared, or refused."""

@@ -48,6 +48,7 @@ ISSUE_CODES: Mapping[str, CodeInfo] = {
     "undefined-name": CodeInfo("error", "an annotation of evaluate names something undefined"),
     "unknown-import-name": CodeInfo("error", "name not provided by engine.checks/okareo.checks"),
     "relative-import": CodeInfo("error", "a relative import (`from . import x`)"),
+    "network-import": CodeInfo("error", "an HTTP/socket client library (requests, httpx...)"),
     "unusable-import": CodeInfo("warning", "module cannot work in the sandbox (network...)"),
     "unavailable-import": CodeInfo("warning", "module is not installed in the sandbox"),
     "undeclared-import": CodeInfo("error", "module neither in the image nor declared (PEP 723)"),

@@ -356,7 +356,7 @@ VALID: list[Any] = [
     pytest.param("def evaluate(model_output):\n    return 1\nclass Check:\n    @staticmethod\n    def evaluate(model_output, scenario_result) -> bool:\n        return True\n", Expect(CLASS, STATIC, (MO, SR), B, warnings=("ambiguous-entrypoint",)), id="class-wins-over-function"),  # noqa: E501
     pytest.param("class Check:\n    pass\n\ndef evaluate(model_output) -> float:\n    return 0.5\n", Expect(FN, FN, (MO,), F), id="check-without-evaluate-uses-function"),  # noqa: E501
     pytest.param("import re, math, json\nclass Check:\n    @staticmethod\n    def evaluate(model_output) -> float:\n        n = len(re.findall(r'\\w+', model_output))\n        return math.log1p(n) + len(json.dumps([n]))\n", Expect(CLASS, STATIC, (MO,), F), id="re-math-json"),  # noqa: E501
-    pytest.param("import requests\ndef evaluate(model_output) -> bool:\n    return True\n", Expect(FN, FN, (MO,), B, warnings=("unusable-import",), policies=("standard",)), id="network-import-warns"),  # noqa: E501
+    pytest.param("import urllib.request\ndef evaluate(model_output) -> bool:\n    return True\n", Expect(FN, FN, (MO,), B, warnings=("unusable-import",), policies=("standard",)), id="stdlib-network-import-warns"),  # noqa: E501
 ]
 # fmt: on
 
@@ -429,6 +429,8 @@ DEFECTS: list[Any] = [
     pytest.param("from okareo.checks import CodeBasedCheck, CheckKind\ndef evaluate(model_output):\n    return 1\n", S, None, "unknown-import-name", 1, 43, id="unknown-import-name"),  # noqa: E501
     pytest.param("from .helpers import score\ndef evaluate(model_output):\n    return score(model_output)\n", S, None, "relative-import", 1, 1, id="relative-import"),  # noqa: E501
     pytest.param("def evaluate(model_output):\n    import subprocess\n    return 1\n", S, None, "unusable-import", 2, 12, id="unusable-import"),  # noqa: E501
+    pytest.param("import requests\ndef evaluate(model_output):\n    return 1\n", S, None, "network-import", 1, 8, id="network-import"),  # noqa: E501
+    pytest.param('# /// script\n# dependencies = ["httpx"]\n# ///\nfrom httpx import get\ndef evaluate(model_output):\n    return 1\n', S, None, "network-import", 4, 1, id="network-import-declared"),  # noqa: E501
     pytest.param("import json, torch\ndef evaluate(model_output):\n    return 1\n", S, None, "undeclared-import", 1, 14, id="undeclared-import"),  # noqa: E501
     pytest.param("try:\n    import torch\nexcept ImportError:\n    torch = None\ndef evaluate(model_output):\n    return 1\n", S, None, "unavailable-import", 2, 12, id="guarded-unavailable-import"),  # noqa: E501
     pytest.param('# /// script\n# dependencies = ["textstat"\n# ///\ndef evaluate(model_output):\n    return 1\n', S, None, "dependencies-invalid", 2, 29, id="block-bad-toml"),  # noqa: E501
@@ -601,3 +603,12 @@ def test_cli_validate(tmp_path: Path) -> None:
     assert result.exit_code == 1
     report = json.loads(result.output)
     assert [i["code"] for i in report["issues"]] == ["requires-mismatch", "output-type-mismatch"]
+
+
+def test_a_network_client_is_refused_naming_it_and_the_way_out() -> None:
+    source = "import requests\n\ndef evaluate(model_output):\n    return 1\n"
+    report = validate(source, "standard")
+    assert not report.valid
+    [issue] = [i for i in report.issues if i.code == "network-import"]
+    assert "`requests` is not allowed" in issue.message
+    assert "model gateway" in issue.message and "# /// script" in issue.message

@@ -88,7 +88,7 @@ def _service(script: str, env_name: str) -> Iterator[str]:
 def _database(base: str) -> Iterator[str]:
     url = make_url(base).set(drivername="postgresql+psycopg")
     name = f"bench_{secrets.token_hex(5)}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -132,14 +133,17 @@ def _fds(pids: list[int]) -> int:
     return total
 
 
-def _containers() -> int:
+def _containers(pids: list[int]) -> int:
+    """Running sandbox containers made by ``pids`` (their ``scorebox.owner`` label), so
+    other users of the same Docker engine do not count."""
     out = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"label={LABEL}"],
+        ["docker", "ps", "--filter", f"label={LABEL}", "--format", '{{.Label "scorebox.owner"}}'],
         capture_output=True,
         text=True,
         check=False,
     )
-    return len(out.stdout.split())
+    owners = {f"{socket.gethostname()}:{pid}" for pid in pids}
+    return sum(1 for owner in out.stdout.split() if owner in owners)
 
 
 def _tenant(database_url: str, name: str) -> dict[str, str]:
@@ -222,7 +226,7 @@ def soak(minutes: float, warmup: float, sample_seconds: float, rows_per_run: int
                             round(_rss_mb(worker_pids), 1),
                             _fds(api_pids),
                             _fds(worker_pids),
-                            _containers(),
+                            _containers(api_pids + worker_pids),
                             round(rate, 1),
                         )
                     )
@@ -280,7 +284,7 @@ def _state(api: int, worker: int) -> dict[str, float]:
         "worker_rss_mb": round(_rss_mb(worker_pids), 1),
         "api_fds": _fds(api_pids),
         "worker_fds": _fds(worker_pids),
-        "containers": _containers(),
+        "containers": _containers(api_pids + worker_pids),
     }
 
 

@@ -46,7 +46,8 @@ def _postgres_database() -> Iterator[str]:
     if url.drivername == "postgresql":
         url = url.set(drivername="postgresql+psycopg")
     name = f"sbx_{secrets.token_hex(6)}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    # pre-ping: a test may restart the server meanwhile (tests/faults, the distributed suite)
+    admin = create_engine(url, isolation_level="AUTOCOMMIT", pool_pre_ping=True)
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     try:

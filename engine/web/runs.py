@@ -138,13 +138,14 @@ def _filter(request: Request, run: Run) -> table.TableFilter:
 
 
 def _charts(summary: RunSummary) -> list[dict[str, Any]]:
+    """Per check: its scores chart (pass/fail or histogram) and, apart, its statuses."""
     out = []
     for s, bins in zip(summary.checks, summary.histograms, strict=True):
         if s.pass_rate is not None:
             passed = round(s.pass_rate * s.scored)
             chart = charts.pass_fail_svg(s.check, passed, s.scored - passed)
         else:
-            chart = charts.histogram_svg(s.check, bins)
+            chart = charts.histogram_svg(s.check, bins, s.max)
         out.append({"summary": s, "chart": chart, "statuses": charts.status_svg(s.check, s.counts)})
     return out
 

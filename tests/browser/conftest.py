@@ -49,6 +49,8 @@ CHECK_V2 = (
     "        raise ValueError('boom row')\n"
     "    return len(model_output) > 12\n"
 )
+#: A numeric check in both runs, so the run page draws a histogram with a scale.
+LENGTH = "def evaluate(model_output: str) -> float:\n    return len(model_output) / 4\n"
 
 
 def _must_run() -> bool:
@@ -95,12 +97,15 @@ def _finished(client: httpx.Client, run_id: str) -> dict[str, Any]:
 
 def _seed(client: httpx.Client) -> tuple[str, str]:
     runs = []
+    length = client.post("/v1/checks", json={"name": "length", "source": LENGTH})
+    assert length.status_code == 201, length.text
     for source in (CHECK_V1, CHECK_V2):
         reply = client.post("/v1/checks", json={"name": "long_enough", "source": source})
         assert reply.status_code in (200, 201), reply.text
         ref = f"long_enough@{reply.json()['version']}"
         started = client.post(
-            "/v1/runs", json={"checks": [ref], "rows": _rows(), "labels": {"suite": "browser"}}
+            "/v1/runs",
+            json={"checks": [ref, "length@1"], "rows": _rows(), "labels": {"suite": "browser"}},
         )
         assert started.status_code == 202, started.text
         run = _finished(client, started.json()["id"])

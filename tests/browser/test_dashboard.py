@@ -42,6 +42,25 @@ def test_sign_in_lists_runs_and_keeps_the_key_out_of_pages(
     assert dashboard.key not in cookie["value"]
 
 
+def test_the_root_sends_a_browser_to_sign_in_then_to_the_runs(
+    page: Any, dashboard: Dashboard
+) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(dashboard.url + "/")  # signed out: the sign-in form, then back to the runs
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    assert page.url == f"{dashboard.url}/ui/signin?next=/ui/runs"
+    page.get_by_label("API key").fill(dashboard.key)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    page.goto(dashboard.url + "/")  # signed in: straight to the runs
+    expect(page.get_by_role("heading", name="Runs")).to_be_visible()
+    assert page.url == f"{dashboard.url}/ui/runs"
+    index = page.request.get(dashboard.url + "/", headers={"Accept": "application/json"})
+    assert index.status == 200
+    assert index.json()["links"]["docs"] == "/docs"
+
+
 def test_a_wrong_key_is_refused(page: Any, dashboard: Dashboard) -> None:
     from playwright.sync_api import expect
 
@@ -61,7 +80,53 @@ def test_finished_run_shows_summary_and_chart(
     expect(summary).to_contain_text("error 6")
     expect(page.get_by_role("img", name="pass and fail of long_enough")).to_be_visible()
     expect(page.get_by_role("img", name="statuses of long_enough")).to_be_visible()
+    expect(page.get_by_role("img", name="score distribution of length")).to_be_visible()
     page.screenshot(path=str(screenshots / "dashboard-run.png"), full_page=True)
+
+
+def _labels(chart: Any, cls: str) -> list[str]:
+    return [t.strip() for t in chart.locator(f"text.{cls}").all_text_contents()]
+
+
+def _bar_titles(chart: Any) -> list[str]:
+    return [t for t in chart.locator("rect > title").all_text_contents() if t]
+
+
+def test_chart_labels_match_the_runs_summary(page: Any, dashboard: Dashboard) -> None:
+    with dashboard.v1() as client:
+        run = client.get(f"/v1/runs/{dashboard.run_a}").json()
+    summary = {s["check"]: s for s in run["summary"]}
+    sign_in(page, dashboard, path=f"/ui/runs/{dashboard.run_a}")
+
+    bool_check = summary["long_enough"]
+    ok = bool_check["scored"]
+    passed = round(bool_check["pass_rate"] * ok)
+    pass_fail = page.get_by_role("img", name="pass and fail of long_enough")
+    assert _labels(pass_fail, "bar-label") == [
+        f"{passed} ({100 * passed / ok:.1f}%)",
+        f"{ok - passed} ({100 * (ok - passed) / ok:.1f}%)",
+    ]
+    assert _labels(pass_fail, "tick-x") == ["pass", "fail"]
+    assert _labels(pass_fail, "tick-y")[0] == "0"
+
+    statuses = page.get_by_role("img", name="statuses of long_enough")
+    counts = bool_check["counts"]
+    order = sorted(counts, key=lambda s: (s != "ok", s))
+    assert _labels(statuses, "tick-x") == order
+    assert _labels(statuses, "bar-label") == [str(counts[s]) for s in order]
+
+    numeric = summary["length"]
+    histogram = page.get_by_role("img", name="score distribution of length")
+    titles = _bar_titles(histogram)
+    assert len(titles) == 20
+    in_bins = [int(m.group(1)) for t in titles if (m := re.search(r": (\d+) rows?$", t))]
+    assert sum(in_bins) == numeric["scored"] == sum(counts.values())
+    assert titles[0].startswith(f"scores [{numeric['min']:.3g}, ")
+    assert f", {numeric['max']:.3g}]: " in titles[-1]  # the last bin holds the maximum
+    ticks = _labels(histogram, "tick-x")
+    assert ticks[0] == f"{numeric['min']:.3g}" and ticks[-1] == f"{numeric['max']:.3g}"
+    y_ticks = [int(t) for t in _labels(histogram, "tick-y")]
+    assert y_ticks[0] == 0 and y_ticks[-1] >= max(in_bins)
 
 
 def test_filter_the_row_table_to_error_rows_and_open_one(
@@ -92,11 +157,19 @@ def test_compare_two_runs_shows_the_changed_rows(
     sign_in(page, dashboard, path=f"/ui/compare?a={dashboard.run_a}&b={dashboard.run_b}")
     deltas = page.get_by_role("table", name="deltas")
     expect(deltas).to_contain_text("long_enough")
-    expect(deltas).to_contain_text("significant")
-    expect(deltas).not_to_contain_text("not significant")  # 6 of 30 rows pass -> fail
+    long_enough = deltas.get_by_role("row").filter(has_text="long_enough")
+    expect(long_enough).to_contain_text("significant")
+    expect(long_enough).not_to_contain_text("not significant")  # 6 of 30 rows pass -> fail
     changed = page.get_by_role("table", name="changed rows of long_enough")
     expect(changed.get_by_role("row").nth(1)).to_contain_text("pass to fail")
     expect(changed).to_contain_text(re.compile(r"\br5\b"))  # "short!!": 7 > 5, not > 12
+    # one chart per shared check, both runs overlaid, with the counts of each
+    both = page.get_by_role("img", name="pass and fail of long_enough, A and B")
+    expect(both).to_be_visible()
+    titles = _bar_titles(both)
+    assert [t.split(":")[0] for t in titles] == ["A pass", "A fail", "B pass", "B fail"]
+    assert titles[0].startswith("A pass: 18 of 24") and titles[2].startswith("B pass: 12 of 24")
+    expect(page.get_by_role("img", name="score distribution of length, A and B")).to_be_visible()
     page.screenshot(path=str(screenshots / "dashboard-compare.png"), full_page=True)
 
 

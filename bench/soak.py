@@ -194,8 +194,8 @@ def soak(minutes: float, warmup: float, sample_seconds: float, rows_per_run: int
             base = f"http://127.0.0.1:{port}"
             for headers in tenants:
                 for name, source in CHECKS.items():
-                    body = {"name": name, "source": source, "limits": LIMITS}
-                    httpx.post(f"{base}/v1/checks", json=body, headers=headers, timeout=60)
+                    check = {"name": name, "source": source, "limits": LIMITS}
+                    httpx.post(f"{base}/v1/checks", json=check, headers=headers, timeout=60)
 
             stop = threading.Event()
             scored = {"rows": 0}
@@ -261,8 +261,8 @@ def soak(minutes: float, warmup: float, sample_seconds: float, rows_per_run: int
                     scored["rows"] += int(body["progress"]["done"])
                     if body.get("status") != "succeeded":
                         outcome.runs_not_succeeded.append(f"{run_id}: {body.get('status')}")
-                    for check in body.get("summary") or []:
-                        for status, count in check.get("counts", {}).items():
+                    for summary in body.get("summary") or []:
+                        for status, count in summary.get("counts", {}).items():
                             outcome.statuses[status] = outcome.statuses.get(status, 0) + count
                     if not baseline_taken and time.monotonic() - started >= warmup * 60:
                         baseline_taken = True

@@ -16,8 +16,10 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
+from sqlalchemy import Engine, text
 
 from engine import auth
 from engine.settings import Settings
@@ -127,3 +129,51 @@ def serving(env: Mapping[str, str], log: Path, *args: str, timeout: float = 120)
         yield url
     finally:
         stop(proc)
+
+
+def wait_run(client: httpx.Client, run_id: str, timeout: float = 240) -> dict[str, Any]:
+    """The run's body once it is no longer queued or running (answers other than 200,
+    such as a 503 while a part underneath is away, are waited out too)."""
+    deadline = time.monotonic() + timeout
+    body: dict[str, Any] = {}
+    while True:
+        answer = client.get(f"/v1/runs/{run_id}")
+        if answer.status_code == 200:
+            body = dict(answer.json())
+            if body["status"] not in ("queued", "running"):
+                return body
+        assert time.monotonic() < deadline, f"run still {body.get('status')}: {body}"
+        time.sleep(0.25)
+
+
+def wait_done(client: httpx.Client, run_id: str, at_least: int, timeout: float = 180) -> int:
+    """Wait until the run has at least ``at_least`` results stored; returns how many."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = int(client.get(f"/v1/runs/{run_id}").json()["progress"]["done"])
+        if done >= at_least:
+            return done
+        assert time.monotonic() < deadline, f"run {run_id} stuck at {done} results"
+        time.sleep(0.1)
+
+
+def run_results(client: httpx.Client, run_id: str) -> list[dict[str, Any]]:
+    """Every stored result of a run, from its NDJSON stream."""
+    lines = client.get(
+        f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
+    ).text.splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def duplicate_results(engine: Engine, run_id: str) -> list[Any]:
+    """(check, row, count) for every row of a run stored more than once: [] when none."""
+    with engine.connect() as conn:
+        return list(
+            conn.execute(
+                text(
+                    "SELECT check_index, row_index, COUNT(*) FROM row_results WHERE run_id = :r "
+                    "GROUP BY check_index, row_index HAVING COUNT(*) > 1"
+                ),
+                {"r": run_id},
+            ).all()
+        )

@@ -13,13 +13,19 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
 from tests.conftest import TEST_LABEL
-from tests.live_server import free_port, spawn_serve, stop, wait_healthy
+from tests.live_server import (
+    duplicate_results,
+    free_port,
+    run_results,
+    spawn_serve,
+    stop,
+    wait_healthy,
+)
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -88,29 +94,18 @@ def test_kill_and_restart_mid_run(
             finish_seconds = time.monotonic() - started
             assert final["status"] == "succeeded", (final, log.read_text()[-3000:])
             assert final["progress"] == {"done": ROWS, "total": ROWS, "fraction": 1.0}
-            lines = c.get(
-                f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
-            ).text.splitlines()
+            results = run_results(c, run_id)
     finally:
         for p in procs:
             stop(p, timeout=60)
 
-    results = [json.loads(line) for line in lines]
     assert sorted(r["row_index"] for r in results) == list(range(ROWS))
     wrong = [r for r in results if r["status"] == "ok" and r["score"] != r["row_index"] % 17]
     assert not wrong, wrong[:3]
     # The killed server's containers are orphans the new one reaps; their rows are rescored.
     other = [(r["row_index"], r["status"], r["error"]) for r in results if r["status"] != "ok"]
     assert not other, other[:5]
-    with store.engine.connect() as conn:
-        duplicates = conn.execute(
-            text(
-                "SELECT row_index, COUNT(*) FROM row_results WHERE run_id = :r "
-                "GROUP BY check_index, row_index HAVING COUNT(*) > 1"
-            ),
-            {"r": run_id},
-        ).all()
-    assert duplicates == []
+    assert duplicate_results(store.engine, run_id) == []
     print(
         f"\nrestart: killed at {at_kill}/{ROWS} results stored; after restart the run "
         f"finished in {finish_seconds:.1f}s with {len(results)} results, 0 duplicates"

@@ -17,7 +17,12 @@ from sqlalchemy import text
 from engine import auth
 from engine.storage import SqlStore, open_store
 from tests.conftest import TEST_LABEL, remove_test_containers
-from tests.live_server import CLI, free_port, wait_healthy
+from tests.live_server import (
+    CLI,
+    duplicate_results,
+    free_port,
+    wait_healthy,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,28 +137,4 @@ class Cluster:
             return list(conn.execute(text(query), params).all())
 
     def duplicates(self, run_id: str) -> list[Any]:
-        return self.sql(
-            "SELECT check_index, row_index, COUNT(*) FROM row_results WHERE run_id = :r "
-            "GROUP BY check_index, row_index HAVING COUNT(*) > 1",
-            r=run_id,
-        )
-
-
-def wait_run(client: httpx.Client, run_id: str, timeout: float = 240) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while True:
-        body = dict(client.get(f"/v1/runs/{run_id}").json())
-        if body["status"] not in ("queued", "running"):
-            return body
-        assert time.monotonic() < deadline, f"run still {body['status']}: {body['progress']}"
-        time.sleep(0.25)
-
-
-def wait_done(client: httpx.Client, run_id: str, at_least: int, timeout: float = 180) -> int:
-    deadline = time.monotonic() + timeout
-    while True:
-        done = int(client.get(f"/v1/runs/{run_id}").json()["progress"]["done"])
-        if done >= at_least:
-            return done
-        assert time.monotonic() < deadline, f"run {run_id} stuck at {done} results"
-        time.sleep(0.1)
+        return duplicate_results(self.store.engine, run_id)

@@ -19,9 +19,9 @@ import pytest
 from engine.settings import Settings
 from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
 from tests.conftest import assert_not_behind
-from tests.distributed.cluster import ROOT, Cluster, wait_done, wait_run
+from tests.distributed.cluster import ROOT, Cluster
 from tests.fake_llm import FakeLLM
-from tests.live_server import CLI, free_port
+from tests.live_server import CLI, free_port, wait_done, wait_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from engine.settings import Settings
-from tests.distributed.cluster import Cluster, wait_run
+from tests.distributed.cluster import Cluster
 from tests.fake_llm import FakeLLM, Reply
+from tests.live_server import wait_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
 

@@ -8,13 +8,11 @@ exactly one result per row; SQLite is not left locked (writes succeed after).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -22,16 +20,13 @@ import pytest
 from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from tests.faults.runs import assert_every_row_once, length_check, start_run
 from tests.live_server import serve_env, serving
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 ROWS = 1500
-CHECK = (
-    "import time\n\ndef evaluate(model_output: str) -> tuple:\n"
-    "    time.sleep(0.004)\n"
-    "    return len(model_output), 'length ' + str(len(model_output)) + ' ' + 'x' * 4000\n"
-)
+CHECK = length_check(0.004, explanation_bytes=4000)
 
 
 @pytest.fixture
@@ -81,13 +76,7 @@ def test_the_data_disk_fills_up_mid_run(docker_settings: Settings, small_disk: P
         serving(env, log, "--log-level", "warning") as url,
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c,
     ):
-        assert c.post("/v1/checks", json={"name": "len", "source": CHECK}).status_code == 201
-        rows = [{"id": i, "model_output": "x" * (i % 17)} for i in range(ROWS)]
-        run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": rows}).json()["id"]
-        deadline = time.monotonic() + 180
-        while c.get(f"/v1/runs/{run_id}").json()["progress"]["done"] < ROWS // 10:
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.05)
+        run_id = start_run(c, CHECK, ROWS)
 
         filler = _fill(small_disk)
         try:
@@ -111,18 +100,11 @@ def test_the_data_disk_fills_up_mid_run(docker_settings: Settings, small_disk: P
         finally:
             filler.unlink()
 
-        final: dict[str, Any] = {}
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            final = c.get(f"/v1/runs/{run_id}").json()
-            if final["status"] not in ("queued", "running"):
-                break
-            time.sleep(0.3)
-        assert final["status"] == "succeeded", (final, log.read_text(errors="replace")[-3000:])
-        assert final["progress"] == {"done": ROWS, "total": ROWS, "fraction": 1.0}
-        lines = c.get(
-            f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
-        ).text.splitlines()
+        store = open_store(f"sqlite:///{database}")
+        try:
+            assert_every_row_once(c, store.engine, run_id, ROWS, log)
+        finally:
+            store.engine.dispose()
         # SQLite is not left locked: a write succeeds now that space is back
         after = c.post("/v1/checks", json={"name": "after", "source": CHECK})
         assert after.status_code == 201, after.text
@@ -134,17 +116,7 @@ def test_the_data_disk_fills_up_mid_run(docker_settings: Settings, small_disk: P
         assert answer.status_code == 503, answer.text
         assert "disk is full" in answer.json()["detail"], answer.text
         assert answer.headers["Retry-After"].isdigit()
-    results = [json.loads(line) for line in lines]
-    assert sorted(r["row_index"] for r in results) == list(range(ROWS))
-    wrong = [r for r in results if r["status"] != "ok" or r["score"] != r["row_index"] % 17]
-    assert not wrong, wrong[:3]
     with sqlite3.connect(database) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         names = [n for (n,) in conn.execute("SELECT DISTINCT name FROM check_versions ORDER BY 1")]
         assert names == sorted(["after", "len", *kept])  # nothing of a refused push kept
-        duplicates = conn.execute(
-            "SELECT row_index, COUNT(*) FROM row_results WHERE run_id = ? "
-            "GROUP BY check_index, row_index HAVING COUNT(*) > 1",
-            (run_id,),
-        ).fetchall()
-    assert duplicates == []

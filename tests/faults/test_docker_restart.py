@@ -13,28 +13,23 @@ pass of its own, after the others.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from tests.faults.runs import assert_every_row_once, length_check, start_run
 from tests.live_server import serve_env, serving
 from tests.parts import DockerEngine
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 ROWS = 4000
-CHECK = (
-    "import time\n\ndef evaluate(model_output: str) -> int:\n"
-    "    time.sleep(0.015)\n    return len(model_output)\n"
-)
+CHECK = length_check(0.015)
 
 
 def _ready_in_pool(client: httpx.Client) -> int:
@@ -66,13 +61,7 @@ def test_the_docker_engine_restarted_mid_run(
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c,
     ):
         assert c.get("/readyz").status_code == 200
-        assert c.post("/v1/checks", json={"name": "len", "source": CHECK}).status_code == 201
-        rows = [{"id": i, "model_output": "x" * (i % 17)} for i in range(ROWS)]
-        run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": rows}).json()["id"]
-        deadline = time.monotonic() + 180
-        while c.get(f"/v1/runs/{run_id}").json()["progress"]["done"] < ROWS // 10:
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.05)
+        run_id = start_run(c, CHECK, ROWS)
 
         docker_engine.stop()
         try:
@@ -84,19 +73,7 @@ def test_the_docker_engine_restarted_mid_run(
         finally:
             docker_engine.start()
 
-        final: dict[str, Any] = {}
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            final = c.get(f"/v1/runs/{run_id}").json()
-            if final["status"] not in ("queued", "running"):
-                break
-            time.sleep(0.3)
-        log_tail = (tmp_path / "server.log").read_text(errors="replace")[-3000:]
-        assert final["status"] == "succeeded", (final, log_tail)
-        assert final["progress"] == {"done": ROWS, "total": ROWS, "fraction": 1.0}
-        lines = c.get(
-            f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
-        ).text.splitlines()
+        assert_every_row_once(c, store.engine, run_id, ROWS, tmp_path / "server.log")
 
         ready_after = c.get("/readyz")
         assert ready_after.status_code == 200, ready_after.text
@@ -110,18 +87,4 @@ def test_the_docker_engine_restarted_mid_run(
             time.sleep(0.5)
 
     assert readiness_away and set(readiness_away) == {503}, readiness_away
-    results = [json.loads(line) for line in lines]
-    assert sorted(r["row_index"] for r in results) == list(range(ROWS))
-    blamed = [(r["row_index"], r["status"], r["error"]) for r in results if r["status"] != "ok"]
-    assert not blamed, blamed[:5]
-    assert all(r["score"] == r["row_index"] % 17 for r in results)
-    with store.engine.connect() as conn:
-        duplicates = conn.execute(
-            text(
-                "SELECT row_index, COUNT(*) FROM row_results WHERE run_id = :r "
-                "GROUP BY check_index, row_index HAVING COUNT(*) > 1"
-            ),
-            {"r": run_id},
-        ).all()
-    assert duplicates == []
     store.engine.dispose()

@@ -3,28 +3,23 @@ and requests during the outage get 503 with Retry-After, not 500."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import text
 
 from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from tests.faults.runs import assert_every_row_once, length_check, start_run
 from tests.live_server import serve_env, serving
 from tests.parts import PostgresServer
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
 
 ROWS = 1500
-CHECK = (
-    "import time\n\ndef evaluate(model_output: str) -> int:\n"
-    "    time.sleep(0.004)\n    return len(model_output)\n"
-)
+CHECK = length_check(0.004)
 
 
 def test_postgres_restarted_mid_run(
@@ -45,13 +40,7 @@ def test_postgres_restarted_mid_run(
         serving(env, tmp_path / "server.log", "--log-level", "warning") as url,
         httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as c,
     ):
-        assert c.post("/v1/checks", json={"name": "len", "source": CHECK}).status_code == 201
-        rows = [{"id": i, "model_output": "x" * (i % 17)} for i in range(ROWS)]
-        run_id = c.post("/v1/runs", json={"checks": ["len"], "rows": rows}).json()["id"]
-        deadline = time.monotonic() + 180
-        while c.get(f"/v1/runs/{run_id}").json()["progress"]["done"] < ROWS // 10:
-            assert time.monotonic() < deadline, "the run made no progress"
-            time.sleep(0.05)
+        run_id = start_run(c, CHECK, ROWS)
 
         own_postgres.pause()
         try:
@@ -63,21 +52,11 @@ def test_postgres_restarted_mid_run(
         finally:
             own_postgres.resume()
 
-        final: dict[str, Any] = {}
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            answer = c.get(f"/v1/runs/{run_id}")
-            if answer.status_code == 200:
-                final = answer.json()
-                if final["status"] not in ("queued", "running"):
-                    break
-            time.sleep(0.3)
-        log_tail = (tmp_path / "server.log").read_text(errors="replace")[-3000:]
-        assert final.get("status") == "succeeded", (final, log_tail)
-        assert final["progress"] == {"done": ROWS, "total": ROWS, "fraction": 1.0}
-        lines = c.get(
-            f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
-        ).text.splitlines()
+        store = open_store(own_postgres.url)
+        try:
+            assert_every_row_once(c, store.engine, run_id, ROWS, tmp_path / "server.log")
+        finally:
+            store.engine.dispose()
 
     assert {r.status_code for r in outage} == {503}, [(r.status_code, r.text) for r in outage]
     for answer in outage:
@@ -86,20 +65,3 @@ def test_postgres_restarted_mid_run(
         assert body["title"] == "Database unavailable"
         assert "SELECT" not in body["detail"] and "postgres" not in body["detail"].lower()
     assert ready.status_code == 503
-
-    results = [json.loads(line) for line in lines]
-    assert sorted(r["row_index"] for r in results) == list(range(ROWS))
-    assert all(r["status"] == "ok" and r["score"] == r["row_index"] % 17 for r in results)
-    store = open_store(own_postgres.url)
-    try:
-        with store.engine.connect() as conn:
-            duplicates = conn.execute(
-                text(
-                    "SELECT row_index, COUNT(*) FROM row_results WHERE run_id = :r "
-                    "GROUP BY check_index, row_index HAVING COUNT(*) > 1"
-                ),
-                {"r": run_id},
-            ).all()
-    finally:
-        store.engine.dispose()
-    assert duplicates == []

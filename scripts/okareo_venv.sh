@@ -10,7 +10,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SCOREBOX_OKAREO_VENV:-$ROOT/.okareo-venv}"
 VERSION="${SCOREBOX_OKAREO_VERSION:-0.0.162}"
-STAMP="$VENV/.okareo-$VERSION"
+# Okareo's own shipped tests (okareo_tests in the wheel) need a runner and `requests`,
+# which the wheel does not bring: the versions of scorebox's lock (requirements/dev.lock).
+RUNNER="$(grep -E '^(pytest|requests)==' "$ROOT/requirements/dev.lock" | cut -d' ' -f1 | tr '\n' ' ')"
+STAMP="$VENV/.okareo-$VERSION-$(printf '%s' "$RUNNER" | sha256sum | cut -c1-12)"
 
 say() { printf 'okareo_venv.sh: %s\n' "$*" >&2; }
 
@@ -21,8 +24,9 @@ if [[ ! -f "$STAMP" || ! -x "$VENV/bin/python" ]]; then
         "$PYTHON" -m venv "$VENV"
     fi
     say "installing okareo==$VERSION from PyPI into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "okareo==$VERSION" >&2
-    "$VENV/bin/python" -c "import okareo, okareo_api_client" >&2
+    # shellcheck disable=SC2086  # RUNNER is a list of requirements
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "okareo==$VERSION" $RUNNER >&2
+    "$VENV/bin/python" -c "import okareo, okareo_api_client, okareo_tests, pytest, requests" >&2
     touch "$STAMP"
 fi
 printf '%s\n' "$VENV/bin/python"

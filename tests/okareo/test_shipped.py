@@ -31,22 +31,13 @@ def evaluate(model_output: str) -> bool:
 
 def _ensure_runner(python: str) -> None:
     """pytest in the SDK's venv (the wheel ships its tests, not their runner), and
-    ``requests``, which the shipped ``checks/malicious_check.py`` imports client-side."""
+    ``requests``, which the shipped ``checks/malicious_check.py`` imports client-side:
+    both installed by ``scripts/okareo_venv.sh``."""
     probe = subprocess.run(
-        [python, "-c", "import pytest, requests"], capture_output=True, check=False
+        [python, "-c", "import pytest, requests"], capture_output=True, text=True, check=False
     )
-    if probe.returncode == 0:
-        return
-    pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    proc = subprocess.run(
-        [*pip, "pytest", "requests"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        message = f"could not install pytest, requests in the okareo venv:\n{proc.stderr[-3000:]}"
+    if probe.returncode != 0:
+        message = f"run scripts/okareo_venv.sh (pytest, requests missing):\n{probe.stderr}"
         if _must_run():
             pytest.fail(message, pytrace=False)
         pytest.skip(message)

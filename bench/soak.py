@@ -213,8 +213,7 @@ def soak(minutes: float, warmup: float, sample_seconds: float, rows_per_run: int
             def sampler() -> None:
                 last_rows, last_t = 0, time.monotonic()
                 start = last_t
-                while not stop.is_set():
-                    stop.wait(sample_seconds)
+                while not stop.wait(sample_seconds):
                     now = time.monotonic()
                     rate = (scored["rows"] - last_rows) / max(1e-6, now - last_t)
                     last_rows, last_t = scored["rows"], now
@@ -312,14 +311,15 @@ def verdict(outcome: Outcome) -> dict[str, Any]:
 
 
 def render(outcome: Outcome, judged: dict[str, Any]) -> str:
-    rates = [s.rows_per_second for s in outcome.samples if s.rows_per_second > 0]
+    rates = [rate for rate in _smoothed_rate(outcome.samples) if rate > 0]
+    median_rate = statistics.median(rates) if rates else 0.0
     lines = [
         f"# Soak: {outcome.minutes:g} minutes (warm-up {outcome.warmup_minutes:g})",
         "",
         f"Runs: {outcome.runs} ({outcome.rows_stored:,} of {outcome.rows_expected:,} results "
         f"stored; not succeeded: {len(outcome.runs_not_succeeded)}); /v1/score requests: "
-        f"{outcome.score_requests} ({outcome.score_errors} not 200). Rows/s over samples: "
-        f"median {statistics.median(rates) if rates else 0:.0f}.",
+        f"{outcome.score_requests} ({outcome.score_errors} not 200). Rows/s over "
+        f"{RATE_WINDOW_SECONDS:.0f} s windows: median {median_rate:.0f}.",
         "",
         "Statuses: " + ", ".join(f"{k} {v:,}" for k, v in sorted(outcome.statuses.items())),
         "",
@@ -347,6 +347,28 @@ def render(outcome: Outcome, judged: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: Runs are counted when they finish: the chart shows the rate over this window.
+RATE_WINDOW_SECONDS = 60.0
+
+
+def _smoothed_rate(samples: list[Sample]) -> list[float]:
+    """Rows/s over the last ``RATE_WINDOW_SECONDS`` at each sample."""
+    totals, total, previous = [], 0.0, 0.0
+    for sample in samples:
+        total += sample.rows_per_second * (sample.t - previous)
+        previous = sample.t
+        totals.append(total)
+    rates = []
+    for i, sample in enumerate(samples):
+        j = i
+        while j > 0 and sample.t - samples[j - 1].t <= RATE_WINDOW_SECONDS:
+            j -= 1
+        span = sample.t - (samples[j - 1].t if j > 0 else 0.0)
+        before = totals[j - 1] if j > 0 else 0.0
+        rates.append((totals[i] - before) / span if span > 0 else 0.0)
+    return rates
+
+
 def chart(outcome: Outcome, path: Path) -> None:
     import matplotlib
 
@@ -364,14 +386,24 @@ def chart(outcome: Outcome, path: Path) -> None:
     axes[1].plot(t, [s.containers for s in outcome.samples], label="containers")
     axes[1].set_ylabel("count")
     axes[1].legend()
-    axes[2].plot(t, [s.rows_per_second for s in outcome.samples])
-    axes[2].set_ylabel("rows/s")
+    axes[2].plot(t, _smoothed_rate(outcome.samples))
+    axes[2].set_ylabel(f"rows/s (over {RATE_WINDOW_SECONDS:.0f} s)")
     axes[2].set_xlabel("minutes")
     for ax in axes:
         ax.axvline(outcome.warmup_minutes, color="grey", linestyle=":")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def replot(path: Path) -> None:
+    """Redraw ``soak.png`` and ``soak.md`` beside ``path`` (a soak.json) without running."""
+    data = json.loads(path.read_text())["outcome"]
+    data["samples"] = [Sample(**sample) for sample in data["samples"]]
+    outcome = Outcome(**data)
+    judged = verdict(outcome)
+    (path.parent / "soak.md").write_text(render(outcome, judged))
+    chart(outcome, path.parent / "soak.png")
 
 
 def main() -> None:
@@ -381,7 +413,11 @@ def main() -> None:
     parser.add_argument("--sample-seconds", type=float, default=5.0)
     parser.add_argument("--rows-per-run", type=int, default=200)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--replot", type=Path, metavar="SOAK_JSON", help="redraw, do not run")
     args = parser.parse_args()
+    if args.replot:
+        replot(args.replot)
+        return
     warmup = args.warmup_minutes if args.warmup_minutes is not None else min(5, args.minutes / 5)
     outcome = soak(args.minutes, warmup, args.sample_seconds, args.rows_per_run)
     judged = verdict(outcome)

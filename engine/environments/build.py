@@ -107,6 +107,11 @@ class BuildState:
     retry_after_seconds: float | None = None
 
 
+def _build_error(message: str, retryable: bool) -> EnvironmentBuildError:
+    """The error of a failed build: PackageIndexError when it may pass by itself."""
+    return (PackageIndexError if retryable else EnvironmentBuildError)(message)
+
+
 @dataclass(frozen=True)
 class RememberedFailure:
     """A failed build, remembered so every row of a check gets the same error."""
@@ -339,7 +344,7 @@ class Environments:
                     "build CHECK_FILE` now"
                 )
             self._remember_failure(key, message, retryable=retryable)
-            raise (PackageIndexError if retryable else EnvironmentBuildError)(message) from exc
+            raise _build_error(message, retryable) from exc
         self._failure_path(key).unlink(missing_ok=True)
         self.built.append(key)
         log.info("built environment %s in %.1f s", key, time.monotonic() - started)
@@ -474,7 +479,7 @@ class Environments:
     def _raise_recent_failure(self, key: str) -> None:
         failure = self._failure(key)
         if failure is not None:
-            raise (PackageIndexError if failure.retryable else EnvironmentBuildError)(failure.error)
+            raise _build_error(failure.error, failure.retryable)
 
     def forget_failure(self, key: str | None = None) -> None:
         """Let the next use build ``key`` (None: every key) again.

@@ -190,10 +190,7 @@ class WarmPool:
             threads = list(self._threads)
         for thread in threads:
             thread.join(timeout=60)
-        with self._cond:
-            for ready in self._ready.values():
-                while ready:
-                    self._destroy(ready.popleft()[0])
+        self.drain()
 
 
 class CheckWorkers:
@@ -279,7 +276,4 @@ class CheckWorkers:
         with self._lock:
             self._closed = True
             self._lock.notify_all()
-            idle = [worker for workers in self._idle.values() for worker, _ in workers]
-            self._idle.clear()
-        for worker in idle:
-            self._destroy(worker)
+        self.drain()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from engine.errors import AuthError
 from engine.storage import ApiKey, Tenant, TenantStore
+from engine.storage.cached import CachedStore
 
 KEY_PREFIX = "sbx_"
 #: Characters of the key shown in listings (``sbx_`` plus a few of the secret).
@@ -61,18 +62,33 @@ def create_tenant(store: TenantStore, name: str, quotas: dict[str, int] | None =
     return issue_key(store, tenant.id, "initial")
 
 
-def authenticate(store: TenantStore, authorization: str | None) -> Principal:
-    """The caller behind an ``Authorization: Bearer <key>`` header, or :class:`AuthError`."""
+def _bearer_token(authorization: str | None) -> str:
     if not authorization:
         raise AuthError("missing API key: send `Authorization: Bearer <key>`")
     scheme, _, token = authorization.partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise AuthError("malformed Authorization header: use `Authorization: Bearer <key>`")
-    found = store.find_key(hash_key(token))
+    return token
+
+
+def authenticate(store: TenantStore, authorization: str | None) -> Principal:
+    """The caller behind an ``Authorization: Bearer <key>`` header, or :class:`AuthError`."""
+    found = store.find_key(hash_key(_bearer_token(authorization)))
     if found is None:
         raise AuthError("unknown API key: ask an operator for one (`scorebox tenant create-key`)")
-    key, tenant = found
+    return _principal(*found)
+
+
+def authenticate_cached(store: CachedStore, authorization: str | None) -> Principal | None:
+    """:func:`authenticate` from the store's key cache alone (no database read, so it may run
+    on the event loop); None when the key is not cached. A malformed header, or a cached
+    revoked key, raises :class:`AuthError` as :func:`authenticate` would."""
+    found = store.cached_key(hash_key(_bearer_token(authorization)))
+    return None if found is None else _principal(*found)
+
+
+def _principal(key: ApiKey, tenant: Tenant) -> Principal:
     if key.revoked_at is not None:
         raise AuthError(f"API key {key.prefix}... was revoked: ask an operator for a new one")
     return Principal(tenant, key.id)

@@ -142,6 +142,20 @@ class Settings(BaseSettings):
         description="Synchronous scoring requests (/v1/score, the generator's self-tests) one "
         "tenant may have admitted at once, running or waiting for a slot; past it, 429 at once.",
     )
+    key_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long an API node remembers an API key's lookup (key hash to tenant). "
+        "A key revoked through this node stops working at once; revoked elsewhere (another "
+        "node, the CLI), within this many seconds. 0: every request reads the database.",
+    )
+    check_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="How long an API node remembers which version a check name means. A "
+        "version pushed or deleted through this node is used at once; through another node, "
+        "within this many seconds. 0: every request reads the database.",
+    )
     # Per-tenant quotas (defaults; a tenant's own values override them)
     quota_concurrent_jobs: int = Field(default=4, ge=1, description="Sandbox jobs at once.")
     quota_rows_per_run: int = Field(default=1_000_000, ge=1)

@@ -26,6 +26,7 @@ from engine.runs.service import RunService
 from engine.runs.wiring import Scoring, build_scoring
 from engine.settings import Settings
 from engine.storage import SqlStore, create_db_engine, upgrade
+from engine.storage.cached import CachedStore
 
 if TYPE_CHECKING:
     from engine.sandbox.runner import SandboxRunner
@@ -77,7 +78,11 @@ def create_app(
         db = create_db_engine(settings.effective_database_url)
         if settings.migrate_on_start:
             upgrade(db)
-        store = SqlStore(db)
+        store = CachedStore(  # key -> tenant, name -> check version: not read per request
+            db,
+            key_seconds=settings.key_cache_seconds,
+            check_seconds=settings.check_cache_seconds,
+        )
         scoring = build_scoring(settings, db=db, store=store, runner_factory=runner_factory)
         try:
             if not settings.broker_url:  # distributed API nodes run no sandbox work

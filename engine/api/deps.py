@@ -6,20 +6,22 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from engine.api.services import Services
-from engine.auth import Principal, authenticate, is_admin
+from engine.auth import Principal, authenticate, authenticate_cached, is_admin
 from engine.errors import AuthError, ForbiddenError
 from engine.llm.client import LLMClient
 from engine.llm.openai_client import create_llm_client
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Store
+from engine.storage.cached import CachedStore
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer sbx_...`")
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -27,15 +29,15 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_store(services: ServicesDep) -> Store:
+async def get_store(services: ServicesDep) -> Store:
     return services.store
 
 
-def get_runs(services: ServicesDep) -> RunService:
+async def get_runs(services: ServicesDep) -> RunService:
     return services.runs
 
 
-def get_settings(services: ServicesDep) -> Settings:
+async def get_settings(services: ServicesDep) -> Settings:
     return services.settings
 
 
@@ -51,11 +53,18 @@ def _header(credentials: HTTPAuthorizationCredentials | None) -> str | None:
     return f"{credentials.scheme} {credentials.credentials}"
 
 
-def get_principal(store: StoreDep, credentials: Credentials) -> Principal:
-    return authenticate(store, _header(credentials))
+async def get_principal(store: StoreDep, credentials: Credentials) -> Principal:
+    """The caller, from the key cache on the event loop when it holds the key (no thread
+    hop, no database read), else :func:`authenticate` in a worker thread."""
+    header = _header(credentials)
+    if isinstance(store, CachedStore):
+        cached = authenticate_cached(store, header)
+        if cached is not None:
+            return cached
+    return await run_in_threadpool(authenticate, store, header)
 
 
-def require_admin(settings: SettingsDep, credentials: Credentials) -> None:
+async def require_admin(settings: SettingsDep, credentials: Credentials) -> None:
     expected = settings.admin_key.get_secret_value() if settings.admin_key else None
     if credentials is None:
         raise AuthError("missing admin key: send `Authorization: Bearer <SCOREBOX_ADMIN_KEY>`")

@@ -136,7 +136,7 @@ def _query_names(route: APIRoute) -> frozenset[str]:
     return names
 
 
-def reject_unknown_query(request: Request) -> None:
+async def reject_unknown_query(request: Request) -> None:
     """App-wide dependency: a 422 naming any query parameter the operation does not take."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):

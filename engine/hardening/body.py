@@ -142,7 +142,9 @@ class BodyLimit:
                 return await receive()  # after the body: only a disconnect can come
             remaining = state.deadline - time.monotonic()
             try:
-                message = await asyncio.wait_for(receive(), timeout=max(remaining, 0.001))
+                # a timer, not wait_for's task per message: most bodies are one message
+                async with asyncio.timeout(max(remaining, 0.001)):
+                    message = await receive()
             except TimeoutError:
                 detail = (
                     f"request body still arriving after {self.limits.deadline_seconds:g} s: "

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from engine.api.deps import PrincipalDep, RunsDep
 from engine.api.problems import responses
 from engine.api.schemas import ResultItem, ScoreRequest, ScoreResponse
+from engine.auth import Principal
+from engine.runs.service import RunService
 
 router = APIRouter(tags=["scoring"])
 
@@ -19,7 +22,14 @@ router = APIRouter(tags=["scoring"])
     "within its concurrent-jobs quota (429 with Retry-After when no slot frees in time).",
     responses=responses(401, 404, 422, 429, 503),
 )
-def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> ScoreResponse:
+async def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> ScoreResponse:
+    # one worker thread for the blocking part; FastAPI validates the answer of an async
+    # route on the event loop (a sync route's answer would take a second thread hop)
+    return await run_in_threadpool(score_now, body, runs, principal)
+
+
+def score_now(body: ScoreRequest, runs: RunService, principal: Principal) -> ScoreResponse:
+    """The rows scored (blocking: waits for a sandbox slot and the sandbox's answer)."""
     outcome = runs.score(principal, body.checks, body.rows, body.limits)
     items = [
         ResultItem(

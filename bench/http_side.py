@@ -1,4 +1,15 @@
-"""A real ``scorebox serve`` on a loopback port with a temporary data directory."""
+"""A real ``scorebox serve`` on a loopback port with a temporary data directory, and a bare
+FastAPI echo served the same way (uvicorn, loopback) as the floor of any request.
+
+    python -m bench.http_side                 # the request path alone (about a minute)
+    python -m bench.http_side --calls 500 --json
+
+The standalone run measures, in one run, one client at a time: ``POST /echo`` of a bare
+FastAPI app (the same body as the score calls), ``GET /healthz``, ``POST /v1/score`` of
+one row with a built-in (``is_json``) and with a warm code check (``trivial``); then
+``--clients`` concurrent clients of the code check (requests/s). Each line's p50 is
+printed beside its difference from the echo's p50.
+"""
 
 from __future__ import annotations
 
@@ -133,14 +144,78 @@ class Server:
         self._tmp.cleanup()
 
 
+def echo_app() -> Any:
+    """A bare FastAPI app: the floor any FastAPI route on this machine pays."""
+    from fastapi import FastAPI
+
+    app = FastAPI()
+
+    @app.post("/echo")
+    def echo(body: dict[str, Any]) -> dict[str, Any]:
+        return body
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+class EchoServer:
+    """:func:`echo_app` under uvicorn in a child process, as ``scorebox serve`` runs its app."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> EchoServer:
+        code = (
+            "import uvicorn; from bench.http_side import echo_app; "
+            f"uvicorn.run(echo_app(), host='127.0.0.1', port={self.port}, log_level='warning')"
+        )
+        root = str(Path(__file__).resolve().parents[1])
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+        }
+        self.proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise BenchError("the bare FastAPI echo did not start")
+            time.sleep(0.1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, timeout=60)
+
+
 SCORE_BODY: dict[str, Any] = {
     "checks": ["trivial"],
     "rows": [{"model_output": ONE_ROW["model_output"]}],
 }
 
 
-def score_once(client: httpx.Client) -> None:
-    reply = client.post("/v1/score", json=SCORE_BODY)
+BUILTIN_BODY: dict[str, Any] = {
+    "checks": ["is_json"],
+    "rows": [{"model_output": ONE_ROW["model_output"]}],
+}
+
+
+def score_once(client: httpx.Client, body: dict[str, Any] = SCORE_BODY) -> None:
+    reply = client.post("/v1/score", json=body)
     if reply.status_code != 200:
         raise BenchError(f"/v1/score answered {reply.status_code}: {reply.text[:300]}")
     body = reply.json()
@@ -185,3 +260,94 @@ def concurrent_score(server: Server, clients: int, per_client: int) -> tuple[flo
         raise BenchError(f"{len(errors)} of {clients} clients failed: {errors[0]}")
     flat = [ms for per in latencies for ms in per]
     return len(flat) / elapsed, flat
+
+
+def echo_once(client: httpx.Client) -> None:
+    reply = client.post("/echo", json=SCORE_BODY)
+    if reply.status_code != 200 or reply.json() != SCORE_BODY:
+        raise BenchError(f"/echo answered {reply.status_code}: {reply.text[:300]}")
+
+
+def healthz_once(client: httpx.Client) -> None:
+    reply = client.get("/healthz")
+    if reply.status_code != 200:
+        raise BenchError(f"/healthz answered {reply.status_code}: {reply.text[:300]}")
+
+
+def builtin_once(client: httpx.Client) -> None:
+    reply = client.post("/v1/score", json=BUILTIN_BODY)
+    if reply.status_code != 200 or [r["status"] for r in reply.json()["results"]] != ["ok"]:
+        raise BenchError(f"/v1/score (built-in) answered {reply.status_code}: {reply.text[:300]}")
+
+
+def request_path(calls: int, clients: int, per_client: int) -> dict[str, dict[str, float]]:
+    """Every line of the standalone run (see the module's docstring), p50/p95 in ms.
+
+    The sequential lines are measured in rounds of 50 calls, round-robin, so a burst of
+    load on the machine falls on every line alike rather than on one of them.
+    """
+    from bench.measure import percentile
+
+    samples: dict[str, list[float]] = {
+        "bare FastAPI POST /echo": [],
+        "GET /healthz": [],
+        "POST /v1/score built-in": [],
+        "POST /v1/score warm code check": [],
+    }
+    with EchoServer() as echo, Server(concurrent_jobs=clients) as server:
+        with echo.client() as e, server.client() as c:
+            calls_of = {
+                "bare FastAPI POST /echo": lambda: echo_once(e),
+                "GET /healthz": lambda: healthz_once(c),
+                "POST /v1/score built-in": lambda: builtin_once(c),
+                "POST /v1/score warm code check": lambda: score_once(c),
+            }
+            for fn in calls_of.values():
+                call_latencies(fn, 0, warmup=20)
+            done = 0
+            while done < calls:
+                n = min(50, calls - done)
+                for name, fn in calls_of.items():
+                    samples[name] += call_latencies(fn, n, warmup=0)
+                done += n
+        rate, each = concurrent_score(server, clients, per_client)
+    out = {
+        name: {"p50": percentile(s, 50), "p95": percentile(s, 95), "n": len(s)}
+        for name, s in samples.items()
+    }
+    out[f"POST /v1/score warm code check, {clients} clients"] = {
+        "p50": percentile(each, 50),
+        "p95": percentile(each, 95),
+        "n": len(each),
+        "rate_per_s": rate,
+    }
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.http_side", description="the request path beside a bare FastAPI"
+    )
+    parser.add_argument("--calls", type=int, default=300, help="sequential calls per line")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--per-client", type=int, default=100, help="requests per client")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(argv)
+    out = request_path(args.calls, args.clients, args.per_client)
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    floor = out["bare FastAPI POST /echo"]["p50"]
+    print(f"{'line':<46} {'p50 ms':>8} {'p95 ms':>8} {'p50 - echo':>11}  req/s")
+    for name, figure in out.items():
+        rate = f"{figure['rate_per_s']:.0f}" if "rate_per_s" in figure else ""
+        print(
+            f"{name:<46} {figure['p50']:8.2f} {figure['p95']:8.2f} "
+            f"{figure['p50'] - floor:+11.2f}  {rate}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -280,42 +280,50 @@ def builtin_once(client: httpx.Client) -> None:
         raise BenchError(f"/v1/score (built-in) answered {reply.status_code}: {reply.text[:300]}")
 
 
-def request_path(calls: int, clients: int, per_client: int) -> dict[str, dict[str, float]]:
-    """Every line of the standalone run (see the module's docstring), p50/p95 in ms.
+ECHO = "bare FastAPI POST /echo"
+HEALTHZ = "GET /healthz"
+BUILTIN = "POST /v1/score built-in"
+CODE = "POST /v1/score warm code check"
 
-    The sequential lines are measured in rounds of 50 calls, round-robin, so a burst of
-    load on the machine falls on every line alike rather than on one of them.
+
+def sequential_latencies(echo: EchoServer, server: Server, calls: int) -> dict[str, list[float]]:
+    """Milliseconds of ``calls`` sequential calls of each line (:data:`ECHO`, :data:`HEALTHZ`,
+    :data:`BUILTIN`, :data:`CODE`), after a warm-up of each.
+
+    The lines are measured in rounds of 50 calls, round-robin, so a burst of load on the
+    machine falls on every line alike rather than on one of them.
     """
+    samples: dict[str, list[float]] = {ECHO: [], HEALTHZ: [], BUILTIN: [], CODE: []}
+    with echo.client() as e, server.client() as c:
+        calls_of = {
+            ECHO: lambda: echo_once(e),
+            HEALTHZ: lambda: healthz_once(c),
+            BUILTIN: lambda: builtin_once(c),
+            CODE: lambda: score_once(c),
+        }
+        for fn in calls_of.values():
+            call_latencies(fn, 0, warmup=20)
+        done = 0
+        while done < calls:
+            n = min(50, calls - done)
+            for name, fn in calls_of.items():
+                samples[name] += call_latencies(fn, n, warmup=0)
+            done += n
+    return samples
+
+
+def request_path(calls: int, clients: int, per_client: int) -> dict[str, dict[str, float]]:
+    """Every line of the standalone run (see the module's docstring), p50/p95 in ms."""
     from bench.measure import percentile
 
-    samples: dict[str, list[float]] = {
-        "bare FastAPI POST /echo": [],
-        "GET /healthz": [],
-        "POST /v1/score built-in": [],
-        "POST /v1/score warm code check": [],
-    }
     with EchoServer() as echo, Server(concurrent_jobs=clients) as server:
-        with echo.client() as e, server.client() as c:
-            calls_of = {
-                "bare FastAPI POST /echo": lambda: echo_once(e),
-                "GET /healthz": lambda: healthz_once(c),
-                "POST /v1/score built-in": lambda: builtin_once(c),
-                "POST /v1/score warm code check": lambda: score_once(c),
-            }
-            for fn in calls_of.values():
-                call_latencies(fn, 0, warmup=20)
-            done = 0
-            while done < calls:
-                n = min(50, calls - done)
-                for name, fn in calls_of.items():
-                    samples[name] += call_latencies(fn, n, warmup=0)
-                done += n
+        samples = sequential_latencies(echo, server, calls)
         rate, each = concurrent_score(server, clients, per_client)
     out = {
         name: {"p50": percentile(s, 50), "p95": percentile(s, 95), "n": len(s)}
         for name, s in samples.items()
     }
-    out[f"POST /v1/score warm code check, {clients} clients"] = {
+    out[f"{CODE}, {clients} clients"] = {
         "p50": percentile(each, 50),
         "p95": percentile(each, 95),
         "n": len(each),
@@ -339,7 +347,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(out, indent=2))
         return
-    floor = out["bare FastAPI POST /echo"]["p50"]
+    floor = out[ECHO]["p50"]
     print(f"{'line':<46} {'p50 ms':>8} {'p95 ms':>8} {'p50 - echo':>11}  req/s")
     for name, figure in out.items():
         rate = f"{figure['rate_per_s']:.0f}" if "rate_per_s" in figure else ""

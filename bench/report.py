@@ -11,14 +11,17 @@ from bench.measure import Figure
 from bench.suite import (
     EPICBOX_BATCH,
     IN_PROCESS,
+    LAT_ECHO,
     LAT_EPICBOX,
     LAT_FRESH,
     LAT_GATEWAY,
     LAT_GATEWAY_DIRECT,
+    LAT_HEALTHZ,
     LAT_IN_PROCESS,
     LAT_LLM_SANDBOX,
     LAT_RUN_CHECK,
     LAT_SCORE,
+    LAT_SCORE_BUILTIN,
     LAT_SCORE_CONCURRENT,
     LATENCY,
     LLM_SANDBOX_BATCH,
@@ -33,6 +36,9 @@ SYSTEMS = (IN_PROCESS, REUSE_CHECK, REUSE_NEVER, EPICBOX_BATCH, LLM_SANDBOX_BATC
 LATENCY_ORDER = (
     LAT_IN_PROCESS,
     LAT_RUN_CHECK,
+    LAT_ECHO,
+    LAT_HEALTHZ,
+    LAT_SCORE_BUILTIN,
     LAT_SCORE,
     LAT_SCORE_CONCURRENT,
     LAT_FRESH,
@@ -93,6 +99,35 @@ def scorebox_line(results: Results) -> str:
     return REUSE_NEVER
 
 
+def request_path_targets(results: Results) -> list[Target]:
+    """The request path's targets, as the p50 over the bare FastAPI echo's of the same run
+    (only when the echo was measured: older results have no such line)."""
+    echo = _figure(results, LATENCY, LAT_ECHO)
+    if echo is None:
+        return []
+    out: list[Target] = []
+    for name, line, allowed in (
+        ("built-in", LAT_SCORE_BUILTIN, 1.0),
+        ("warm code check", LAT_SCORE, 3.0),
+    ):
+        title = f"/v1/score {name}, 1 row: p50 ≤ bare FastAPI echo + {allowed:g} ms"
+        figure = _figure(results, LATENCY, line)
+        if figure is None:
+            out.append(Target(title, "not measured", None))
+            continue
+        added = figure.median - echo.median
+        measured = f"echo + {added:.2f} ms ({ms(figure.median)} against {ms(echo.median)})"
+        out.append(Target(title, measured, added <= allowed))
+    many = _figure(results, LATENCY, LAT_SCORE_CONCURRENT)
+    title = "/v1/score, 8 concurrent clients: ≥ 300 requests/s (request path)"
+    if many is None:
+        out.append(Target(title, "not measured", None))
+    else:
+        per_s = float(many.extra["rate_per_s"])
+        out.append(Target(title, f"{per_s:,.0f} req/s", per_s >= 300))
+    return out
+
+
 def targets(results: Results) -> list[Target]:
     """The targets of issue #12, each met, missed or not measured."""
     out: list[Target] = []
@@ -122,6 +157,7 @@ def targets(results: Results) -> list[Target]:
         out.append(
             Target("/v1/score, 8 concurrent clients: ≥ 200 requests/s", "not measured", None)
         )
+    out += request_path_targets(results)
     run_check = _figure(results, LATENCY, LAT_RUN_CHECK)
     out.append(
         Target(

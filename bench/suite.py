@@ -33,6 +33,9 @@ LAT_IN_PROCESS = "in-process call"
 LAT_RUN_CHECK = "engine.run_check, warm"
 LAT_SCORE = "POST /v1/score, warm (HTTP)"
 LAT_SCORE_CONCURRENT = "POST /v1/score, 8 concurrent clients"
+LAT_ECHO = "bare FastAPI POST /echo (HTTP, same uvicorn: the floor)"
+LAT_HEALTHZ = "GET /healthz (HTTP)"
+LAT_SCORE_BUILTIN = "POST /v1/score, built-in is_json (HTTP)"
 LAT_FRESH = "fresh hardened container per call"
 LAT_EPICBOX = "epicbox 1.1.0, container per call"
 LAT_LLM_SANDBOX = "llm-sandbox 0.3.46, warm session"
@@ -178,9 +181,15 @@ class Bench:
             add(Figure(LATENCY, LAT_RUN_CHECK, "ms", "latency", samples))
 
         def score() -> None:
-            with http_side.Server(concurrent_jobs=cfg.clients) as server:
-                samples = http_side.score_latency(server, cfg.calls)
-                add(Figure(LATENCY, LAT_SCORE, "ms", "latency", samples))
+            with (
+                http_side.EchoServer() as echo,
+                http_side.Server(concurrent_jobs=cfg.clients) as server,
+            ):
+                lines = http_side.sequential_latencies(echo, server, cfg.calls)
+                add(Figure(LATENCY, LAT_ECHO, "ms", "latency", lines[http_side.ECHO]))
+                add(Figure(LATENCY, LAT_HEALTHZ, "ms", "latency", lines[http_side.HEALTHZ]))
+                add(Figure(LATENCY, LAT_SCORE_BUILTIN, "ms", "latency", lines[http_side.BUILTIN]))
+                add(Figure(LATENCY, LAT_SCORE, "ms", "latency", lines[http_side.CODE]))
                 rate, each = http_side.concurrent_score(server, cfg.clients, cfg.per_client)
                 add(
                     Figure(

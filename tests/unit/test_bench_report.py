@@ -16,11 +16,14 @@ from bench.sampler import Sampler
 from bench.suite import (
     EPICBOX_BATCH,
     IN_PROCESS,
+    LAT_ECHO,
     LAT_EPICBOX,
     LAT_FRESH,
+    LAT_HEALTHZ,
     LAT_LLM_SANDBOX,
     LAT_RUN_CHECK,
     LAT_SCORE,
+    LAT_SCORE_BUILTIN,
     LAT_SCORE_CONCURRENT,
     LATENCY,
     QUICK,
@@ -189,3 +192,20 @@ def test_sampler_sees_a_busy_thread_and_not_an_idle_one() -> None:
     assert any(name.startswith("_spin ") for name in names), names
     assert sampler.profile.idle > 0
     assert not any("threading.py" in name for name in sampler.profile.self_counts)
+
+
+def test_request_path_targets_are_judged_against_the_echo_of_the_same_run() -> None:
+    results = Results(Config())
+    add = results.add
+    add(Figure(LATENCY, LAT_ECHO, "ms", "latency", [1.0] * 100))
+    add(Figure(LATENCY, LAT_HEALTHZ, "ms", "latency", [0.8] * 100))
+    add(Figure(LATENCY, LAT_SCORE_BUILTIN, "ms", "latency", [1.5] * 100))
+    add(Figure(LATENCY, LAT_SCORE, "ms", "latency", [4.5] * 100))
+    add(Figure(LATENCY, LAT_SCORE_CONCURRENT, "ms", "latency", [30.0], {"rate_per_s": 320.0}))
+    met = {t.name: (t.met, t.measured) for t in targets(results)}
+    builtin = met["/v1/score built-in, 1 row: p50 ≤ bare FastAPI echo + 1 ms"]
+    assert builtin == (True, "echo + 0.50 ms (1.50 ms against 1.00 ms)")
+    code = met["/v1/score warm code check, 1 row: p50 ≤ bare FastAPI echo + 3 ms"]
+    assert code[0] is False
+    assert met["/v1/score, 8 concurrent clients: ≥ 300 requests/s (request path)"][0] is True
+    assert "| GET /healthz (HTTP) |" in render(results)

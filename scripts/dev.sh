@@ -3,11 +3,12 @@
 #
 #   scripts/dev.sh setup               venv + Docker engine + gVisor (runsc) + sandbox image
 #   scripts/dev.sh demo                setup, then the demo
-#   scripts/dev.sh lint                ruff, ruff format --check, mypy --strict, bandit, lint-imports (what CI gates on)
+#   scripts/dev.sh lint                ruff, ruff format --check, mypy --strict, bandit, lint-imports, mkdocs build --strict (what CI gates on)
 #   scripts/dev.sh test [pytest args]  setup, lint, then pytest (Docker, PostgreSQL, Redis tests included)
 #   scripts/dev.sh test-fast [args]    pytest tests/unit only: no Docker, no database server (the fast loop)
 #   scripts/dev.sh lock                regenerate requirements/dev.lock (hashes) from pyproject.toml
 #   scripts/dev.sh audit               pip-audit --strict against the lock (needs the vulnerability services)
+#   scripts/dev.sh docs [mkdocs args]  serve the docs site at http://127.0.0.1:8001, rebuilt on save
 #
 # Idempotent and non-interactive; every step is skipped when already done.
 # As root it installs what is missing with apt-get (docker.io, debootstrap,
@@ -201,7 +202,7 @@ run_demo() {
 run_lint() {
     # Any lint, format or type error fails `scripts/dev.sh test`, hence CI (.ci/run).
     # mypy's file list (engine, generator, the harness, tests) is [tool.mypy] files in pyproject.
-    say "lint: ruff check, ruff format --check, mypy --strict, bandit, lint-imports"
+    say "lint: ruff check, ruff format --check, mypy --strict, bandit, lint-imports, mkdocs build --strict"
     "$VENV/bin/ruff" check --quiet . || die "ruff check failed (\`.venv/bin/ruff check --fix .\` fixes some)"
     "$VENV/bin/ruff" format --check --quiet . || die "ruff format failed: run \`.venv/bin/ruff format .\`"
     "$VENV/bin/mypy" || die "mypy failed (errors above)"
@@ -214,6 +215,22 @@ run_lint() {
         printf '%s\n' "$layering" >&2
         die "lint-imports: an import breaks a layering contract (above): move the shared code into a room, or import the room, not the edge"
     }
+    # The docs site (mkdocs.yml): a broken link or anchor, or a page left out of the
+    # navigation, is a warning, and --strict makes it an error (not with --quiet, which
+    # hides warnings from --strict too: the output is kept and shown on failure). No network.
+    local site docs_log
+    site="$(mktemp -d)"
+    docs_log="$(NO_MKDOCS_2_WARNING=1 "$VENV/bin/mkdocs" build --strict -d "$site" 2>&1)" || {
+        printf '%s\n' "$docs_log" >&2
+        rm -rf "$site"
+        die "mkdocs build --strict failed (above): fix the page, link or nav entry it names"
+    }
+    rm -rf "$site"
+}
+
+run_docs() {
+    # The docs site, rebuilt on every save; port 8001 leaves 8000 to `scorebox serve`.
+    NO_MKDOCS_2_WARNING=1 exec "$VENV/bin/mkdocs" serve -a 127.0.0.1:8001 "$@"
 }
 
 run_tests() {
@@ -289,7 +306,7 @@ run_audit() {
 }
 
 usage() {
-    sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -304,6 +321,7 @@ main() {
         test-fast) ensure_venv; run_fast_tests "$@" ;;
         lock) run_lock ;;
         audit) run_audit ;;
+        docs) ensure_venv; run_docs "$@" ;;
         *) usage ;;
     esac
 }

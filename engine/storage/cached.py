@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Engine
@@ -38,15 +38,38 @@ V = TypeVar("V")
 MAX_ENTRIES = 4096
 
 
-class TtlCache(Generic[V]):
-    """A thread-safe LRU map whose entries expire ``seconds`` after they were stored."""
+#: Bytes of check sources and templates the check cache holds at most (a source may be
+#: 256 KiB: 4,096 of them would be a gigabyte).
+MAX_CHECK_BYTES = 32 * 1024 * 1024
 
-    def __init__(self, seconds: float, max_entries: int = MAX_ENTRIES) -> None:
+
+def _one(value: object) -> int:
+    return 1
+
+
+class TtlCache(Generic[V]):
+    """A thread-safe LRU map whose entries expire ``seconds`` after they were stored.
+
+    At most ``max_entries`` entries and ``max_weight`` in total of ``weigh(value)``: past
+    either, the least recently used entries are dropped.
+    """
+
+    def __init__(
+        self,
+        seconds: float,
+        max_entries: int = MAX_ENTRIES,
+        *,
+        weigh: Callable[[V], int] = _one,
+        max_weight: int | None = None,
+    ) -> None:
         self.seconds = seconds
         self.max_entries = max_entries
+        self.weigh = weigh
+        self.max_weight = max_entries if max_weight is None else max_weight
+        self.weight = 0
         self.generation = 0
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Hashable, tuple[float, V]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[float, V, int]] = OrderedDict()
 
     @property
     def enabled(self) -> bool:
@@ -62,7 +85,7 @@ class TtlCache(Generic[V]):
             if found is None:
                 return False, None
             if found[0] <= now:
-                del self._entries[key]
+                self._drop(key)
                 return False, None
             self._entries.move_to_end(key)
             return True, found[1]
@@ -74,10 +97,18 @@ class TtlCache(Generic[V]):
         with self._lock:
             if generation != self.generation:
                 return  # read before a write this process made: it may be the old answer
-            self._entries[key] = (time.monotonic() + self.seconds, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            weight = self.weigh(value)
+            if weight > self.max_weight:
+                return
+            if key in self._entries:
+                self._drop(key)
+            self._entries[key] = (time.monotonic() + self.seconds, value, weight)
+            self.weight += weight
+            while len(self._entries) > self.max_entries or self.weight > self.max_weight:
+                self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: Hashable) -> None:
+        self.weight -= self._entries.pop(key)[2]
 
     def invalidate(self, match: Any = None) -> None:
         """Forget every entry (``match`` None) or those whose key ``match(key)`` accepts."""
@@ -85,9 +116,10 @@ class TtlCache(Generic[V]):
             self.generation += 1
             if match is None:
                 self._entries.clear()
+                self.weight = 0
                 return
             for key in [k for k in self._entries if match(k)]:
-                del self._entries[key]
+                self._drop(key)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -97,13 +129,22 @@ class TtlCache(Generic[V]):
 _CheckAnswer = tuple[CheckVersion | None, str]
 
 
+def _check_bytes(answer: _CheckAnswer) -> int:
+    found, missing = answer
+    if found is None:
+        return 256 + len(missing)
+    return 1024 + len(found.source or "") + len(found.prompt_template or "")
+
+
 class CachedStore(SqlStore):
     """:class:`SqlStore` with key and check lookups cached (see the module's docstring)."""
 
     def __init__(self, engine: Engine, *, key_seconds: float, check_seconds: float) -> None:
         super().__init__(engine)
         self.keys: TtlCache[tuple[ApiKey, Tenant]] = TtlCache(key_seconds)
-        self.checks: TtlCache[_CheckAnswer] = TtlCache(check_seconds)
+        self.checks: TtlCache[_CheckAnswer] = TtlCache(
+            check_seconds, weigh=_check_bytes, max_weight=MAX_CHECK_BYTES
+        )
 
     # ---- keys -------------------------------------------------------------------------
 

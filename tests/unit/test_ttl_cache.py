@@ -51,3 +51,19 @@ def test_invalidate_with_a_match_forgets_only_those() -> None:
     assert cache.get(("t1", "a", None)) == (False, None)
     assert cache.get(("t1", "b", None)) == (True, 2)
     assert cache.get(("t2", "a", None)) == (True, 3)
+
+
+def test_the_total_weight_is_bounded() -> None:
+    cache: TtlCache[str] = TtlCache(60, weigh=len, max_weight=10)
+    cache.put("a", "xxxx", cache.generation)
+    cache.put("b", "yyyy", cache.generation)
+    cache.put("c", "zzzz", cache.generation)  # 12 > 10: "a" goes
+    assert cache.get("a") == (False, None)
+    assert cache.get("b") == (True, "yyyy")
+    assert cache.weight == 8
+    cache.put("huge", "w" * 11, cache.generation)  # heavier than the whole cache: not kept
+    assert cache.get("huge") == (False, None)
+    cache.put("b", "y", cache.generation)  # replacing an entry replaces its weight
+    assert cache.weight == 5
+    cache.invalidate()
+    assert cache.weight == 0

@@ -297,6 +297,14 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+#: click 8.2+ marks "no default" with a sentinel, which mkdocs-click prints as it is.
+CLICK_NO_DEFAULT = "<td><code>Sentinel.UNSET</code></td>"
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return html.replace(CLICK_NO_DEFAULT, "<td>-</td>")
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if SETTINGS_MARKER in markdown:
         markdown = markdown.replace(SETTINGS_MARKER, settings_table())

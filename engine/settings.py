@@ -70,6 +70,13 @@ class Settings(BaseSettings):
     )
     max_parallel_jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
+    result_blocks: bool = Field(
+        default=True,
+        description=(
+            "Sandbox results as blocks of columns (a row's own record only where it needs "
+            "one); off: one record per row, the older protocol."
+        ),
+    )
     reuse: Literal["check", "never"] = Field(
         default="check",
         description="`check`: a container that ran a job may serve later jobs of the same "

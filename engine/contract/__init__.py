@@ -47,10 +47,12 @@ from engine.contract.params import (
 )
 from engine.contract.returns import InvalidScore, Score, coerce_score
 from engine.contract.statuses import (
+    CHECK_STATUSES,
     INT_MAX,
     INT_MIN,
     MAX_EXPLANATION_CHARS,
     PROTOCOL_VERSION,
+    SCORE_KINDS,
     OutputType,
     Policy,
     Status,
@@ -60,6 +62,7 @@ from engine.contract.statuses import (
 __all__ = [
     "CHECK_BASE_CLASSES",
     "CHECK_BASE_MODULES",
+    "CHECK_STATUSES",
     "ENTRYPOINT_CLASS",
     "ENTRYPOINT_FUNCTION",
     "INT_MAX",
@@ -68,6 +71,7 @@ __all__ = [
     "PARAMETER_NAMES",
     "PROTOCOL_VERSION",
     "REQUIRABLE_PARAMETERS",
+    "SCORE_KINDS",
     "EntrypointError",
     "InvalidScore",
     "OutputType",

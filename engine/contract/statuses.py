@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 #: Version of the host <-> harness job protocol; bumped on any incompatible change.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 class OutputType(StrEnum):
@@ -47,3 +47,25 @@ class Policy(StrEnum):
 
     STANDARD = "standard"
     RESTRICTED = "restricted"
+
+
+#: The statuses a check's own process may report, in result-block order: a block carries
+#: each row's status as one byte, its index here (engine/sandbox/blocks.py). Every other
+#: status (timeout, crashed, judge_error, sandbox_error) is decided outside the check.
+CHECK_STATUSES: tuple[Status, ...] = (
+    Status.OK,
+    Status.ERROR,
+    Status.OOM,
+    Status.INVALID_SCORE,
+    Status.OUTPUT_LIMIT,
+    Status.SKIPPED,
+)
+
+#: A score's kind in a result block, a byte each: none (the row has no score), then the
+#: three output types in this order.
+SCORE_KINDS: tuple[OutputType | None, ...] = (
+    None,
+    OutputType.BOOL,
+    OutputType.INT,
+    OutputType.FLOAT,
+)

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from engine.models import Limits
+from engine.sandbox.blocks import BlockRecord
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 
 
@@ -40,7 +41,7 @@ class JobEnd:
     engine_down: bool = False
 
 
-JobEvent = LoadedRecord | RowRecord | JobEnd
+JobEvent = LoadedRecord | RowRecord | BlockRecord | JobEnd
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,10 @@
 The host writes one job to the container's stdin: a line holding the byte
 length of the JSON document, then the document. The harness answers on stdout
 with one line per record, ``<nonce> <json>\\n``: ``loaded`` once the check is
-loaded, ``row`` once per row in order, ``done`` at the end. The host trusts
+loaded, then the rows in order, ``done`` at the end. Rows come as ``block``
+records (a run of rows as columns, engine/sandbox/blocks.py) when the job asks
+for ``result_blocks``, else as one ``row`` record each; a row the harness's
+parent decides (a timeout, a crash) is always a ``row`` record. The host trusts
 nothing it reads: lines without the nonce are ignored, records are size-bounded
 and parsed strictly, and row indices must come in order.
 """
@@ -19,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 from engine.contract import PROTOCOL_VERSION, OutputType, Policy, Status
 from engine.contract.formats import Format
 from engine.models import Row
+from engine.sandbox.blocks import BlockRecord
 
 
 class JobRow(BaseModel):
@@ -71,6 +75,10 @@ class Job(BaseModel):
     gateway_concurrency: int = 4
     #: One model request's body (a request record must fit ``max_record_bytes``).
     max_request_bytes: int = 48 * 1024
+    #: Results as blocks of columns (engine/sandbox/blocks.py), else one record per row.
+    result_blocks: bool = True
+    #: One block record's bytes at most (the host's ``max_record_bytes``).
+    max_block_bytes: int = 64 * 1024
     rows: list[Row]
 
     def encode(self) -> bytes:
@@ -176,8 +184,10 @@ def encode_reply(request_id: int, status: int, body: str) -> bytes:
 
 
 Record = Annotated[
-    LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord, Field(discriminator="t")
+    LoadedRecord | RowRecord | BlockRecord | DoneRecord | LLMRequestRecord,
+    Field(discriminator="t"),
 ]
+AnyRecord = LoadedRecord | RowRecord | BlockRecord | DoneRecord | LLMRequestRecord
 _RECORD = TypeAdapter(Record)
 _RECORDS = TypeAdapter(list[Record])
 
@@ -186,9 +196,7 @@ class ProtocolError(ValueError):
     """A record from the harness broke the protocol."""
 
 
-def parse_record(
-    line: bytes, nonce: str, max_record_bytes: int
-) -> LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord | None:
+def parse_record(line: bytes, nonce: str, max_record_bytes: int) -> AnyRecord | None:
     """Parse one stdout line: None for a line that is not ours (no nonce), else a record.
 
     Raises :class:`ProtocolError` for a line with our nonce that is oversized or malformed.
@@ -207,7 +215,7 @@ def parse_record(
 
 def parse_records(
     lines: list[bytes], nonce: str, max_record_bytes: int
-) -> tuple[list[LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord], ProtocolError | None]:
+) -> tuple[list[AnyRecord], ProtocolError | None]:
     """Parse complete stdout lines at once: the records in order, and the error after them.
 
     The hot path decodes and validates every record of a read in one pydantic call (about
@@ -226,7 +234,7 @@ def parse_records(
         else:
             if len(records) == len(bodies):  # one record per line, never two in one
                 return records, None
-    out: list[LoadedRecord | RowRecord | DoneRecord | LLMRequestRecord] = []
+    out: list[AnyRecord] = []
     for line in lines:
         try:
             record = parse_record(line, nonce, max_record_bytes)

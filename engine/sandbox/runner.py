@@ -13,10 +13,12 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
+
+import numpy as np
 
 from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
 from engine.contract.formats import SELF_SKIPPING
@@ -24,10 +26,16 @@ from engine.errors import InvalidRequestError, SandboxError
 from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
+from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
+
+#: Called with a block of consecutive rows' results and those rows (with their indices):
+#: the fast path, where no :class:`RowResult` is made per row (``score_table``, the service).
+BlockCallback: TypeAlias = Callable[[Sequence[IndexedRow], ResultBlock], None]
+_SKIPPED = STATUS_INDEX[Status.SKIPPED]
 
 #: How often a batch asks whether an unreachable engine is back.
 ENGINE_POLL_SECONDS = 0.5
@@ -262,6 +270,7 @@ class SandboxRunner:
         limits: Limits | None,
         labels: Mapping[str, str],
         deliver: ResultCallback,
+        deliver_block: BlockCallback | None = None,
     ) -> None:
         """Score ``rows`` (each with its index in the caller's rows) in the calling thread,
         one job of at most ``settings.job_max_rows`` rows at a time; ``deliver(index,
@@ -273,7 +282,9 @@ class SandboxRunner:
         effective = self.settings.limits.lowered_by(limits)
         size = self.settings.job_max_rows
         for start in range(0, len(rows), size):
-            self.run_job(check, rows[start : start + size], effective, labels, deliver)
+            self.run_job(
+                check, rows[start : start + size], effective, labels, deliver, deliver_block
+            )
 
     def run_job(
         self,
@@ -282,9 +293,11 @@ class SandboxRunner:
         limits: Limits,
         labels: Mapping[str, str],
         deliver: ResultCallback,
+        deliver_block: BlockCallback | None = None,
     ) -> None:
         """Run one batch, recovering from container deaths; deliver one result per row,
-        under the index each row came with.
+        under the index each row came with (rows that came in a result block go to
+        ``deliver_block`` instead, when given).
 
         Rows reported before a container ends are kept; the rest run in a fresh
         container. When the container's harness died (``crashed``, ``oom``), the
@@ -307,7 +320,7 @@ class SandboxRunner:
         retries = self.settings.job_retries
         while pending:
             batch = pending[:1] if suspect else pending
-            done, end, loaded = self._run_once(check, batch, limits, labels, deliver)
+            done, end, loaded = self._run_once(check, batch, limits, labels, deliver, deliver_block)
             pending = pending[done:]
             if done:
                 failures = deaths = 0
@@ -374,6 +387,7 @@ class SandboxRunner:
         limits: Limits,
         labels: Mapping[str, str],
         deliver: ResultCallback,
+        deliver_block: BlockCallback | None = None,
     ) -> tuple[int, JobEnd, bool]:
         """One container over ``pending``: (rows delivered, how it ended, whether it loaded)."""
         session = current_session()
@@ -390,6 +404,8 @@ class SandboxRunner:
             ),
             gateway_concurrency=session.container_concurrency if session else 4,
             max_request_bytes=max(512, limits.max_record_bytes - 256),
+            result_blocks=self.settings.result_blocks,
+            max_block_bytes=limits.max_record_bytes,
             rows=[row for _, row in pending],
         )
         done = 0
@@ -422,6 +438,21 @@ class SandboxRunner:
                             return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
                         deliver(index, self._row_result(check, row, event))
                         done += 1
+                    elif isinstance(event, BlockRecord):
+                        rows = pending[event.i : event.i + event.n]
+                        fault = _skips_disagree(event.block, rows, required, self_skips)
+                        if fault is not None:
+                            detail = "the check broke the result protocol: " + fault
+                            return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
+                        if deliver_block is not None:
+                            deliver_block(rows, event.block)
+                        else:
+                            block = event.block
+                            for k, (index, row) in enumerate(rows):
+                                deliver(
+                                    index, block.row_result(k, row.id, check.name, check.version)
+                                )
+                        done += event.n
                     else:
                         return done, event, loaded
             finally:
@@ -466,6 +497,32 @@ class SandboxRunner:
             passed=record.passed,
             metadata=record.metadata,
         )
+
+
+def _skips_disagree(
+    block: ResultBlock, rows: Sequence[IndexedRow], required: set[str], self_skips: bool
+) -> str | None:
+    """Why a block's ``skipped`` rows are not the rows that lack a required input (None:
+    they agree); the per-row check of :meth:`SandboxRunner._run_once`, for a whole block."""
+    skipped = block.statuses == _SKIPPED
+    if required:
+        lacks = np.fromiter(
+            (any(getattr(row, name) is None for name in required) for _, row in rows),
+            dtype=bool,
+            count=len(rows),
+        )
+    else:
+        lacks = np.zeros(len(rows), dtype=bool)
+    wrong = skipped != lacks
+    if self_skips:
+        wrong &= ~skipped
+    if not wrong.any():
+        return None
+    k = int(np.flatnonzero(wrong)[0])
+    if lacks[k]:
+        missing = [name for name in sorted(required) if getattr(rows[k][1], name) is None]
+        return f"a row without {', '.join(missing)} was reported scored"
+    return "a row it could score was reported skipped"
 
 
 #: Deprecated name of :class:`SandboxRunner`, kept for one release (``engine`` is the package).

@@ -34,11 +34,14 @@ IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.
 from __future__ import annotations
 
 import ast
+import base64
 import contextlib
 import ctypes
 import faulthandler
 import io
 import json
+import math
+import mmap
 import os
 import select
 import shutil
@@ -66,16 +69,21 @@ from engine.contract import formats  # noqa: E402
 DECLARED_ENVIRONMENT = "/opt/scorebox-env"
 
 #: Statuses a check's own process may report; the others only the parent or the host know.
-CHILD_STATUSES = frozenset(
-    {
-        contract.Status.OK.value,
-        contract.Status.ERROR.value,
-        contract.Status.OOM.value,
-        contract.Status.INVALID_SCORE.value,
-        contract.Status.OUTPUT_LIMIT.value,
-        contract.Status.SKIPPED.value,
-    }
-)
+CHILD_STATUSES = frozenset(status.value for status in contract.CHECK_STATUSES)
+#: A status's byte in a result block, and a score type's (engine/contract/statuses.py).
+STATUS_CODE = {status.value: code for code, status in enumerate(contract.CHECK_STATUSES)}
+KIND_CODE = {
+    (kind.value if kind is not None else None): code
+    for code, kind in enumerate(contract.SCORE_KINDS)
+}
+#: What of a row record travels beside its block's columns, when present.
+EXTRA_KEYS = ("error", "explanation", "output", "passed", "metadata")
+#: Ints beyond this travel exactly in the row's extras (a block's score column is float64).
+EXACT_FLOAT_INT = 2**53
+#: In block mode, how often the parent looks at the child's progress counter, and how long
+#: finished rows may wait there before they travel to the host as one block.
+POLL_SECONDS = 0.005
+BLOCK_FLUSH_SECONDS = 0.005
 #: Extra seconds past a row's time limit before the parent kills a silent child.
 WATCHDOG_GRACE_SECONDS = 0.5
 #: Records larger than this are a protocol fault (the host enforces its own cap too).
@@ -346,11 +354,87 @@ def run_row(
     return record
 
 
+# -- result blocks: the child's columns, shared with the parent -----------------------
+
+
+class Block:
+    """A child's results as columns in memory it shares with the parent (block mode).
+
+    The child writes each row's status code, score kind, score and duration into the
+    columns, then bumps the progress counter; a row with more to say (an error, an
+    explanation, what it printed, a pass flag, metadata, an int too large for a float)
+    first writes those extras to its pipe as one JSON line. The parent never parses the
+    common row: it reads the counter (its per-row watchdog), and sends the finished rows'
+    columns to the host as one block. The child can write anything here (the check runs
+    in it), so the host checks every code and score (engine/sandbox/blocks.py); the parent
+    only refuses a counter that goes back or past the end.
+    """
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        # Layout: counter (8 bytes), scores (8n), ms (8n), codes (n), kinds (n).
+        self.memory = mmap.mmap(-1, 8 + 18 * max(rows, 1))  # MAP_SHARED: survives fork
+        view = memoryview(self.memory)
+        self.counter = view[0:8].cast("Q")
+        self.scores = view[8 : 8 + 8 * rows].cast("d")
+        self.ms = view[8 + 8 * rows : 8 + 16 * rows].cast("d")
+        self.codes = view[8 + 16 * rows : 8 + 17 * rows]
+        self.kinds = view[8 + 17 * rows : 8 + 18 * rows]
+
+    def count(self) -> int:
+        return int(self.counter[0])
+
+    def put(self, k: int, record: dict[str, Any], emit: Any) -> None:
+        """Row ``k``'s record (as ``run_row`` made it) into the columns; extras to ``emit``."""
+        extras = {key: record[key] for key in EXTRA_KEYS if key in record}
+        score = record.get("score")
+        kind = KIND_CODE[record.get("output_type")] if score is not None else 0
+        value = math.nan
+        if score is not None:
+            value = float(score)
+            if kind == KIND_CODE[contract.OutputType.INT.value] and abs(score) > EXACT_FLOAT_INT:
+                extras["score"] = score  # exact, beside the column's approximation
+        if extras:
+            extras["t"] = "x"
+            extras["i"] = k
+            emit(extras)
+        self.codes[k] = STATUS_CODE[record["status"]]
+        self.kinds[k] = kind
+        self.scores[k] = value
+        self.ms[k] = float(record["ms"])
+        self.counter[0] = k + 1  # last: the parent may send this row from now on
+
+    def frame(self, first: int, start: int, stop: int, extras: list[Any]) -> dict[str, Any]:
+        """The block record for rows ``start:stop`` (the job's row ``first + start`` on)."""
+
+        def encode(view: memoryview[Any]) -> str:
+            return base64.b64encode(view).decode()
+
+        return {
+            "t": "block",
+            "i": first + start,
+            "n": stop - start,
+            "codes": encode(self.codes[start:stop]),
+            "kinds": encode(self.kinds[start:stop]),
+            "scores": encode(self.scores[start:stop]),
+            "ms": encode(self.ms[start:stop]),
+            "extras": extras,
+        }
+
+    def close(self) -> None:
+        for view in (self.counter, self.scores, self.ms, self.codes, self.kinds):
+            view.release()
+        self.memory.close()
+
+
 # -- the child: runs the check --------------------------------------------------
 
 
-def run_child(job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int) -> None:
-    """Load the check and score ``rows``, one JSON line per record on ``out_fd``."""
+def run_child(
+    job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int, block: Block | None = None
+) -> None:
+    """Load the check and score ``rows``: one JSON line per record on ``out_fd``, or, with
+    a ``block``, each row's result into its columns and only extras on ``out_fd``."""
     # The kernel's OOM killer takes the check before the parent.
     with contextlib.suppress(Exception), open("/proc/self/oom_score_adj", "w") as adj:
         adj.write("1000")
@@ -383,8 +467,13 @@ def run_child(job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int) -> N
     if entry.detected is not None:
         loaded.update(format=entry.detected.format.value, entry=entry.detected.entry)
     emit(loaded)
-    for row in rows:
-        emit(run_row(entry, row, job, budget, expected))
+    if block is None:
+        for row in rows:
+            emit(run_row(entry, row, job, budget, expected))
+        return
+    for k, row in enumerate(rows):
+        block.put(k, run_row(entry, row, job, budget, expected), emit)
+    emit({"t": "end"})
 
 
 # -- the parent: owns the channel, watches the child ----------------------------
@@ -547,6 +636,10 @@ class JobRun:
         #: What the check may still write to its raw file descriptors in this job.
         self.output_left = int(job["max_output_bytes"])
         self.output_tail = bytearray()
+        #: Block mode: rows before this run one per child (one of them broke the protocol).
+        self.suspect_end = 0
+        #: The child was stopped to run its unconfirmed rows again (see ``suspect_end``).
+        self.retry = False
 
     def run(self) -> None:
         while self.pos < len(self.rows) or not self.loaded_sent:
@@ -579,6 +672,8 @@ class JobRun:
         read_fd, write_fd = os.pipe()
         out_read, out_write = os.pipe()
         ooms_before = oom_kills()
+        stop = self.pos + 1 if self.pos < self.suspect_end else len(self.rows)
+        block = Block(stop - self.pos) if self.job.get("result_blocks") else None
         pid = os.fork()
         if pid:
             Tasks.saw(pid, ours=True)
@@ -596,7 +691,7 @@ class JobRun:
                 os.dup2(out_write, 1)
                 os.dup2(out_write, 2)
                 os.close(out_write)
-                run_child(self.job, self.rows[self.pos :], write_fd)
+                run_child(self.job, self.rows[self.pos : stop], write_fd, block)
                 code = 0
             finally:
                 os._exit(code)
@@ -604,11 +699,17 @@ class JobRun:
         os.close(out_write)
         output = Reader(out_read)
         try:
-            fault, finished = self.watch(Reader(read_fd), output, pid)
+            if block is None:
+                fault, finished = self.watch(Reader(read_fd), output, pid)
+            else:
+                fault, finished = self.watch_block(Reader(read_fd), output, pid, block)
         finally:
             os.close(read_fd)
             os.close(out_read)
-        if fault is not None or finished:
+            if block is not None:
+                block.close()
+        if fault is not None or finished or self.retry:
+            self.retry = False
             kill_child(pid)
             return fault
         status, error = describe_death(os.waitpid(pid, 0)[1], ooms_before)
@@ -701,6 +802,89 @@ class JobRun:
             deadline = step_started + self.row_allowance
         return None, True
 
+    def watch_block(
+        self, reader: Reader, output: Reader, pid: int, block: Block
+    ) -> tuple[tuple[str, str] | None, bool]:
+        """Block mode's :meth:`watch`: the child's progress counter is the watchdog's clock,
+        finished rows travel as blocks; (fault, whether the child finished its work)."""
+        watch = BlockWatch(self, block, reader)
+        capped = False
+        was_loaded = False
+        now = last_flush = step_started = time.monotonic()
+        called_model = False
+        deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        gateway_ready: list[int] = []
+        while True:
+            try:
+                moved = watch.take()
+                if reader.eof and not watch.ended:  # the child is gone: its counter is final
+                    moved = watch.take() or moved
+            except ValueError as exc:
+                watch.flush(watch.seen)
+                if block.rows > 1:
+                    # Which of the rows since the last good look wrote it is unknown: they
+                    # run again one per child, and the one that does it alone is blamed.
+                    self.suspect_end = self.pos + max(
+                        1, min(block.count(), block.rows) - watch.seen
+                    )
+                    self.retry = True
+                    return None, False
+                what = f"the check corrupted the harness's result block ({short(str(exc), 200)})"
+                return (contract.Status.CRASHED.value, what), False
+            if watch.failed_load:
+                return None, True
+            now = time.monotonic()
+            if moved or (watch.loaded and not was_loaded):
+                was_loaded = True
+                step_started, called_model = now, False
+                deadline = step_started + self.row_allowance
+            if watch.ended or capped or reader.eof:
+                watch.flush(watch.seen)
+                if watch.ended:
+                    return None, True
+                if capped:
+                    error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
+                    return (contract.Status.OUTPUT_LIMIT.value, error), False
+                return None, False
+            if gateway_ready:
+                # Rows finished before a model request go first: the host charges the
+                # request to the row in flight.
+                watch.flush(watch.seen)
+                if self.serve_gateway(gateway_ready) and self.gateway_allowance is not None:
+                    deadline = max(deadline, step_started + self.gateway_allowance)
+                    called_model = True
+                gateway_ready = []
+            if watch.seen > watch.sent and now - last_flush >= BLOCK_FLUSH_SECONDS:
+                watch.flush(watch.seen)
+                last_flush = now
+            remaining = deadline - now
+            if remaining <= 0:
+                watch.flush(watch.seen)
+                if called_model:
+                    error = (
+                        f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
+                        " the bound of a row that calls the model (the operator's "
+                        "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+                    )
+                elif watch.loaded:
+                    error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
+                else:
+                    error = f"loading the check took longer than {self.load_seconds} s"
+                return (contract.Status.TIMEOUT.value, error), False
+            watched = [reader.fd] if output.eof else [reader.fd, output.fd]
+            watched += GATEWAY.fds()
+            if self.stdin is not None and not self.stdin.eof:
+                watched.append(self.stdin.fd)
+            ready, _, _ = select.select(watched, [], [], min(remaining, POLL_SECONDS))
+            gateway_ready = [
+                fd for fd in ready if GATEWAY.owns(fd) or (self.stdin and fd == self.stdin.fd)
+            ]
+            if output.fd in ready and not self.count_output(output):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                capped = True
+
     def serve_gateway(self, ready: list[int]) -> bool:
         """Relay model requests to the host and its replies back; whether one was sent."""
         sent = False
@@ -746,6 +930,92 @@ class JobRun:
             self.channel.send(loaded)
             self.loaded_sent = True
         return True
+
+
+class BlockWatch:
+    """What the parent knows of a block-mode child: its progress, its extras, what was sent."""
+
+    def __init__(self, run: JobRun, block: Block, reader: Reader) -> None:
+        self.run = run
+        self.block = block
+        self.reader = reader
+        self.first = run.pos  # the job's index of the block's row 0
+        self.sent = 0  # rows already sent to the host
+        self.seen = 0  # the progress counter, as last read
+        self.extras: dict[int, dict[str, Any]] = {}
+        self.loaded = False
+        self.failed_load = False
+        self.ended = False
+        limit = int(run.job.get("max_block_bytes") or MAX_RECORD_BYTES)
+        self.budget = max(limit, 1024) - 512  # the record's frame and keys
+        #: 18 bytes a row in base64 (24 characters)
+        self.rows_per_block = self.budget // 24
+
+    def take(self) -> bool:
+        """Read the counter, then every line the child wrote before it (its rows' extras come
+        before their count); whether rows finished since the last call. ValueError: the
+        child broke the block protocol."""
+        count = self.block.count()
+        drained = False
+        for _ in range(16):  # bounded: a child that floods its pipe cannot hold the watchdog
+            if self.reader.eof or not self.reader.fill(0):
+                drained = True
+                break
+        while (raw := self.reader.line()) is not None:
+            if len(raw) > MAX_RECORD_BYTES:
+                raise ValueError(f"a result record of {len(raw)} bytes")
+            if not self.loaded:
+                self.loaded = self.run.on_loaded(raw)
+                if not self.loaded:
+                    self.failed_load = True
+                    return False
+                continue
+            record = json.loads(raw)
+            if not isinstance(record, dict):
+                raise ValueError("not a record")
+            kind = record.pop("t", None)
+            if kind == "end":
+                self.ended = True
+                count = self.block.count()  # written before "end": final
+                continue
+            k = record.pop("i", None)
+            if kind != "x" or type(k) is not int or not self.sent <= k < self.block.rows:
+                raise ValueError(f"an extras record for row {k!r}")
+            self.extras[k] = record
+        if count < self.seen or count > self.block.rows:
+            raise ValueError(f"progress {count} after {self.seen}, of {self.block.rows} rows")
+        if self.ended and count != self.block.rows:
+            raise ValueError(f"the end after {count} of {self.block.rows} rows")
+        if not drained and not self.ended:
+            return False  # rows count as finished only once every line before them is read
+        moved = count > self.seen
+        self.seen = count
+        return moved
+
+    def flush(self, upto: int) -> None:
+        """Send rows ``sent:upto`` to the host as blocks, each within the record size."""
+        start = self.sent
+        while start < upto:
+            stop = min(upto, start + self.rows_per_block)
+            parts: list[list[Any]] = []
+            if self.extras:
+                size = 0
+                for k in range(start, stop):
+                    extra = self.extras.pop(k, None)
+                    cost = 24 + (len(_encode(extra)) + 16 if extra is not None else 0)
+                    if k > start and size + cost > self.budget:
+                        if extra is not None:
+                            self.extras[k] = extra
+                        stop = k
+                        break
+                    size += cost
+                    if extra is not None:
+                        parts.append([k - start, extra])
+            self.run.channel.send(self.block.frame(self.first, start, stop, parts))
+            start = stop
+        self.sent = max(self.sent, upto)
+        self.run.pos = self.first + self.sent
+        self.run.channel.flush()
 
 
 class Tasks:

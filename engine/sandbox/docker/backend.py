@@ -52,6 +52,7 @@ from engine.errors import (
 from engine.gateway.service import GatewaySession, current_session, no_gateway_reply
 from engine.models import Limits
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
+from engine.sandbox.blocks import BlockRecord
 from engine.sandbox.docker.containers import (
     LABEL_MANAGED,
     LABEL_OWNER,
@@ -206,6 +207,22 @@ class _GatewayLink:
                 error=short_error(failure, record.error),
             )
         return record.model_copy(update=update)
+
+    def outcome_block(self, record: BlockRecord) -> None:
+        """:meth:`outcome` for the rows of a block, in place."""
+        block = record.block
+        with self.lock:
+            rows = range(record.i, record.i + record.n)
+            failures = {i: self.failures.pop(i) for i in list(self.failures) if i in rows}
+            models = {i: self.models.pop(i) for i in list(self.models) if i in rows}
+        for i, served in models.items():
+            block.served_by[i - record.i] = ", ".join(sorted(served))
+        for i, failure in failures.items():
+            k = i - record.i
+            extra = block.extras.get(k)
+            block.set_status(
+                k, Status.JUDGE_ERROR, short_error(failure, extra.error if extra else None)
+            )
 
     def close(self) -> None:
         with self.lock:
@@ -491,7 +508,8 @@ class DockerBackend:
                     complete = bytes(line[:last]).split(b"\n")
                     del line[: last + 1]
                     records, error = parse_records(complete, job.nonce, limits.max_record_bytes)
-                    for record in records:
+                    for parsed in records:
+                        record = parsed
                         if isinstance(record, LLMRequestRecord):
                             link.request(record, expected_row)
                             if job.gateway_row_timeout_seconds:
@@ -512,7 +530,7 @@ class DockerBackend:
                             worker.clean = record.reusable and not dirty
                             yield end(Termination.DONE, "")
                             return
-                        if isinstance(record, RowRecord):
+                        if isinstance(record, RowRecord | BlockRecord):
                             if record.i != expected_row:
                                 self._kill(container)
                                 yield end(
@@ -521,12 +539,18 @@ class DockerBackend:
                                     f"reported where {expected_row} was due",
                                 )
                                 return
-                            expected_row += 1
-                            dirty = dirty or record.status in DIRTY_STATUSES
+                            if isinstance(record, BlockRecord):
+                                expected_row += record.n
+                                dirty = dirty or record.block.has_status(DIRTY_STATUSES)
+                                link.outcome_block(record)
+                            else:
+                                expected_row += 1
+                                dirty = dirty or record.status in DIRTY_STATUSES
+                                record = link.outcome(record)
                         step_started = time.monotonic()
                         called_model = False
                         step_deadline = step_started + row_allowance
-                        yield link.outcome(record) if isinstance(record, RowRecord) else record
+                        yield record
                     if error is not None:
                         self._kill(container)
                         yield end(

@@ -1,0 +1,231 @@
+"""Result blocks: a job's rows scored as columns, not one record per row (host side).
+
+In block mode (``Job.result_blocks``) the harness's child writes each row's status code,
+score kind, score and duration into columns it shares with the harness's parent, and the
+parent sends finished rows to the host as one ``block`` record: the four columns as
+little-endian numpy buffers in base64, plus the few rows with more to say (an error, an
+explanation, what the check printed, a pass flag, metadata) as ``extras``. The parent no
+longer parses or checks each row; the host does it here, for a whole block in a few numpy
+operations:
+
+* a status byte must name a status a check may report (``CHECK_STATUSES``): ``timeout``,
+  ``crashed``, ``judge_error`` and ``sandbox_error`` have no code, so a check cannot forge
+  them; the host derives those itself;
+* an ``ok`` row has a finite score of its kind (a bool is 0 or 1, an int is whole and fits
+  64 bits), no error; any other row has no score, no pass flag, no metadata, and an error;
+* durations are finite and not negative; extras name rows of the block, once each.
+
+Anything else is a protocol fault (the check's doing: its row is ``crashed``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from engine.contract import CHECK_STATUSES, INT_MAX, INT_MIN, SCORE_KINDS, OutputType, Status
+from engine.models import RowResult
+
+#: Every status, in one order: a block's ``statuses`` are indices into this.
+ALL_STATUSES: tuple[Status, ...] = tuple(Status)
+STATUS_INDEX: dict[Status, int] = {status: index for index, status in enumerate(ALL_STATUSES)}
+#: A check's status code (its index in CHECK_STATUSES) -> its index in ALL_STATUSES.
+_FROM_WIRE = np.array([STATUS_INDEX[status] for status in CHECK_STATUSES], dtype=np.uint8)
+_OK = STATUS_INDEX[Status.OK]
+_BOOL, _INT, _FLOAT = (SCORE_KINDS.index(kind) for kind in OutputType)
+#: Status names as a numpy array, for ``statuses`` -> names in one ``take``.
+STATUS_NAMES = np.array([status.value for status in ALL_STATUSES])
+#: Rows one block may carry (the record's size bounds it far below this).
+MAX_BLOCK_ROWS = 100_000
+
+
+class RowExtras(BaseModel):
+    """What a row has to say beyond its columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: str | None = Field(default=None, max_length=16384)
+    explanation: str | None = Field(default=None, max_length=8192)
+    output: str | None = Field(default=None, max_length=16384)
+    passed: bool | None = None
+    metadata: dict[str, Any] | None = None
+    #: An int score beyond 2**53, exactly (the score column holds a float).
+    score: int | None = None
+
+
+@dataclass
+class ResultBlock:
+    """Consecutive rows of a job, scored: columns, plus the rows with more to say.
+
+    ``statuses`` index :data:`ALL_STATUSES`; ``kinds`` index ``SCORE_KINDS``; ``scores``
+    is NaN where a row has none. The host may change a row after decoding (a model call
+    that failed upstream makes it ``judge_error``; the model that served it).
+    """
+
+    first: int  # the job's index of row 0
+    statuses: npt.NDArray[np.uint8]
+    kinds: npt.NDArray[np.uint8]
+    scores: npt.NDArray[np.float64]
+    ms: npt.NDArray[np.float64]
+    extras: dict[int, RowExtras] = field(default_factory=dict)
+    served_by: dict[int, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.statuses)
+
+    def status(self, k: int) -> Status:
+        return ALL_STATUSES[int(self.statuses[k])]
+
+    def score(self, k: int) -> bool | int | float | None:
+        kind = self.kinds[k]
+        if kind == 0:
+            return None
+        value = float(self.scores[k])
+        if kind == _BOOL:
+            return value == 1.0
+        if kind == _INT:
+            extra = self.extras.get(k)
+            return extra.score if extra is not None and extra.score is not None else int(value)
+        return value
+
+    def set_status(self, k: int, status: Status, error: str) -> None:
+        """Row ``k`` is ``status`` (a host-decided one) with ``error``, and no score."""
+        self.statuses[k] = STATUS_INDEX[status]
+        self.kinds[k] = 0
+        self.scores[k] = np.nan
+        old = self.extras.get(k)
+        self.extras[k] = RowExtras(error=error, output=old.output if old else None)
+
+    def has_status(self, statuses: Iterable[str]) -> bool:
+        """Whether any row has one of ``statuses``."""
+        wanted = [STATUS_INDEX[Status(status)] for status in statuses]
+        return bool(np.isin(self.statuses, wanted).any())
+
+    def row_result(
+        self, k: int, row_id: str | int | None, check: str | None, version: int | None
+    ) -> RowResult:
+        """Row ``k`` as a :class:`RowResult` (built without validation: decoding checked it)."""
+        extra = self.extras.get(k)
+        return _constructed(
+            {
+                "row_id": row_id,
+                "check": check,
+                "version": version,
+                "status": self.status(k),
+                "score": self.score(k),
+                "explanation": extra.explanation if extra else None,
+                "error": extra.error if extra else None,
+                "output": extra.output if extra else None,
+                "duration_ms": float(self.ms[k]),
+                "model": self.served_by.get(k),
+                "passed": extra.passed if extra else None,
+                "metadata": extra.metadata if extra else None,
+            }
+        )
+
+
+_RESULT_FIELDS = frozenset(RowResult.__pydantic_fields__)
+
+
+def _constructed(values: dict[str, Any]) -> RowResult:
+    """A RowResult holding ``values`` (every field, already checked), made as pydantic's
+    ``model_construct`` does, without its per-field loop: a block makes one per row."""
+    result = RowResult.__new__(RowResult)
+    object.__setattr__(result, "__dict__", values)
+    object.__setattr__(result, "__pydantic_fields_set__", set(_RESULT_FIELDS))
+    object.__setattr__(result, "__pydantic_extra__", None)
+    object.__setattr__(result, "__pydantic_private__", None)
+    return result
+
+
+def _column(text: str, dtype: type[np.generic], rows: int, name: str) -> npt.NDArray[Any]:
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"block column {name!r} is not base64") from exc
+    size = np.dtype(dtype).itemsize
+    if len(raw) != rows * size:
+        raise ValueError(f"block column {name!r} holds {len(raw)} bytes for {rows} rows")
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype)
+
+
+class BlockRecord(BaseModel):
+    """A ``block`` record off the wire; validating it decodes and checks its columns."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    t: Literal["block"]
+    i: int = Field(ge=0)
+    n: int = Field(ge=1, le=MAX_BLOCK_ROWS)
+    codes: str
+    kinds: str
+    scores: str
+    ms: str
+    extras: list[tuple[int, RowExtras]] = Field(default_factory=list)
+    _block: ResultBlock | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _decode(self) -> BlockRecord:
+        self._block = decode(self)
+        return self
+
+    @property
+    def block(self) -> ResultBlock:
+        assert self._block is not None  # set by validation
+        return self._block
+
+
+def decode(record: BlockRecord) -> ResultBlock:
+    """The record's columns, checked as the module's docstring says (ValueError if not)."""
+    n = record.n
+    codes = _column(record.codes, np.uint8, n, "codes")
+    kinds = _column(record.kinds, np.uint8, n, "kinds")
+    scores = _column(record.scores, np.float64, n, "scores")
+    ms = _column(record.ms, np.float64, n, "ms")
+    if codes.size and int(codes.max()) >= len(CHECK_STATUSES):
+        raise ValueError(f"status code {int(codes.max())} is not one a check may report")
+    if kinds.size and int(kinds.max()) >= len(SCORE_KINDS):
+        raise ValueError(f"score kind {int(kinds.max())} is unknown")
+    if not np.isfinite(ms).all() or (ms < 0).any():
+        raise ValueError("a row's duration is negative or not finite")
+    extras: dict[int, RowExtras] = {}
+    for k, extra in record.extras:
+        if not 0 <= k < n or k in extras:
+            raise ValueError(f"extras for row {k} of a block of {n}")
+        extras[k] = extra
+    ok = codes == 0
+    if (kinds[ok] == 0).any() or (kinds[~ok] != 0).any():
+        raise ValueError("an ok row without a score, or another row with one")
+    if not np.isfinite(scores[ok]).all():
+        raise ValueError("an ok row's score must be finite")
+    is_bool, is_int = kinds == _BOOL, kinds == _INT
+    if ((scores[is_bool] != 0) & (scores[is_bool] != 1)).any():
+        raise ValueError("a bool score that is neither 0 nor 1")
+    ints = scores[is_int]
+    if (np.floor(ints) != ints).any():
+        raise ValueError("an int score that is not whole")
+    for k, extra in extras.items():
+        if codes[k] == 0:
+            if extra.error is not None:
+                raise ValueError("an ok row with an error")
+            if extra.score is not None and (
+                kinds[k] != _INT or not INT_MIN <= extra.score <= INT_MAX
+            ):
+                raise ValueError("an exact score for a row without an int score")
+        elif extra.error is None or (
+            extra.passed is not None or extra.metadata is not None or extra.score is not None
+        ):
+            raise ValueError(f"a {CHECK_STATUSES[codes[k]].value} row with a score, or no error")
+    failed = np.flatnonzero(~ok)
+    if failed.size and any(int(k) not in extras for k in failed):
+        raise ValueError("a row that is not ok without an error")
+    statuses = _FROM_WIRE[codes]
+    scores = np.where(ok, scores, np.nan)
+    return ResultBlock(record.i, statuses, kinds, scores, ms, extras)

@@ -14,11 +14,13 @@ __all__ = [
     "Row",
     "RowResult",
     "SandboxRunner",
+    "ScoreTable",
     "Settings",
     "Status",
     "iter_check",
     "run_check",
     "run_checks",
+    "score_table",
 ]
 
 _EXPORTS = {
@@ -27,6 +29,8 @@ _EXPORTS = {
     "iter_check": "engine.sandbox.runner",
     "run_check": "engine.sandbox.runner",
     "run_checks": "engine.sandbox.runner",
+    "score_table": "engine.sandbox.runner",
+    "ScoreTable": "engine.sandbox.table",
     "Limits": "engine.models",
     "Row": "engine.models",
     "RowResult": "engine.models",
@@ -37,7 +41,15 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from engine.contract import Status
     from engine.models import Limits, Row, RowResult
-    from engine.sandbox.runner import CodeCheck, SandboxRunner, iter_check, run_check, run_checks
+    from engine.sandbox.runner import (
+        CodeCheck,
+        SandboxRunner,
+        iter_check,
+        run_check,
+        run_checks,
+        score_table,
+    )
+    from engine.sandbox.table import ScoreTable
     from engine.settings import Settings
 
 

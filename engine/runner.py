@@ -6,7 +6,6 @@ from engine.sandbox.runner import (
     CodeCheck,
     Engine,
     SandboxRunner,
-    as_row,
     as_rows,
     close_default_runners,
     default_runner,
@@ -14,6 +13,7 @@ from engine.sandbox.runner import (
     run_check,
     run_checks,
 )
+from engine.sandbox.table import as_row
 
 __all__ = [
     "CodeCheck",

@@ -70,6 +70,14 @@ class Settings(BaseSettings):
     )
     max_parallel_jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
     job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
+    table_job_max_rows: int = Field(
+        default=5000,
+        ge=1,
+        description=(
+            "Rows per sandbox job on engine.score_table's path (results come back as "
+            "blocks, so a larger job costs no more memory per row)."
+        ),
+    )
     result_blocks: bool = Field(
         default=True,
         description=(

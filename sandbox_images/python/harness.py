@@ -76,6 +76,15 @@ KIND_CODE = {
     (kind.value if kind is not None else None): code
     for code, kind in enumerate(contract.SCORE_KINDS)
 }
+#: Status values as plain strings: run_row uses them once a row (an enum's .value is slow).
+_OK, _ERROR, _OOM, _INVALID_SCORE, _OUTPUT_LIMIT, _SKIPPED = (
+    contract.Status.OK.value,
+    contract.Status.ERROR.value,
+    contract.Status.OOM.value,
+    contract.Status.INVALID_SCORE.value,
+    contract.Status.OUTPUT_LIMIT.value,
+    contract.Status.SKIPPED.value,
+)
 #: What of a row record travels beside its block's columns, when present.
 EXTRA_KEYS = ("error", "explanation", "output", "passed", "metadata")
 #: Ints beyond this travel exactly in the row's extras (a block's score column is float64).
@@ -281,12 +290,12 @@ def run_row(
     budget: list[int],
     expected: list[contract.OutputType | None],
 ) -> dict[str, Any]:
-    record: dict[str, Any] = {"t": "row", "i": row["i"], "status": contract.Status.OK.value}
+    record: dict[str, Any] = {"t": "row", "i": row["i"], "status": _OK}
     signature = entry.signature
     missing = contract.missing_inputs(signature.bound, row)
     if missing:
         record.update(
-            status=contract.Status.SKIPPED.value,
+            status=_SKIPPED,
             error=f"the row has no {', '.join(missing)}, which the check requires",
             ms=0.0,
         )
@@ -307,29 +316,29 @@ def run_row(
         value = entry.func(*args, **kwargs)
     except OutputLimit:
         record.update(
-            status=contract.Status.OUTPUT_LIMIT.value,
+            status=_OUTPUT_LIMIT,
             error=f"the check printed more than {job['max_output_bytes']} characters in this job",
         )
     except MemoryError:
-        record.update(status=contract.Status.OOM.value, error="MemoryError: out of memory")
+        record.update(status=_OOM, error="MemoryError: out of memory")
     except BaseException as exc:
-        record.update(status=contract.Status.ERROR.value, error=describe_exception(exc))
+        record.update(status=_ERROR, error=describe_exception(exc))
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     record["ms"] = round((time.perf_counter() - started) * 1000, 3)
-    if capture.exceeded and record["status"] == contract.Status.OK.value:
+    if capture.exceeded and record["status"] == _OK:
         record.update(
-            status=contract.Status.OUTPUT_LIMIT.value,
+            status=_OUTPUT_LIMIT,
             error=f"the check printed more than {job['max_output_bytes']} characters in this job",
         )
     output = capture.text()
     if output is not None:
         record["output"] = output
-    if record["status"] != contract.Status.OK.value:
+    if record["status"] != _OK:
         return record
     if detected is not None and formats.skips(detected.format, value):
         record.update(
-            status=contract.Status.SKIPPED.value,
+            status=_SKIPPED,
             error="the scorer returned None: the row is skipped (as Braintrust does)",
         )
         return record
@@ -339,7 +348,7 @@ def run_row(
         else:
             score = formats.coerce(detected.format, value, expected[0])
     except contract.InvalidScore as exc:
-        record.update(status=contract.Status.INVALID_SCORE.value, error=str(exc))
+        record.update(status=_INVALID_SCORE, error=str(exc))
         return record
     if expected[0] is None:
         expected[0] = score.output_type

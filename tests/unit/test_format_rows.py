@@ -11,7 +11,7 @@ from engine.models import Row
 from engine.okareo import translate
 from engine.okareo.store import ScenarioPoint
 from engine.sandbox.protocol import Job
-from engine.sandbox.runner import as_row
+from engine.sandbox.table import as_row
 from engine.suites.data import read_rows
 
 FIELDS = {

@@ -1,0 +1,229 @@
+"""Result blocks and one record per row give the same results (real Docker, both runtimes).
+
+A property test: random mixes of rows that score, raise, time out, crash, flood their
+output, return an invalid score, explain themselves, print, lack a required input or
+return an int past 2**53 go through a runner in block mode (``SCOREBOX_RESULT_BLOCKS``, the
+default) and one in per-row mode, and every row's result must be equal in both (all but
+its duration). Then the attacks that only block mode has: a check that writes a status
+it may not report, or a score it did not return, into the columns it shares with the
+harness's parent is refused by the host and blamed on the check.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator, Sequence
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from engine.contract import Status
+from engine.models import Limits, RowResult
+from engine.sandbox.runner import CodeCheck, SandboxRunner
+from engine.settings import Settings
+
+pytestmark = pytest.mark.docker
+
+LIMITS = Limits(row_timeout_seconds=1, wall_seconds_max=120, max_output_bytes=20_000)
+
+CHECK = CodeCheck(
+    textwrap.dedent(
+        """
+        import os, signal, time
+
+        def evaluate(model_output: str, scenario_input: str) -> object:
+            kind, _, arg = model_output.partition(":")
+            if kind == "ok":
+                return int(arg) % 2 == 0
+            if kind == "float":
+                return int(arg) / 7
+            if kind == "raise":
+                raise ValueError("row " + arg)
+            if kind == "sleep":
+                time.sleep(5)
+            if kind == "crash":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if kind == "exit":
+                os._exit(3)
+            if kind == "flood":
+                print("x" * 30_000)
+            if kind == "invalid":
+                return float("nan")
+            if kind == "explain":
+                return {"score": True, "explanation": "because " + arg}
+            if kind == "print":
+                print("saw", arg)
+                return True
+            if kind == "big":
+                return 2**60 + int(arg)
+            return False
+        """
+    )
+)
+
+KINDS = ["ok", "float", "raise", "sleep", "crash", "exit", "flood", "invalid", "explain"]
+KINDS += ["print", "big", "skip"]
+
+
+def row(kind: str, n: int) -> dict[str, object]:
+    if kind == "skip":
+        return {"model_output": f"ok:{n}"}  # no scenario_input: the check is skipped
+    return {"model_output": f"{kind}:{n}", "scenario_input": "q"}
+
+
+@pytest.fixture(scope="module")
+def runners(docker_settings: Settings) -> Iterator[tuple[SandboxRunner, SandboxRunner]]:
+    # score_table's jobs as large as run_check's: a check's score type is held per job.
+    size = {"job_max_rows": 7, "table_job_max_rows": 7}
+    blocks = docker_settings.model_copy(update={"result_blocks": True, **size})
+    rows = docker_settings.model_copy(update={"result_blocks": False, **size})
+    with SandboxRunner(blocks) as a, SandboxRunner(rows) as b:
+        yield a, b
+
+
+def comparable(result: RowResult) -> dict[str, object]:
+    return result.model_dump(exclude={"duration_ms"})
+
+
+# Each kind at most twice, a slow one (a timeout) at most once: a mix runs in seconds.
+mixes = st.lists(st.sampled_from(KINDS), min_size=1, max_size=16).filter(
+    lambda kinds: kinds.count("sleep") <= 1 and all(kinds.count(k) <= 3 for k in KINDS)
+)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: each example runs containers
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+)
+@given(kinds=mixes)
+def test_blocks_and_rows_agree(
+    runners: tuple[SandboxRunner, SandboxRunner], kinds: list[str]
+) -> None:
+    blocks, per_row = runners
+    data = [row(kind, n) for n, kind in enumerate(kinds)]
+    by_block = blocks.run_check(CHECK, data, LIMITS)
+    by_row = per_row.run_check(CHECK, data, LIMITS)
+    assert [comparable(r) for r in by_block] == [comparable(r) for r in by_row], kinds
+
+
+def test_each_kind_has_its_status(runners: tuple[SandboxRunner, SandboxRunner]) -> None:
+    """The mix above covers what it says: each kind gives its own status in block mode."""
+    blocks, _ = runners
+    expected = {
+        "ok": Status.OK,
+        "float": Status.OK,
+        "raise": Status.ERROR,
+        "sleep": Status.TIMEOUT,
+        "crash": Status.CRASHED,
+        "exit": Status.CRASHED,
+        "flood": Status.OUTPUT_LIMIT,
+        "invalid": Status.INVALID_SCORE,
+        "explain": Status.OK,
+        "print": Status.OK,
+        "big": Status.OK,
+        "skip": Status.SKIPPED,
+    }
+    for kind, status in expected.items():
+        (result,) = blocks.run_check(CHECK, [row(kind, 4)], LIMITS)
+        assert result.status is status, (kind, result)
+    (big,) = blocks.run_check(CHECK, [row("big", 3)], LIMITS)
+    assert big.score == 2**60 + 3  # exact, though the block's score column is a float
+    (explained,) = blocks.run_check(CHECK, [row("explain", 5)], LIMITS)
+    assert explained.explanation == "because 5"
+
+
+#: Writes ``code`` as its own row's status byte straight into the block the harness shares
+#: with it (the anonymous shared mapping of 8 + 18 n bytes), then returns True.
+FORGE = textwrap.dedent(
+    """
+    import ctypes
+
+    def shared_blocks():
+        found = []
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                span, perms = parts[0], parts[1]
+                if perms.startswith("rw") and perms.endswith("s"):
+                    start, end = (int(x, 16) for x in span.split("-"))
+                    found.append((start, end))
+        return found
+
+    def evaluate(model_output: str) -> bool:
+        n = int(model_output)
+        if n == 1:
+            for start, end in shared_blocks():
+                rows = 3
+                codes = start + 8 + 16 * rows
+                ctypes.memmove(codes, bytes([CODE] * rows), rows)
+                ctypes.memmove(start, (3).to_bytes(8, "little"), 8)
+        return True
+    """
+)
+
+
+@pytest.mark.parametrize("code", [6, 9, 255])
+def test_a_status_written_into_the_block_is_refused(
+    runners: tuple[SandboxRunner, SandboxRunner], code: int
+) -> None:
+    blocks, _ = runners
+    check = CodeCheck(FORGE.replace("CODE", str(code)))
+    results = blocks.run_check(check, [{"model_output": str(i)} for i in range(3)], LIMITS)
+    statuses = [r.status for r in results]
+    assert Status.SANDBOX_ERROR not in statuses and Status.JUDGE_ERROR not in statuses
+    assert Status.CRASHED in statuses, results  # the check broke the protocol: its fault
+    assert all(r.status in (Status.OK, Status.CRASHED) for r in results), results
+
+
+def test_score_table_gives_run_checks_results_as_columns(
+    runners: tuple[SandboxRunner, SandboxRunner],
+) -> None:
+    blocks, _ = runners
+    kinds = ["ok", "raise", "explain", "print", "big", "skip", "invalid", "float", "crash", "ok"]
+    data = [row(kind, n) for n, kind in enumerate(kinds)]
+    table = blocks.score_table(CHECK, data, LIMITS)
+    results = blocks.run_check(CHECK, data, LIMITS)
+    assert len(table) == len(results)
+    for k, result in enumerate(results):
+        got = table.row_result(k)
+        assert (got.status, got.score, got.error, got.explanation, got.output) == (
+            result.status,
+            result.score,
+            result.error,
+            result.explanation,
+            result.output,
+        ), kinds[k]
+        assert type(got.score) is type(result.score)
+    assert table.counts()["ok"] == sum(r.status is Status.OK for r in results)
+    assert set(table.columns()) >= {"status", "score", "output_type", "error"}
+
+
+def test_score_table_takes_columns(runners: tuple[SandboxRunner, SandboxRunner]) -> None:
+    import numpy as np
+
+    blocks, _ = runners
+    outputs = np.array([f"ok:{n}" for n in range(1, 2001)])
+    columns: dict[str, Sequence[object]] = {
+        "model_output": outputs,  # type: ignore[dict-item]  # a numpy array is a sequence here
+        "scenario_input": ["q"] * len(outputs),
+    }
+    table = blocks.score_table(CHECK, columns, LIMITS)
+    assert len(table) == 2000 and table.counts() == {"ok": 2000}
+    assert table.score.tolist() == [float(n % 2 == 0) for n in range(1, 2001)]
+    assert set(table.output_type.tolist()) == {"bool"}
+
+
+def test_score_table_names_a_bad_row(runners: tuple[SandboxRunner, SandboxRunner]) -> None:
+    from engine.errors import InvalidRequestError
+
+    blocks, _ = runners
+    with pytest.raises(InvalidRequestError, match="row 2"):
+        blocks.score_table(CHECK, {"model_output": ["a", "b", 3]}, LIMITS)
+    with pytest.raises(InvalidRequestError, match="differ in length"):
+        blocks.score_table(CHECK, {"model_output": ["a"], "scenario_input": []}, LIMITS)
+    with pytest.raises(InvalidRequestError, match="model_output"):
+        blocks.score_table(CHECK, {"scenario_input": ["a"]}, LIMITS)

@@ -1,6 +1,6 @@
 """``python -m bench``: scorebox beside the in-process limit and its peers, in one run.
 
-Writes ``bench/results/latest.md`` (tables and the targets of issue #12),
+Writes ``bench/results/latest.md`` (tables and the targets, met or not),
 ``latest.png`` (chart) and ``latest.json`` (every sample's summary). See bench/README.md.
 """
 

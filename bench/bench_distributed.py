@@ -12,7 +12,8 @@ database:
   in process, so it shows what the queue itself adds), sequential requests after a warm-up;
 - rows/s of one run of ``--rows`` rows of a trivial check, submit to ``succeeded``;
 
-and rows/s per worker core (one worker, one slot) for a trivial and a realistic check.
+and rows/s per worker core (one worker, one slot) for a trivial and a realistic check,
+beside the same rows embedded with one slot (``SCOREBOX_MAX_PARALLEL_JOBS=1``).
 Prints a Markdown table; ``run_all()`` returns the figures for ``python -m bench``.
 """
 
@@ -289,7 +290,26 @@ def run_all(
             )["rows_per_s"]
             for kind in ("trivial", "realistic")
         }
-    return {"rows": rows, "table": table, "per_core_rows_per_s": per_core, "cores": os.cpu_count()}
+        # the same rows embedded with one slot: what a worker's core is compared with
+        embedded_per_core = {
+            kind: measure(
+                Setup(f"embedded, 1 slot, {kind}", 0, slots=1),
+                pg,
+                redis_url,
+                per_core_rows,
+                0,
+                realistic=(kind == "realistic"),
+            )["rows_per_s"]
+            for kind in ("trivial", "realistic")
+        }
+    return {
+        "rows": rows,
+        "table": table,
+        "per_core_rows_per_s": per_core,
+        "embedded_per_core_rows_per_s": embedded_per_core,
+        "per_core_rows": per_core_rows,
+        "cores": os.cpu_count(),
+    }
 
 
 def render(figures: dict[str, Any]) -> str:
@@ -307,8 +327,15 @@ def render(figures: dict[str, Any]) -> str:
             f"{row['builtin_p90_ms']:.1f} ms |"
         )
     lines += ["", "rows/s per worker core (one worker, one slot):", ""]
+    embedded = figures.get("embedded_per_core_rows_per_s") or {}
     for kind, rate in figures["per_core_rows_per_s"].items():
-        lines.append(f"- {kind} check: {rate:,.0f} rows/s")
+        line = f"- {kind} check: {rate:,.0f} rows/s"
+        if kind in embedded:
+            line += (
+                f"; embedded with one slot {embedded[kind]:,.0f} rows/s "
+                f"({rate / embedded[kind]:.0%} of it)"
+            )
+        lines.append(line)
     return "\n".join(lines)
 
 

@@ -312,6 +312,53 @@ def sequential_latencies(echo: EchoServer, server: Server, calls: int) -> dict[s
     return samples
 
 
+def run_rows(client: httpx.Client, check: str, rows: list[dict[str, Any]]) -> str:
+    """Submit ``rows`` of ``check`` as one ``POST /v1/runs``; the run's id."""
+    reply = client.post("/v1/runs", json={"checks": [check], "rows": rows})
+    if reply.status_code not in (200, 201, 202):
+        raise BenchError(f"POST /v1/runs answered {reply.status_code}: {reply.text[:300]}")
+    return str(reply.json()["id"])
+
+
+def wait_run(client: httpx.Client, run_id: str, rows: int, poll: float = 0.25) -> None:
+    """Poll ``GET /v1/runs/{id}`` until the run ends; BenchError unless every row is ok."""
+    while True:
+        body = client.get(f"/v1/runs/{run_id}").json()
+        if body["status"] not in ("queued", "running"):
+            break
+        time.sleep(poll)
+    if body["status"] != "succeeded":
+        raise BenchError(f"run {run_id} ended {body['status']}: {body.get('error')}")
+    for summary in body.get("summary") or []:
+        if summary.get("counts") != {"ok": rows}:
+            raise BenchError(f"run {run_id}: {summary.get('counts')} for {rows:,} rows")
+
+
+def service_run(server: Server, rows: int, check: str = "trivial") -> tuple[float, float]:
+    """(seconds, CPU seconds of the server process) of one run of ``rows`` rows of ``check``
+    through ``POST /v1/runs``, from the submit until ``GET /v1/runs/{id}`` says succeeded.
+
+    The rows exist before the clock; a one-row run first warms the check's containers. The
+    CPU is ``utime + stime`` of the server process (and any child it has) from
+    ``/proc/<pid>/stat``, read before the submit and after the run succeeded.
+    """
+    from bench.measure import process_cpu_seconds
+
+    if server.proc is None:
+        raise BenchError("the server is not running")
+    pid = server.proc.pid
+    params = workload.PARAMS[check]
+    data = [{p: row[p] for p in params} for row in workload.rows(rows)]
+    with server.client() as client:
+        wait_run(client, run_rows(client, check, data[:1]), 1)
+        cpu = process_cpu_seconds(pid)
+        started = time.perf_counter()
+        wait_run(client, run_rows(client, check, data), rows)
+        elapsed = time.perf_counter() - started
+        cpu = process_cpu_seconds(pid) - cpu
+    return elapsed, cpu
+
+
 def request_path(calls: int, clients: int, per_client: int) -> dict[str, dict[str, float]]:
     """Every line of the standalone run (see the module's docstring), p50/p95 in ms."""
     from bench.measure import percentile

@@ -160,3 +160,40 @@ def load_average() -> tuple[float, float, float]:
         return os.getloadavg()
     except OSError:
         return (0.0, 0.0, 0.0)
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """The fields of ``/proc/<pid>/stat`` after the command name (field 3 onwards)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU seconds (utime + stime) process ``pid`` and its live descendants have used.
+
+    Read from ``/proc/<pid>/stat`` in clock ticks (``SC_CLK_TCK``); OSError where
+    ``/proc`` is missing or the process is gone.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            parent = int(_stat_fields(int(entry.name))[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    total = 0
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            fields = _stat_fields(current)
+        except OSError:
+            if current == pid:
+                raise
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        todo += children.get(current, [])
+    return total / tick

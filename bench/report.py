@@ -28,11 +28,19 @@ from bench.suite import (
     REUSE_CHECK,
     REUSE_NEVER,
     RUNTIMES,
+    SCORE_TABLE,
+    SERVICE,
+    SERVICE_RUN,
     THROUGHPUT,
     Results,
 )
 
-SYSTEMS = (IN_PROCESS, REUSE_CHECK, REUSE_NEVER, EPICBOX_BATCH, LLM_SANDBOX_BATCH)
+SYSTEMS = (IN_PROCESS, REUSE_CHECK, SCORE_TABLE, REUSE_NEVER, EPICBOX_BATCH, LLM_SANDBOX_BATCH)
+PEER_BATCHES = (EPICBOX_BATCH, LLM_SANDBOX_BATCH)
+#: the lines whose host CPU per row is reported
+HOST_CPU_SYSTEMS = (REUSE_CHECK, SCORE_TABLE)
+SERVICE_CPU_US = 5.0  # host CPU per row on the service path, at most
+DISTRIBUTED_SHARE = 0.9  # a worker's rows/s per core, at least this share of embedded's
 LATENCY_ORDER = (
     LAT_IN_PROCESS,
     LAT_RUN_CHECK,
@@ -81,7 +89,7 @@ def us_per_row(figure: Figure) -> float:
 
 @dataclass
 class Target:
-    """One target of issue #12 and what this run measured for it."""
+    """One target and what this run measured for it."""
 
     name: str
     measured: str
@@ -128,106 +136,108 @@ def request_path_targets(results: Results) -> list[Target]:
     return out
 
 
-def targets(results: Results) -> list[Target]:
-    """The targets of issue #12, each met, missed or not measured."""
+def batch_line(results: Results) -> str:
+    """scorebox's line for many rows: score_table where measured, else :func:`scorebox_line`."""
+    if any(f.section == THROUGHPUT and f.name == SCORE_TABLE for f in results.figures):
+        return SCORE_TABLE
+    return scorebox_line(results)
+
+
+def _missing(name: str) -> Target:
+    return Target(name, "not measured", None)
+
+
+def peer_targets(results: Results) -> list[Target]:
+    """Trivial check, 100,000 and 1,000,000 rows: score_table ≥ the faster peer's one call."""
     out: list[Target] = []
-    own_line = scorebox_line(results)
-    score = _figure(results, LATENCY, LAT_SCORE)
-    if score:
+    for size in (100_000, 1_000_000):
+        name = f"trivial, {size:,} rows: {SCORE_TABLE} rows/s ≥ the faster peer's one-call loop"
+        own = _figure(results, THROUGHPUT, SCORE_TABLE, kind="trivial", rows=size)
+        peers = [
+            f
+            for f in (
+                _figure(results, THROUGHPUT, p, kind="trivial", rows=size) for p in PEER_BATCHES
+            )
+            if f is not None
+        ]
+        if own is None or not peers:
+            out.append(_missing(name))
+            continue
+        best = max(peers, key=rate)
         out.append(
             Target(
-                "/v1/score, 1 row, warm: p50 ≤ 10 ms, p95 ≤ 25 ms",
-                f"p50 {ms(score.median)}, p95 {ms(score.p95)}",
-                score.median <= 10 and score.p95 <= 25,
+                name,
+                f"{rate(own):,.0f} rows/s against {rate(best):,.0f} ({best.name})",
+                rate(own) >= rate(best),
             )
         )
-    else:
-        out.append(Target("/v1/score, 1 row, warm: p50 ≤ 10 ms, p95 ≤ 25 ms", "not measured", None))
-    many = _figure(results, LATENCY, LAT_SCORE_CONCURRENT)
-    if many:
-        per_s = float(many.extra["rate_per_s"])
-        out.append(
-            Target(
-                "/v1/score, 8 concurrent clients: ≥ 200 requests/s",
-                f"{per_s:,.0f} req/s",
-                per_s >= 200,
-            )
-        )
-    else:
-        out.append(
-            Target("/v1/score, 8 concurrent clients: ≥ 200 requests/s", "not measured", None)
-        )
-    out += request_path_targets(results)
-    run_check = _figure(results, LATENCY, LAT_RUN_CHECK)
-    out.append(
-        Target(
-            "engine.run_check, 1 row, later calls: p50 ≤ 15 ms",
-            f"p50 {ms(run_check.median)}" if run_check else "not measured",
-            run_check.median <= 15 if run_check else None,
-        )
+    return out
+
+
+def service_target(results: Results) -> Target:
+    name = f"host CPU per row on the service path (POST /v1/runs) ≤ {SERVICE_CPU_US:g} µs"
+    run = _figure(results, SERVICE, SERVICE_RUN)
+    if run is None:
+        return _missing(name)
+    cpu = float(run.extra["server_cpu_us_per_row"])
+    measured = f"{cpu:.1f} µs/row (server process, {int(run.extra['rows']):,} rows)"
+    return Target(name, measured, cpu <= SERVICE_CPU_US)
+
+
+def distributed_target(results: Results) -> Target:
+    """A worker's rows/s per core within 10% of embedded's (one slot each), every kind."""
+    name = (
+        f"distributed: a worker's rows/s per core within {1 - DISTRIBUTED_SHARE:.0%} "
+        "of embedded (one slot each)"
     )
-    base = _figure(results, THROUGHPUT, IN_PROCESS, kind="trivial", rows=100_000)
-    warm = _figure(results, THROUGHPUT, own_line, kind="trivial", rows=100_000)
-    if base and warm:
-        overhead = us_per_row(warm) - us_per_row(base)
-        out.append(
-            Target(
-                "trivial, 100,000 rows: overhead ≤ 3 µs/row",
-                f"{overhead:.1f} µs/row",
-                overhead <= 3,
-            )
-        )
+    found = results.distributed or {}
+    worker = found.get("per_core_rows_per_s") or {}
+    embedded = found.get("embedded_per_core_rows_per_s") or {}
+    kinds = [k for k in worker if embedded.get(k)]
+    if not kinds:
+        return _missing(name)
+    shares = {k: float(worker[k]) / float(embedded[k]) for k in kinds}
+    measured = "; ".join(
+        f"{k}: {float(worker[k]):,.0f} against {float(embedded[k]):,.0f} rows/s ({shares[k]:.0%})"
+        for k in kinds
+    )
+    return Target(name, measured, all(v >= DISTRIBUTED_SHARE for v in shares.values()))
+
+
+def targets(results: Results) -> list[Target]:
+    """The targets, each met, missed or not measured, from the figures of this run."""
+    out = peer_targets(results)
+    out.append(service_target(results))
+    name = f"realistic, 100,000 rows: {SCORE_TABLE} ≥ 1.5{TIMES} the in-process loop"
+    base = _figure(results, THROUGHPUT, IN_PROCESS, kind="realistic", rows=100_000)
+    own = _figure(results, THROUGHPUT, SCORE_TABLE, kind="realistic", rows=100_000)
+    if base and own:
+        ratio = rate(own) / rate(base)
+        out.append(Target(name, f"{ratio:.2f}{TIMES}", ratio >= 1.5))
     else:
-        out.append(Target("trivial, 100,000 rows: overhead ≤ 3 µs/row", "not measured", None))
-    million = _figure(results, THROUGHPUT, own_line, kind="trivial", rows=1_000_000)
+        out.append(_missing(name))
+    name = "trivial, 1,000,000 rows through engine.score_table: < 10 s, peak RSS < 300 MB"
+    million = _figure(results, THROUGHPUT, SCORE_TABLE, kind="trivial", rows=1_000_000)
     if million:
         peak = float(million.extra.get("peak_rss_mb", 0))
         out.append(
             Target(
-                "trivial, 1,000,000 rows: < 10 s, host memory < 500 MB",
+                name,
                 f"{million.median:.1f} s, peak RSS {peak:,.0f} MB",
-                million.median < 10 and 0 < peak < 500,
+                million.median < 10 and 0 < peak < 300,
             )
         )
     else:
-        out.append(
-            Target("trivial, 1,000,000 rows: < 10 s, host memory < 500 MB", "not measured", None)
-        )
-    base = _figure(results, THROUGHPUT, IN_PROCESS, kind="realistic", rows=100_000)
-    warm = _figure(results, THROUGHPUT, own_line, kind="realistic", rows=100_000)
-    if base and warm:
-        ratio = rate(warm) / rate(base)
-        out.append(
-            Target(
-                f"realistic, 100,000 rows: ≥ 1.5{TIMES} the in-process loop",
-                f"{ratio:.2f}{TIMES}",
-                ratio >= 1.5,
-            )
-        )
-    else:
-        out.append(
-            Target(
-                f"realistic, 100,000 rows: ≥ 1.5{TIMES} the in-process loop", "not measured", None
-            )
-        )
-    fresh = _figure(results, LATENCY, LAT_FRESH)
-    if fresh and run_check:
-        factor = fresh.median / run_check.median
-        out.append(
-            Target(
-                f"≥ 10{TIMES} faster than a container per call (engine.run_check warm)",
-                f"{factor:.1f}{TIMES}",
-                factor >= 10,
-            )
-        )
-    else:
-        out.append(Target(f"≥ 10{TIMES} faster than a container per call", "not measured", None))
+        out.append(_missing(name))
+    out += request_path_targets(results)
+    out.append(distributed_target(results))
     out.append(beats_peers(results))
     return out
 
 
 def beats_peers(results: Results) -> Target:
-    """scorebox faster than both peers on every comparable line of the table."""
+    """scorebox faster than both peers on every comparable line of the table (batch rows:
+    score_table where measured)."""
     name = "faster than both peers on every line"
     losses: list[str] = []
     compared = 0
@@ -246,7 +256,7 @@ def beats_peers(results: Results) -> Target:
         own = _figure(
             results,
             THROUGHPUT,
-            scorebox_line(results),
+            batch_line(results),
             kind=figure.extra["kind"],
             rows=figure.extra["rows"],
         )
@@ -281,7 +291,7 @@ def render(results: Results) -> str:
         f"(the machine is shared), {m.get('seconds', 0) / 60:.0f} minutes in all. Every figure "
         "below comes from this one run.",
         "",
-        "## Targets (issue #12)",
+        "## Targets",
         "",
         "| target | measured | met |",
         "| --- | --- | --- |",
@@ -289,12 +299,11 @@ def render(results: Results) -> str:
     for target in targets(results):
         met = {True: "yes", False: "**no**", None: "not measured"}[target.met]
         lines.append(f"| {target.name} | {target.measured} | {met} |")
-    if scorebox_line(results) != REUSE_CHECK and any(
-        f.section == THROUGHPUT for f in results.figures
-    ):
+    if batch_line(results) != SCORE_TABLE and any(f.section == THROUGHPUT for f in results.figures):
         lines += [
             "",
-            f"Throughput targets are judged on {REUSE_NEVER}: this build has no REUSE=check.",
+            f"The peers are compared with {batch_line(results)} on batch rows: this run has "
+            f"no {SCORE_TABLE} line.",
         ]
     lines += [
         "",
@@ -320,6 +329,7 @@ def render(results: Results) -> str:
         cells = [label, ms(figure.median), ms(figure.p95), str(len(figure.samples)), speed]
         lines.append("| " + " | ".join(cells) + " |")
     lines += throughput_tables(results)
+    lines += service_table(results)
     lines += runtime_table(results)
     if results.distributed:
         from bench import bench_distributed
@@ -356,15 +366,22 @@ def throughput_tables(results: Results) -> list[str]:
         for size in sizes:
             cells = [rate_cell(results.find(THROUGHPUT, s, kind=kind, rows=size)) for s in present]
             lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
+    memory_systems = (REUSE_CHECK, SCORE_TABLE, IN_PROCESS)
     lines += [
         "",
-        "Cost per row (µs, median) as rows grow, and the peak resident memory of this "
-        "(the host) process while scoring:",
+        "Cost per row (µs of wall time, median) as rows grow; the CPU this (the host) process "
+        f"spent per row (µs, user and system, every thread: `time.process_time()`) for "
+        f"{' and '.join(HOST_CPU_SYSTEMS)}; and the peak resident memory of the host process "
+        "while scoring:",
         "",
         "| check | rows | "
         + " | ".join(SYSTEMS)
-        + " | peak RSS, REUSE=check | peak RSS, in-process |",
-        "| --- | ---: |" + " ---: |" * (len(SYSTEMS) + 2),
+        + " | "
+        + " | ".join(f"host CPU µs/row, {s}" for s in HOST_CPU_SYSTEMS)
+        + " | "
+        + " | ".join(f"peak RSS, {s}" for s in memory_systems)
+        + " |",
+        "| --- | ---: |" + " ---: |" * (len(SYSTEMS) + len(HOST_CPU_SYSTEMS) + len(memory_systems)),
     ]
     for kind in kinds:
         for size in sizes:
@@ -372,12 +389,38 @@ def throughput_tables(results: Results) -> list[str]:
             for system in SYSTEMS:
                 figure = results.find(THROUGHPUT, system, kind=kind, rows=size)
                 cells.append(f"{us_per_row(figure):,.1f}" if figure else DASH)
-            for system in (REUSE_CHECK, IN_PROCESS):
+            for system in HOST_CPU_SYSTEMS:
+                figure = results.find(THROUGHPUT, system, kind=kind, rows=size)
+                cpu = figure.extra.get("host_cpu_us_per_row") if figure else None
+                cells.append(f"{cpu:,.2f}" if cpu is not None else DASH)
+            for system in memory_systems:
                 figure = results.find(THROUGHPUT, system, kind=kind, rows=size)
                 peak = figure.extra.get("peak_rss_mb") if figure else None
                 cells.append(f"{peak:,.0f} MB" if peak else DASH)
             lines.append(f"| {kind} | {size:,} | " + " | ".join(cells) + " |")
     return lines
+
+
+def service_table(results: Results) -> list[str]:
+    """The service path: one run of the trivial check through ``POST /v1/runs``."""
+    run = _figure(results, SERVICE, SERVICE_RUN)
+    if run is None:
+        return []
+    rows = int(run.extra["rows"])
+    cpu = float(run.extra["server_cpu_us_per_row"])
+    return [
+        "",
+        f"## Service path: {rows:,} rows through POST /v1/runs",
+        "",
+        "One run of the trivial check on a real `scorebox serve` (loopback port, SQLite in a "
+        "temporary data directory), after a one-row run; rows/s from the submit until "
+        "`GET /v1/runs/{id}` says succeeded, and the CPU of the server process (utime + stime "
+        "from `/proc/<pid>/stat`, before the submit and after it succeeded) per row.",
+        "",
+        "| rows | seconds | rows/s | server CPU µs/row |",
+        "| ---: | ---: | ---: | ---: |",
+        f"| {rows:,} | {run.median:.2f} | {rate(run):,.0f} | {cpu:.2f} |",
+    ]
 
 
 def runtime_table(results: Results) -> list[str]:
@@ -453,7 +496,9 @@ def notes(results: Results) -> list[str]:
         f"`concurrent_jobs={results.config.clients}`).",
         "- Throughput: the rows exist before the clock starts; scorebox's runner is opened and has "
         "scored one row first, so the figure is the cost of scoring, results included. "
-        "REUSE=never keeps one container per job (the pre-#12 model).",
+        "REUSE=never keeps one container per job (the model before warm per-check workers). "
+        f"{SCORE_TABLE} gets the same rows as columns (one list per field the check takes) "
+        "and returns numpy columns; every row must come back ok.",
         "- A fresh hardened container per call: scorebox with `pool_size=0` and `REUSE=never`.",
         "- Peers (their own virtualenv, `bench/setup_peers.sh`; a subprocess) use an image "
         "made from the sandbox image plus `python-is-python3` and `python3-venv` "
@@ -500,7 +545,11 @@ def chart(results: Results, path: Path) -> None:
     ax.legend(loc="lower right")
     styles = {"trivial": "-", "realistic": "--"}
     colors = dict(
-        zip(SYSTEMS, ("black", "tab:green", "tab:olive", "tab:orange", "tab:purple"), strict=True)
+        zip(
+            SYSTEMS,
+            ("black", "tab:green", "tab:blue", "tab:olive", "tab:orange", "tab:purple"),
+            strict=True,
+        )
     )
     for kind, style in styles.items():
         for system in SYSTEMS:
@@ -541,7 +590,7 @@ def chart(results: Results, path: Path) -> None:
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     ax = axes[1][1]
-    for system in (REUSE_CHECK, REUSE_NEVER, IN_PROCESS):
+    for system in (REUSE_CHECK, SCORE_TABLE, REUSE_NEVER, IN_PROCESS):
         for kind, style in styles.items():
             memory = sorted(
                 (int(f.extra["rows"]), float(f.extra["peak_rss_mb"]))

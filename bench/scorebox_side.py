@@ -125,8 +125,20 @@ def in_process_throughput(kind: str, count: int) -> tuple[float, float]:
     return elapsed, memory.peak_mb
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user and system, every thread) this process has used so far."""
+    return time.process_time()
+
+
 def runner_throughput(settings: Any, kind: str, count: int) -> tuple[float, float]:
-    """(seconds, peak RSS MB of this process) scoring ``count`` rows on a fresh runner.
+    """(seconds, peak RSS MB of this process) scoring ``count`` rows on a fresh runner."""
+    seconds, peak, _ = runner_throughput_cpu(settings, kind, count)
+    return seconds, peak
+
+
+def runner_throughput_cpu(settings: Any, kind: str, count: int) -> tuple[float, float, float]:
+    """(seconds, peak RSS MB, CPU seconds of this process) of ``runner.run_check`` on
+    ``count`` rows on a fresh runner.
 
     The runner is opened (and a first one-row job run, so the image and pool are
     ready) before the clock starts; the rows exist before it too, so the figure is
@@ -138,14 +150,61 @@ def runner_throughput(settings: Any, kind: str, count: int) -> tuple[float, floa
     try:
         expect_ok(runner.run_check(check, data[:1]), 1)
         with PeakRSS() as memory:
+            cpu = cpu_seconds()
             started = time.perf_counter()
             results = runner.run_check(check, data)
             elapsed = time.perf_counter() - started
+            cpu = cpu_seconds() - cpu
             expect_ok(results, count)
             del results
     finally:
         runner.close()
-    return elapsed, memory.peak_mb
+    return elapsed, memory.peak_mb, cpu
+
+
+def columns(kind: str, count: int) -> dict[str, list[str]]:
+    """``count`` rows of the workload as columns: one list per field the ``kind`` check takes."""
+    data = workload.rows(count)
+    return {p: [row[p] for row in data] for p in workload.PARAMS[kind]}
+
+
+def expect_table_ok(table: Any, count: int) -> None:
+    """A ``ScoreTable`` of ``count`` rows, every one ``ok``; otherwise BenchError."""
+    if len(table) != count:
+        raise BenchError(f"{len(table)} results for {count} rows")
+    counts = table.counts()
+    if counts != {"ok": count}:
+        first = next((i for i, s in enumerate(table.status) if str(s) != "ok"), None)
+        why = f": {table.error[first]}" if first is not None else ""
+        raise BenchError(f"rows ended {counts}{why}")
+
+
+def table_throughput(settings: Any, kind: str, count: int) -> tuple[float, float, float]:
+    """(seconds, peak RSS MB, CPU seconds of this process) of ``runner.score_table`` on
+    ``count`` rows given as columns, on a fresh runner.
+
+    Measured as :func:`runner_throughput_cpu`: the runner has scored one row and the
+    columns exist before the clock starts; every row must come back ``ok``.
+    """
+    runner = open_runner(settings)
+    if not hasattr(runner, "score_table"):
+        runner.close()
+        raise BenchError("this scorebox has no score_table")
+    check = code_check(workload.CHECKS[kind])
+    data = columns(kind, count)
+    try:
+        expect_table_ok(runner.score_table(check, {k: v[:1] for k, v in data.items()}), 1)
+        with PeakRSS() as memory:
+            cpu = cpu_seconds()
+            started = time.perf_counter()
+            table = runner.score_table(check, data)
+            elapsed = time.perf_counter() - started
+            cpu = cpu_seconds() - cpu
+            expect_table_ok(table, count)
+            del table
+    finally:
+        runner.close()
+    return elapsed, memory.peak_mb, cpu
 
 
 def remove_own_containers(pid: int | None = None) -> int:

@@ -6,6 +6,7 @@ import atexit
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import time
 import traceback
@@ -22,12 +23,15 @@ LATENCY = "latency"
 THROUGHPUT = "throughput"
 RUNTIMES = "runtimes"
 DISTRIBUTED = "distributed"
+SERVICE = "service"
 
 IN_PROCESS = "in-process loop"
 REUSE_CHECK = "scorebox REUSE=check"
+SCORE_TABLE = "scorebox score_table"
 REUSE_NEVER = "scorebox REUSE=never"
 EPICBOX_BATCH = "epicbox, one call"
 LLM_SANDBOX_BATCH = "llm-sandbox, one run"
+SERVICE_RUN = "POST /v1/runs, trivial check"
 
 LAT_IN_PROCESS = "in-process call"
 LAT_RUN_CHECK = "engine.run_check, warm"
@@ -56,10 +60,11 @@ class Config:
     runsc: str = "auto"  # auto: when Docker offers it; yes: required; no: skipped
     runsc_calls: int = 50
     runsc_rows: int = 100_000
-    distributed: bool = True  # issue 13's table (bench_distributed): PostgreSQL, Redis, workers
+    distributed: bool = True  # bench_distributed's table: PostgreSQL, Redis, workers
     distributed_rows: int = 100_000
     distributed_requests: int = 60
     http: bool = True
+    service_rows: int = 100_000  # one run through POST /v1/runs (needs http)
     never_max_rows: int | None = None  # REUSE=never is skipped above this many rows
     profile: bool = True  # a sampling profile of scorebox's host side on the trivial check
     strict: bool = False  # raise on the first failed measurement (tests) instead of noting it
@@ -85,6 +90,7 @@ QUICK = Config(
     runsc_rows=10_000,
     distributed_rows=5_000,
     distributed_requests=20,
+    service_rows=10_000,
     repeats_override=2,
 )
 
@@ -151,6 +157,8 @@ class Bench:
         atexit.register(sb.remove_own_containers)
         started = time.perf_counter()
         sections = [self.latency_section, self.throughput_section, self.runtimes_section]
+        if self.config.http:
+            sections.append(lambda: self.attempt("service path", self.service_section))
         if self.config.distributed:
             sections.append(lambda: self.attempt("distributed", self.distributed_section))
         if self.config.profile:
@@ -271,8 +279,17 @@ class Bench:
 
         def scorebox(name: str, reuse: Callable[[], dict[str, Any]]) -> None:
             settings = sb.make_settings(**reuse())
-            runs = [sb.runner_throughput(settings, kind, size) for _ in range(repeats)]
+            runs = [sb.runner_throughput_cpu(settings, kind, size) for _ in range(repeats)]
             self.throughput(name, kind, size, runs)
+
+        def table() -> None:
+            try:
+                reuse = sb.reuse_check()
+            except sb.BenchError:
+                reuse = {}
+            settings = sb.make_settings(**reuse)
+            runs = [sb.table_throughput(settings, kind, size) for _ in range(repeats)]
+            self.throughput(SCORE_TABLE, kind, size, runs)
 
         def batch(peer: str, name: str, img: str) -> None:
             out = peers.drive(peer, img, "batch", kind=kind, rows=size, repeats=repeats)
@@ -282,6 +299,7 @@ class Bench:
         self.attempt(
             f"{kind} {size:,} {REUSE_CHECK}", lambda: scorebox(REUSE_CHECK, sb.reuse_check)
         )
+        self.attempt(f"{kind} {size:,} {SCORE_TABLE}", table)
         limit = self.config.never_max_rows
         if limit is not None and size > limit:
             skipped = f"{kind} {size:,} {REUSE_NEVER}"
@@ -301,14 +319,34 @@ class Bench:
             )
 
     def throughput(
-        self, system: str, kind: str, size: int, runs: list[tuple[float, float]]
+        self,
+        system: str,
+        kind: str,
+        size: int,
+        runs: list[tuple[float, float]] | list[tuple[float, float, float]],
     ) -> None:
-        seconds = [s for s, _ in runs]
-        peak = max(m for _, m in runs)
+        """One throughput figure from repeats of (seconds, peak RSS MB[, host CPU seconds])."""
+        seconds = [run[0] for run in runs]
+        peak = max(run[1] for run in runs)
         extra: dict[str, Any] = {"kind": kind, "rows": size}
         if peak:
             extra["peak_rss_mb"] = peak
+        cpu = [run[2] for run in runs if len(run) > 2]
+        if cpu:
+            # the host process's CPU per row, median over the repeats
+            extra["host_cpu_us_per_row"] = statistics.median(cpu) / size * 1e6
         self.results.add(Figure(THROUGHPUT, system, "s", "rate", seconds, extra))
+
+    def service_section(self) -> None:
+        """One run of the trivial check through ``POST /v1/runs`` on a real ``scorebox serve``:
+        rows/s from submit to succeeded, and the server process's CPU per row."""
+        from bench import http_side
+
+        rows = self.config.service_rows
+        with http_side.Server(concurrent_jobs=self.config.clients) as server:
+            seconds, cpu = http_side.service_run(server, rows)
+        extra = {"kind": "trivial", "rows": rows, "server_cpu_us_per_row": cpu / rows * 1e6}
+        self.results.add(Figure(SERVICE, SERVICE_RUN, "s", "rate", [seconds], extra))
 
     def runtimes_section(self) -> None:
         from bench import scorebox_side as sb

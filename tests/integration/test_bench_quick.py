@@ -21,6 +21,9 @@ from bench.suite import (
     LATENCY,
     REUSE_CHECK,
     REUSE_NEVER,
+    SCORE_TABLE,
+    SERVICE,
+    SERVICE_RUN,
     THROUGHPUT,
     Bench,
     Config,
@@ -44,6 +47,7 @@ def test_quick_bench_measures_and_reports_every_line(
         peers=False,
         runsc="no",
         distributed=False,
+        service_rows=40,
         repeats_override=1,
     )
     lines: list[str] = []
@@ -62,16 +66,24 @@ def test_quick_bench_measures_and_reports_every_line(
     assert concurrent is not None
     assert len(concurrent.samples) == 4
     assert concurrent.extra["rate_per_s"] > 0
-    systems = [IN_PROCESS, REUSE_NEVER] + ([REUSE_CHECK] if has_reuse else [])
+    systems = [IN_PROCESS, REUSE_NEVER, SCORE_TABLE] + ([REUSE_CHECK] if has_reuse else [])
     for kind in ("trivial", "realistic"):
         for system in systems:
             figure = results.find(THROUGHPUT, system, kind=kind, rows=40)
             assert figure is not None, (system, kind)
             assert figure.extra["peak_rss_mb"] > 0
+        table = results.find(THROUGHPUT, SCORE_TABLE, kind=kind, rows=40)
+        assert table is not None
+        assert table.extra["host_cpu_us_per_row"] > 0
+    service = results.find(SERVICE, SERVICE_RUN)
+    assert service is not None
+    assert service.extra["rows"] == 40
+    assert service.extra["server_cpu_us_per_row"] >= 0
 
     written = report.write(results, tmp_path / "out")
     text = (tmp_path / "out" / "latest.md").read_text()
     assert "| engine.run_check, warm |" in text
     assert "| 40 |" in text
+    assert "## Service path: 40 rows through POST /v1/runs" in text
     assert (tmp_path / "out" / "latest.png").stat().st_size > 0
     assert len(written) == 3

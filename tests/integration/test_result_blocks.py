@@ -4,9 +4,9 @@ A property test: random mixes of rows that score, raise, time out, crash, flood 
 output, return an invalid score, explain themselves, print, lack a required input or
 return an int past 2**53 go through a runner in block mode (``SCOREBOX_RESULT_BLOCKS``, the
 default) and one in per-row mode, and every row's result must be equal in both (all but
-its duration). Then the attacks that only block mode has: a check that writes a status
-it may not report, or a score it did not return, into the columns it shares with the
-harness's parent is refused by the host and blamed on the check.
+its duration). Then ``engine.score_table``, the columns path. (A check that writes into the
+columns it shares with the harness's parent is in tests/security/test_harness_sabotage.py,
+under both runtimes.)
 """
 
 from __future__ import annotations
@@ -134,49 +134,6 @@ def test_each_kind_has_its_status(runners: tuple[SandboxRunner, SandboxRunner]) 
     assert big.score == 2**60 + 3  # exact, though the block's score column is a float
     (explained,) = blocks.run_check(CHECK, [row("explain", 5)], LIMITS)
     assert explained.explanation == "because 5"
-
-
-#: Writes ``code`` as its own row's status byte straight into the block the harness shares
-#: with it (the anonymous shared mapping of 8 + 18 n bytes), then returns True.
-FORGE = textwrap.dedent(
-    """
-    import ctypes
-
-    def shared_blocks():
-        found = []
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                parts = line.split()
-                span, perms = parts[0], parts[1]
-                if perms.startswith("rw") and perms.endswith("s"):
-                    start, end = (int(x, 16) for x in span.split("-"))
-                    found.append((start, end))
-        return found
-
-    def evaluate(model_output: str) -> bool:
-        n = int(model_output)
-        if n == 1:
-            for start, end in shared_blocks():
-                rows = 3
-                codes = start + 8 + 16 * rows
-                ctypes.memmove(codes, bytes([CODE] * rows), rows)
-                ctypes.memmove(start, (3).to_bytes(8, "little"), 8)
-        return True
-    """
-)
-
-
-@pytest.mark.parametrize("code", [6, 9, 255])
-def test_a_status_written_into_the_block_is_refused(
-    runners: tuple[SandboxRunner, SandboxRunner], code: int
-) -> None:
-    blocks, _ = runners
-    check = CodeCheck(FORGE.replace("CODE", str(code)))
-    results = blocks.run_check(check, [{"model_output": str(i)} for i in range(3)], LIMITS)
-    statuses = [r.status for r in results]
-    assert Status.SANDBOX_ERROR not in statuses and Status.JUDGE_ERROR not in statuses
-    assert Status.CRASHED in statuses, results  # the check broke the protocol: its fault
-    assert all(r.status in (Status.OK, Status.CRASHED) for r in results), results
 
 
 def test_score_table_gives_run_checks_results_as_columns(

@@ -231,3 +231,45 @@ def test_an_abandoned_container_exits_on_its_own(docker_settings: Settings) -> N
         time.sleep(1)
     engine.close()
     assert state in ("exited", "dead"), state
+
+
+#: On the first row, writes ``code`` as every row's status byte, and 3 as the count of rows
+#: done, straight into the block the harness shares with it (the anonymous shared mapping
+#: of 8 + 18 n bytes), and exits: the harness's parent sends what the block then says.
+FORGE = textwrap.dedent(
+    """
+    import ctypes, os
+
+    def shared_blocks():
+        found = []
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                span, perms = parts[0], parts[1]
+                if perms.startswith("rw") and perms.endswith("s"):
+                    start, end = (int(x, 16) for x in span.split("-"))
+                    found.append((start, end))
+        return found
+
+    def evaluate(model_output: str) -> bool:
+        n = int(model_output)
+        if n == 1:  # the first row
+            for start, end in shared_blocks():
+                rows = 3
+                codes = start + 8 + 16 * rows
+                ctypes.memmove(codes, bytes([CODE] * rows), rows)
+                ctypes.memmove(start, (3).to_bytes(8, "little"), 8)
+            os._exit(0)  # before the harness's own writes could undo the forgery
+        return True
+    """
+)
+
+
+@pytest.mark.parametrize("code", [6, 9, 255])
+def test_a_status_written_into_the_block_is_refused(engine: SandboxRunner, code: int) -> None:
+    results = run(engine, FORGE.replace("CODE", str(code)))
+    statuses = [r.status for r in results]
+    assert Status.SANDBOX_ERROR not in statuses and Status.JUDGE_ERROR not in statuses
+    assert Status.CRASHED in statuses, results  # the check broke the protocol: its fault
+    assert all(r.status in (Status.OK, Status.CRASHED) for r in results), results
+    assert any("not one a check may report" in (r.error or "") for r in results), results

@@ -8,12 +8,14 @@ the rows without one, which for a healthy run is nearly all of them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import TypeAdapter, ValidationError
 
 from engine.contract import SCORE_KINDS, Status
 from engine.errors import InvalidRequestError
@@ -193,6 +195,14 @@ def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
 
 
 def _column_chunks(columns: Mapping[str, Sequence[Any]], size: int) -> Iterator[list[Row]]:
+    """Columns as Row chunks: each column checked in one pydantic call per chunk, each Row
+    then made without validating it again (a Row a row costs more than scoring it)."""
+    fields = Row.__pydantic_fields__
+    unknown = sorted(str(name) for name in columns if name not in fields)
+    if unknown:
+        raise InvalidRequestError(
+            f"unknown row field(s) {', '.join(unknown)}; a row may have {', '.join(fields)}"
+        )
     if "model_output" not in columns:
         raise InvalidRequestError("columns need a model_output column, one entry per row")
     lengths = {name: len(values) for name, values in columns.items()}
@@ -200,13 +210,46 @@ def _column_chunks(columns: Mapping[str, Sequence[Any]], size: int) -> Iterator[
         raise InvalidRequestError(f"the columns differ in length: {lengths}")
     total = lengths["model_output"]
     names = list(columns)
+    absent = {name: info.get_default() for name, info in fields.items() if name not in columns}
+    absent.pop("metadata", None)  # a dict of its own for each row, below
+    given = frozenset(names)
     for start in range(0, total, size):
         stop = min(total, start + size)
-        sliced = [_as_list(columns[name][start:stop]) for name in names]
+        checked = [_checked(name, columns[name][start:stop], start) for name in names]
         chunk = []
-        for offset, values in enumerate(zip(*sliced, strict=True)):
-            chunk.append(as_row(start + offset, dict(zip(names, values, strict=True))))
+        for values in zip(*checked, strict=True):
+            row = dict(zip(names, values, strict=True))
+            row.update(absent)
+            row.setdefault("metadata", {})
+            chunk.append(_made_row(row, given))
         yield chunk
+
+
+@functools.cache
+def _column_adapter(name: str) -> TypeAdapter[list[Any]]:
+    """Validates a whole column of Row field ``name`` at once, with the field's own rules."""
+    info = Row.__pydantic_fields__[name]
+    item: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(list[item])
+
+
+def _checked(name: str, values: Any, start: int) -> list[Any]:
+    try:
+        return _column_adapter(name).validate_python(_as_list(values))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        at = error["loc"][0] if error["loc"] and isinstance(error["loc"][0], int) else 0
+        raise InvalidRequestError(f"row {start + at}: {name}: {error['msg']}") from exc
+
+
+def _made_row(values: dict[str, Any], given: frozenset[str]) -> Row:
+    """A Row holding ``values`` (every field, each checked by its column's adapter)."""
+    row = Row.__new__(Row)
+    object.__setattr__(row, "__dict__", values)
+    object.__setattr__(row, "__pydantic_fields_set__", set(given))
+    object.__setattr__(row, "__pydantic_extra__", None)
+    object.__setattr__(row, "__pydantic_private__", None)
+    return row
 
 
 def _as_list(values: Any) -> list[Any]:

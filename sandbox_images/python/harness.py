@@ -848,7 +848,7 @@ class JobRun:
                 step_started, called_model = now, False
                 deadline = step_started + self.row_allowance
             if watch.ended or capped or reader.eof:
-                watch.flush(watch.seen)
+                watch.flush(watch.seen, final=True)
                 if watch.ended:
                     return None, True
                 if capped:
@@ -866,6 +866,10 @@ class JobRun:
             if watch.seen > watch.sent and now - last_flush >= BLOCK_FLUSH_SECONDS:
                 watch.flush(watch.seen)
                 last_flush = now
+            due = self.channel.due_in()
+            if due is not None and due <= 0:
+                self.channel.flush()  # what an earlier child left queued has waited enough
+                due = None
             remaining = deadline - now
             if remaining <= 0:
                 watch.flush(watch.seen)
@@ -884,7 +888,8 @@ class JobRun:
             watched += GATEWAY.fds()
             if self.stdin is not None and not self.stdin.eof:
                 watched.append(self.stdin.fd)
-            ready, _, _ = select.select(watched, [], [], min(remaining, POLL_SECONDS))
+            wait = min(remaining, POLL_SECONDS) if due is None else min(remaining, due)
+            ready, _, _ = select.select(watched, [], [], wait)
             gateway_ready = [
                 fd for fd in ready if GATEWAY.owns(fd) or (self.stdin and fd == self.stdin.fd)
             ]
@@ -1001,8 +1006,10 @@ class BlockWatch:
         self.seen = count
         return moved
 
-    def flush(self, upto: int) -> None:
-        """Send rows ``sent:upto`` to the host as blocks, each within the record size."""
+    def flush(self, upto: int, *, final: bool = False) -> None:
+        """Send rows ``sent:upto`` to the host as blocks, each within the record size
+        (``final``: the child is done; the blocks travel with what the job sends next, in
+        one write: each write is a frame that the runtime, Docker and the host handle)."""
         start = self.sent
         while start < upto:
             stop = min(upto, start + self.rows_per_block)
@@ -1024,7 +1031,8 @@ class BlockWatch:
             start = stop
         self.sent = max(self.sent, upto)
         self.run.pos = self.first + self.sent
-        self.run.channel.flush()
+        if not final:
+            self.run.channel.flush()
 
 
 class Tasks:

@@ -59,6 +59,24 @@ class Row(BaseModel):
                 )
         return data
 
+    @classmethod
+    def stored(cls, data: dict[str, Any]) -> Row:
+        """A Row from what the service stored after validating it (``model_dump(mode="json")``
+        of a Row): made without validating each field again, the way a run's chunks load
+        their rows. Anything else in ``data`` (an unknown key) is validated as usual."""
+        if not _ROW_FIELDS.issuperset(data):
+            return cls.model_validate(data)
+        values = {
+            name: data[name] if name in data else info.get_default(call_default_factory=True)
+            for name, info in cls.__pydantic_fields__.items()
+        }
+        row = cls.__new__(cls)
+        object.__setattr__(row, "__dict__", values)
+        object.__setattr__(row, "__pydantic_fields_set__", set(data))
+        object.__setattr__(row, "__pydantic_extra__", None)
+        object.__setattr__(row, "__pydantic_private__", None)
+        return row
+
 
 #: Row's field names (the validator above runs once a row: ``model_fields`` is too slow).
 _ROW_FIELDS = frozenset(Row.__pydantic_fields__)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -142,8 +143,8 @@ class ResultWriter:
         self._last = time.monotonic()
         if batch:
             self.written += self.store.save_results(self.run_id, batch)
-            for _, _, result in batch:
-                self.metrics.rows.labels(result.status.value).inc()
+            for status, count in Counter(result.status.value for _, _, result in batch).items():
+                self.metrics.rows.labels(status).inc(count)
 
 
 @dataclass
@@ -182,7 +183,7 @@ def execute_chunk(
     if not indices:
         return ChunkOutcome(0, 0, {})
     data = store.load_rows(spec.run_id, indices)
-    rows = [(i, Row.model_validate(data[i])) for i in indices]
+    rows = [(i, Row.stored(data[i])) for i in indices]
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
     started = time.monotonic()

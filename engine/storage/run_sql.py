@@ -106,14 +106,16 @@ class SqlRuns(SqlSessions):
                     )
                     or 0
                 )
+            # the table, not the mapped class: a Core executemany (no ORM work per row)
+            inputs: Table = RunInputRow.__table__  # type: ignore[assignment]
             batch: list[dict[str, Any]] = []
             for index, row in enumerate(rows):
                 batch.append({"run_id": run.id, "row_index": index, "data": dict(row)})
                 if len(batch) >= BULK_CHUNK:
-                    s.execute(insert(RunInputRow), batch)
+                    s.execute(insert(inputs), batch)
                     batch = []
             if batch:
-                s.execute(insert(RunInputRow), batch)
+                s.execute(insert(inputs), batch)
         return run
 
     def get_run(self, tenant_id: str, run_id: str) -> Run:

@@ -220,7 +220,7 @@ def measure(
             "SCOREBOX_MAX_PARALLEL_JOBS": str(setup.slots),
             "SCOREBOX_RUN_CHUNK_ROWS": "500",
             "SCOREBOX_JOB_MAX_ROWS": "500",
-            # 100,000 rows of this data are a 40 MB JSON body, past the 32 MB default
+            # 100,000 rows of this data are a JSON body of about 50 MB, past the 32 MB default
             "SCOREBOX_MAX_BODY_MB": "256",
             "SCOREBOX_CONTAINER_LABELS": json.dumps({LABEL: "1"}),
         }

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -161,3 +162,20 @@ IndexedRow: TypeAlias = tuple[int, Row]
 #: Called once per scored row with the row's index (as it came in its :data:`IndexedRow`)
 #: and its result; the one result-callback type of every executor and of the sandbox runner.
 ResultCallback: TypeAlias = Callable[[int, RowResult], None]
+
+
+@dataclass(frozen=True)
+class ResultColumns:
+    """Consecutive results of one check as columns: a sandbox result block on its way to
+    storage, with no :class:`RowResult` made per row."""
+
+    row_index: Sequence[int]
+    status: Sequence[str]
+    score: Sequence[bool | int | float | None]
+    duration_ms: Sequence[float]
+    #: By position: the rows with more than a status and a score (``explanation``,
+    #: ``error``, ``output``, ``passed``, ``metadata``, as RowResult names them).
+    extras: Mapping[int, Mapping[str, Any]]
+
+    def __len__(self) -> int:
+        return len(self.row_index)

@@ -15,7 +15,7 @@ from engine.judging.model_check import run_model_check
 from engine.llm.client import LLMClient
 from engine.models import IndexedRow, Limits, ResultCallback
 from engine.sandbox.backend import BackendHealth
-from engine.sandbox.runner import CodeCheck, SandboxRunner
+from engine.sandbox.runner import BlockCallback, CodeCheck, SandboxRunner
 from engine.settings import Settings
 
 
@@ -92,7 +92,10 @@ class CodeExecutor:
         limits: Limits,
         labels: Mapping[str, str],
         on_result: ResultCallback,
+        *,
+        on_block: BlockCallback | None = None,
     ) -> None:
+        """``on_block``: where the sandbox's result blocks go (else a RowResult a row)."""
         version = check.check
         if version is None or version.source is None:
             raise InvalidRequestError(f"check {check.name!r} has no source")
@@ -110,7 +113,7 @@ class CodeExecutor:
             run = labels.get("scorebox.run") or f"score-{secrets.token_hex(8)}"
             session = self.gateway.session(labels.get("scorebox.tenant", ""), run)
         with gateway_session(session):
-            self.runners.get().run_batch(code, rows, limits, labels, on_result)
+            self.runners.get().run_batch(code, rows, limits, labels, on_result, on_block)
 
 
 class BuiltinExecutor:

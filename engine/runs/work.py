@@ -23,9 +23,10 @@ from engine.catalog import ResolvedCheck
 from engine.errors import NotFoundError
 from engine.llm.cache import cache_scope
 from engine.llm.usage import UsageMeter, metering
-from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
-from engine.runs.executors import Executors
+from engine.models import IndexedRow, Limits, ResultCallback, ResultColumns, Row, RowResult
+from engine.runs.executors import CodeExecutor, Executors
 from engine.runs.metrics import Metrics
+from engine.sandbox.blocks import ResultBlock
 from engine.storage import RunCheck, Store
 
 #: Results buffered before a write; a kill loses at most these (they are re-scored).
@@ -122,6 +123,8 @@ class ResultWriter:
         self.should_stop = should_stop
         self.written = 0
         self._buffer: list[tuple[int, int, RowResult]] = []
+        self._columns: list[tuple[int, ResultColumns]] = []
+        self._buffered = 0  # results in both buffers
         self._lock = threading.Lock()
         self._last = time.monotonic()
 
@@ -129,10 +132,22 @@ class ResultWriter:
         """Buffer the result of the run's row ``index``."""
         with self._lock:
             self._buffer.append((self.check_index, index, result))
-            if len(self._buffer) >= FLUSH_ROWS or time.monotonic() - self._last > FLUSH_SECONDS:
-                self._flush_locked()
-                if self.should_stop is not None and self.should_stop():
-                    raise ChunkStopped(self.run_id)
+            self._buffered += 1
+            self._maybe_flush()
+
+    def add_block(self, rows: Sequence[IndexedRow], block: ResultBlock) -> None:
+        """Buffer a sandbox result block for ``rows``: as columns, no RowResult per row."""
+        columns = block.columns([index for index, _ in rows])
+        with self._lock:
+            self._columns.append((self.check_index, columns))
+            self._buffered += len(columns)
+            self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        if self._buffered >= FLUSH_ROWS or time.monotonic() - self._last > FLUSH_SECONDS:
+            self._flush_locked()
+            if self.should_stop is not None and self.should_stop():
+                raise ChunkStopped(self.run_id)
 
     def flush(self) -> None:
         with self._lock:
@@ -140,11 +155,19 @@ class ResultWriter:
 
     def _flush_locked(self) -> None:
         batch, self._buffer = self._buffer, []
+        columns, self._columns = self._columns, []
+        self._buffered = 0
         self._last = time.monotonic()
+        counts: Counter[str] = Counter()
         if batch:
             self.written += self.store.save_results(self.run_id, batch)
-            for status, count in Counter(result.status.value for _, _, result in batch).items():
-                self.metrics.rows.labels(status).inc(count)
+            counts.update(result.status.value for _, _, result in batch)
+        if columns:
+            self.written += self.store.save_result_columns(self.run_id, columns)
+            for _, block in columns:
+                counts.update(block.status)
+        for status, count in counts.items():
+            self.metrics.rows.labels(status).inc(count)
 
 
 @dataclass
@@ -191,7 +214,13 @@ def execute_chunk(
     meter = UsageMeter()
     try:
         with metering(meter), cache_scope(spec.tenant_id):
-            executors.for_check(check).score(check, rows, spec.limits, labels, writer.add)
+            executor = executors.for_check(check)
+            if isinstance(executor, CodeExecutor):  # the sandbox's blocks go in as columns
+                executor.score(
+                    check, rows, spec.limits, labels, writer.add, on_block=writer.add_block
+                )
+            else:
+                executor.score(check, rows, spec.limits, labels, writer.add)
     except ChunkStopped:
         outcome = "stopped"
         raise

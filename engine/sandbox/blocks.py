@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,7 +31,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from engine.contract import CHECK_STATUSES, INT_MAX, INT_MIN, SCORE_KINDS, OutputType, Status
-from engine.models import RowResult
+from engine.models import ResultColumns, RowResult
 
 #: Every status, in one order: a block's ``statuses`` are indices into this.
 ALL_STATUSES: tuple[Status, ...] = tuple(Status)
@@ -84,16 +84,10 @@ class ResultBlock:
         return ALL_STATUSES[int(self.statuses[k])]
 
     def score(self, k: int) -> bool | int | float | None:
-        kind = self.kinds[k]
-        if kind == 0:
-            return None
-        value = float(self.scores[k])
-        if kind == _BOOL:
-            return value == 1.0
-        if kind == _INT:
-            extra = self.extras.get(k)
-            return extra.score if extra is not None and extra.score is not None else int(value)
-        return value
+        extra = self.extras.get(k)
+        if extra is not None and extra.score is not None:
+            return extra.score  # an int past 2**53, exactly
+        return _as_python(int(self.kinds[k]), float(self.scores[k]))
 
     def set_status(self, k: int, status: Status, error: str) -> None:
         """Row ``k`` is ``status`` (a host-decided one) with ``error``, and no score."""
@@ -107,6 +101,27 @@ class ResultBlock:
         """Whether any row has one of ``statuses``."""
         wanted = [STATUS_INDEX[Status(status)] for status in statuses]
         return bool(np.isin(self.statuses, wanted).any())
+
+    def columns(self, row_index: Sequence[int]) -> ResultColumns:
+        """The block as :class:`ResultColumns` (``row_index``: each row's index in its run)."""
+        kinds = self.kinds.tolist()
+        values = self.scores.tolist()
+        scores = [_as_python(kind, value) for kind, value in zip(kinds, values, strict=True)]
+        extras: dict[int, dict[str, Any]] = {}
+        for k, extra in self.extras.items():
+            fields = extra.model_dump(exclude_none=True)
+            exact = fields.pop("score", None)
+            if exact is not None:
+                scores[k] = exact
+            if fields:
+                extras[k] = fields
+        return ResultColumns(
+            row_index=row_index,
+            status=STATUS_NAMES[self.statuses].tolist(),
+            score=scores,
+            duration_ms=self.ms.tolist(),
+            extras=extras,
+        )
 
     def row_result(
         self, k: int, row_id: str | int | None, check: str | None, version: int | None
@@ -129,6 +144,17 @@ class ResultBlock:
                 "metadata": extra.metadata if extra else None,
             }
         )
+
+
+def _as_python(kind: int, value: float) -> bool | int | float | None:
+    """A score column's value as the check returned it, by its kind."""
+    if kind == 0:
+        return None
+    if kind == _BOOL:
+        return value == 1.0
+    if kind == _INT:
+        return int(value)
+    return value
 
 
 _RESULT_FIELDS = frozenset(RowResult.__pydantic_fields__)

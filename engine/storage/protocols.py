@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from engine.models import RowResult
+from engine.models import ResultColumns, RowResult
 from engine.storage.records import (
     ApiKey,
     CheckVersion,
@@ -75,6 +75,9 @@ class RunStore(Protocol):
     def missing_rows(self, run_id: str, check_index: int) -> list[int]: ...
     def result_rows(self, run_id: str, check_index: int, start: int, stop: int) -> list[int]: ...
     def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int: ...
+    def save_result_columns(
+        self, run_id: str, columns: Sequence[tuple[int, ResultColumns]]
+    ) -> int: ...
     def count_results(self, run_id: str) -> int: ...
     def results_page(
         self, run_id: str, offset: int, limit: int, check_index: int | None = None

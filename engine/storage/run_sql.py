@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from engine.errors import NotFoundError, StorageError
 from engine.hardening.text import without_nul
-from engine.models import RowResult
+from engine.models import ResultColumns, RowResult
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (
     Run,
@@ -277,6 +277,45 @@ class SqlRuns(SqlSessions):
             }
             for check_index, row_index, r in results
         ]
+        return self._insert_results(run_id, values)
+
+    def save_result_columns(self, run_id: str, columns: Sequence[tuple[int, ResultColumns]]) -> int:
+        """:meth:`save_results` for results as columns ((check index, columns) each): the
+        block path, with no RowResult per row; returns rows inserted."""
+        values: list[dict[str, Any]] = []
+        for check_index, block in columns:
+            extras = block.extras
+            for k, (row_index, status, score, ms) in enumerate(
+                zip(block.row_index, block.status, block.score, block.duration_ms, strict=True)
+            ):
+                extra = extras.get(k)
+                value = {
+                    "run_id": run_id,
+                    "check_index": check_index,
+                    "row_index": row_index,
+                    "status": status,
+                    "score": score,
+                    "score_num": None if score is None else float(score),
+                    "explanation": None,
+                    "error": None,
+                    "output": None,
+                    "duration_ms": ms,
+                    "passed": None,
+                    "result_metadata": None,
+                }
+                if extra is not None:
+                    for name in ("explanation", "error", "output"):
+                        text = extra.get(name)
+                        if text is not None:
+                            value[name] = without_nul(text)
+                    value["passed"] = extra.get("passed")
+                    value["result_metadata"] = extra.get("metadata")
+                values.append(value)
+        return self._insert_results(run_id, values)
+
+    def _insert_results(self, run_id: str, values: list[dict[str, Any]]) -> int:
+        if not values:
+            return 0
         stmt: Any
         # The table, not the mapped class: a Core executemany, without the ORM's bulk-insert
         # bookkeeping per row (a third of the service path's cost per result).

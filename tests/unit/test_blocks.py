@@ -30,6 +30,11 @@ HARNESS = Path(__file__).resolve().parents[2] / "sandbox_images" / "python" / "h
 
 @pytest.fixture(scope="module")
 def harness() -> ModuleType:
+    return load_harness()
+
+
+def load_harness() -> ModuleType:
+    """The container's harness module, imported here (its Block is what the child runs)."""
     saved = list(sys.path)
     sys.path.insert(0, str(HARNESS.parent))
     try:

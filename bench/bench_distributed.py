@@ -281,29 +281,24 @@ def run_all(
             Setup("distributed, 2 workers", 2),
         ]
         table = [measure(s, pg, redis_url, rows, score_requests) for s in setups]
-        per_core = {
-            kind: measure(
-                Setup(f"1 worker, 1 slot, {kind}", 1, slots=1),
-                pg,
-                redis_url,
-                per_core_rows,
-                0,
-                realistic=(kind == "realistic"),
-            )["rows_per_s"]
-            for kind in ("trivial", "realistic")
-        }
+
+        def one_slot(name: str, workers: int) -> dict[str, float]:
+            """rows/s of each check kind with one slot, on ``workers`` workers (0: embedded)."""
+            return {
+                kind: measure(
+                    Setup(f"{name}, 1 slot, {kind}", workers, slots=1),
+                    pg,
+                    redis_url,
+                    per_core_rows,
+                    0,
+                    realistic=(kind == "realistic"),
+                )["rows_per_s"]
+                for kind in ("trivial", "realistic")
+            }
+
+        per_core = one_slot("1 worker", 1)
         # the same rows embedded with one slot: what a worker's core is compared with
-        embedded_per_core = {
-            kind: measure(
-                Setup(f"embedded, 1 slot, {kind}", 0, slots=1),
-                pg,
-                redis_url,
-                per_core_rows,
-                0,
-                realistic=(kind == "realistic"),
-            )["rows_per_s"]
-            for kind in ("trivial", "realistic")
-        }
+        embedded_per_core = one_slot("embedded", 0)
     return {
         "rows": rows,
         "table": table,

@@ -13,7 +13,7 @@ import importlib
 import socket
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bench import workload
@@ -149,16 +149,19 @@ def runner_throughput_cpu(settings: Any, kind: str, count: int) -> tuple[float, 
     data = workload.rows(count)
     try:
         expect_ok(runner.run_check(check, data[:1]), 1)
-        with PeakRSS() as memory:
-            cpu = cpu_seconds()
-            started = time.perf_counter()
-            results = runner.run_check(check, data)
-            elapsed = time.perf_counter() - started
-            cpu = cpu_seconds() - cpu
-            expect_ok(results, count)
-            del results
+        return _timed(lambda: expect_ok(runner.run_check(check, data), count))
     finally:
         runner.close()
+
+
+def _timed(score: Callable[[], None]) -> tuple[float, float, float]:
+    """(seconds, peak RSS MB, CPU seconds of this process) of ``score()``."""
+    with PeakRSS() as memory:
+        cpu = cpu_seconds()
+        started = time.perf_counter()
+        score()
+        elapsed = time.perf_counter() - started
+        cpu = cpu_seconds() - cpu
     return elapsed, memory.peak_mb, cpu
 
 
@@ -194,17 +197,9 @@ def table_throughput(settings: Any, kind: str, count: int) -> tuple[float, float
     data = columns(kind, count)
     try:
         expect_table_ok(runner.score_table(check, {k: v[:1] for k, v in data.items()}), 1)
-        with PeakRSS() as memory:
-            cpu = cpu_seconds()
-            started = time.perf_counter()
-            table = runner.score_table(check, data)
-            elapsed = time.perf_counter() - started
-            cpu = cpu_seconds() - cpu
-            expect_table_ok(table, count)
-            del table
+        return _timed(lambda: expect_table_ok(runner.score_table(check, data), count))
     finally:
         runner.close()
-    return elapsed, memory.peak_mb, cpu
 
 
 def remove_own_containers(pid: int | None = None) -> int:

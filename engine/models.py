@@ -5,12 +5,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from engine.contract import Status
 from engine.json_limits import FreeJSON
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def unchecked(cls: type[M], values: dict[str, Any], fields_set: set[str]) -> M:
+    """A ``cls`` holding ``values`` (every field, each already checked), made the way
+    pydantic's ``model_construct`` makes one, without its loop over the fields: for the
+    paths that make one a row (a block's RowResults, a run's stored Rows)."""
+    made = cls.__new__(cls)
+    object.__setattr__(made, "__dict__", values)
+    object.__setattr__(made, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(made, "__pydantic_extra__", None)
+    object.__setattr__(made, "__pydantic_private__", None)
+    return made
 
 
 class Row(BaseModel):
@@ -71,12 +85,7 @@ class Row(BaseModel):
             name: data[name] if name in data else info.get_default(call_default_factory=True)
             for name, info in cls.__pydantic_fields__.items()
         }
-        row = cls.__new__(cls)
-        object.__setattr__(row, "__dict__", values)
-        object.__setattr__(row, "__pydantic_fields_set__", set(data))
-        object.__setattr__(row, "__pydantic_extra__", None)
-        object.__setattr__(row, "__pydantic_private__", None)
-        return row
+        return unchecked(cls, values, set(data))
 
 
 #: Row's field names (the validator above runs once a row: ``model_fields`` is too slow).

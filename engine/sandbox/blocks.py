@@ -31,7 +31,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from engine.contract import CHECK_STATUSES, INT_MAX, INT_MIN, SCORE_KINDS, OutputType, Status
-from engine.models import ResultColumns, RowResult
+from engine.models import ResultColumns, RowResult, unchecked
 
 #: Every status, in one order: a block's ``statuses`` are indices into this.
 ALL_STATUSES: tuple[Status, ...] = tuple(Status)
@@ -161,14 +161,8 @@ _RESULT_FIELDS = frozenset(RowResult.__pydantic_fields__)
 
 
 def _constructed(values: dict[str, Any]) -> RowResult:
-    """A RowResult holding ``values`` (every field, already checked), made as pydantic's
-    ``model_construct`` does, without its per-field loop: a block makes one per row."""
-    result = RowResult.__new__(RowResult)
-    object.__setattr__(result, "__dict__", values)
-    object.__setattr__(result, "__pydantic_fields_set__", set(_RESULT_FIELDS))
-    object.__setattr__(result, "__pydantic_extra__", None)
-    object.__setattr__(result, "__pydantic_private__", None)
-    return result
+    """A RowResult holding ``values`` (every field, checked when the block was decoded)."""
+    return unchecked(RowResult, values, set(_RESULT_FIELDS))
 
 
 def _column(text: str, dtype: type[np.generic], rows: int, name: str) -> npt.NDArray[Any]:

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from engine.contract import SCORE_KINDS, Status
 from engine.errors import InvalidRequestError
-from engine.models import IndexedRow, Row, RowResult
+from engine.models import IndexedRow, Row, RowResult, unchecked
 from engine.sandbox.blocks import STATUS_INDEX, STATUS_NAMES, ResultBlock
 
 #: Score kinds as names ("" for a row without a score), for ``output_type``.
@@ -221,7 +221,7 @@ def _column_chunks(columns: Mapping[str, Sequence[Any]], size: int) -> Iterator[
             row = dict(zip(names, values, strict=True))
             row.update(absent)
             row.setdefault("metadata", {})
-            chunk.append(_made_row(row, given))
+            chunk.append(unchecked(Row, row, set(given)))  # each column checked above
         yield chunk
 
 
@@ -240,16 +240,6 @@ def _checked(name: str, values: Any, start: int) -> list[Any]:
         error = exc.errors()[0]
         at = error["loc"][0] if error["loc"] and isinstance(error["loc"][0], int) else 0
         raise InvalidRequestError(f"row {start + at}: {name}: {error['msg']}") from exc
-
-
-def _made_row(values: dict[str, Any], given: frozenset[str]) -> Row:
-    """A Row holding ``values`` (every field, each checked by its column's adapter)."""
-    row = Row.__new__(Row)
-    object.__setattr__(row, "__dict__", values)
-    object.__setattr__(row, "__pydantic_fields_set__", set(given))
-    object.__setattr__(row, "__pydantic_extra__", None)
-    object.__setattr__(row, "__pydantic_private__", None)
-    return row
 
 
 def _as_list(values: Any) -> list[Any]:

@@ -292,8 +292,10 @@ ensure_tools() {
 run_lock() {
     ensure_tools
     # --universal: one lock for every platform (markers kept); the header records this command.
-    "$TOOLS/bin/uv" pip compile pyproject.toml --extra dev --generate-hashes \
-        --python-version 3.11 --universal --quiet -o "$LOCK"
+    # From the checkout, with a relative output: the header records the command, and it
+    # must name no path of this machine.
+    (cd "$ROOT" && "$TOOLS/bin/uv" pip compile pyproject.toml --extra dev --generate-hashes \
+        --python-version 3.11 --universal --quiet -o requirements/dev.lock)
     say "wrote requirements/dev.lock; tests/unit/test_lock.py checks it against pyproject.toml"
 }
 

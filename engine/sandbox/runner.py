@@ -467,19 +467,11 @@ class SandboxRunner:
                         self_skips = event.format in SELF_SKIPPING
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
-                        lacks = (
-                            missing_inputs(list(required), row.model_dump(include=required))
-                            if required
-                            else []
-                        )
                         skipped = event.status is Status.SKIPPED
-                        if skipped != bool(lacks) and not (skipped and self_skips):
+                        fault = _skip_fault(skipped, _missing(row, required), self_skips)
+                        if fault is not None:
                             # Closing ``events`` below destroys the container.
-                            detail = "the check broke the result protocol: " + (
-                                "a row it could score was reported skipped"
-                                if not lacks
-                                else f"a row without {', '.join(lacks)} was reported scored"
-                            )
+                            detail = "the check broke the result protocol: " + fault
                             return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
                         deliver(index, self._row_result(check, row, event))
                         done += 1
@@ -544,17 +536,31 @@ class SandboxRunner:
         )
 
 
+def _missing(row: Row, required: set[str]) -> list[str]:
+    """The inputs the check requires that ``row`` lacks (it must be ``skipped`` on them)."""
+    if not required:
+        return []
+    return missing_inputs(list(required), {name: getattr(row, name) for name in required})
+
+
+def _skip_fault(skipped: bool, missing: list[str], self_skips: bool) -> str | None:
+    """Why a row reported ``skipped`` or not breaks the protocol (None: it does not): a row
+    is skipped exactly when it lacks a required input, or when its format skips itself."""
+    if skipped == bool(missing) or (skipped and self_skips):
+        return None
+    if missing:
+        return f"a row without {', '.join(missing)} was reported scored"
+    return "a row it could score was reported skipped"
+
+
 def _skips_disagree(
     block: ResultBlock, rows: Sequence[IndexedRow], required: set[str], self_skips: bool
 ) -> str | None:
-    """Why a block's ``skipped`` rows are not the rows that lack a required input (None:
-    they agree); the per-row check of :meth:`SandboxRunner._run_once`, for a whole block."""
+    """:func:`_skip_fault` for a whole block: the first of its rows that breaks the rule."""
     skipped = block.statuses == _SKIPPED
     if required:
         lacks = np.fromiter(
-            (any(getattr(row, name) is None for name in required) for _, row in rows),
-            dtype=bool,
-            count=len(rows),
+            (bool(_missing(row, required)) for _, row in rows), dtype=bool, count=len(rows)
         )
     else:
         lacks = np.zeros(len(rows), dtype=bool)
@@ -564,10 +570,7 @@ def _skips_disagree(
     if not wrong.any():
         return None
     k = int(np.flatnonzero(wrong)[0])
-    if lacks[k]:
-        missing = [name for name in sorted(required) if getattr(rows[k][1], name) is None]
-        return f"a row without {', '.join(missing)} was reported scored"
-    return "a row it could score was reported skipped"
+    return _skip_fault(bool(skipped[k]), _missing(rows[k][1], required), self_skips)
 
 
 #: Deprecated name of :class:`SandboxRunner`, kept for one release (``engine`` is the package).

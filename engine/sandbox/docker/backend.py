@@ -508,8 +508,7 @@ class DockerBackend:
                     complete = bytes(line[:last]).split(b"\n")
                     del line[: last + 1]
                     records, error = parse_records(complete, job.nonce, limits.max_record_bytes)
-                    for parsed in records:
-                        record = parsed
+                    for record in records:
                         if isinstance(record, LLMRequestRecord):
                             link.request(record, expected_row)
                             if job.gateway_row_timeout_seconds:
@@ -546,11 +545,10 @@ class DockerBackend:
                             else:
                                 expected_row += 1
                                 dirty = dirty or record.status in DIRTY_STATUSES
-                                record = link.outcome(record)
                         step_started = time.monotonic()
                         called_model = False
                         step_deadline = step_started + row_allowance
-                        yield record
+                        yield link.outcome(record) if isinstance(record, RowRecord) else record
                     if error is not None:
                         self._kill(container)
                         yield end(

@@ -260,21 +260,21 @@ class SqlRuns(SqlSessions):
         if not results:
             return 0
         values = [
-            {
-                "run_id": run_id,
-                "check_index": check_index,
-                "row_index": row_index,
-                "status": r.status.value,
-                "score": r.score,
-                "score_num": None if r.score is None else float(r.score),
-                # a check's own text: a NUL in it must never fail the run's write (issue 27)
-                "explanation": None if r.explanation is None else without_nul(r.explanation),
-                "error": None if r.error is None else without_nul(r.error),
-                "output": None if r.output is None else without_nul(r.output),
-                "duration_ms": r.duration_ms,
-                "passed": r.passed,
-                "result_metadata": r.metadata,
-            }
+            _result_value(
+                run_id,
+                check_index,
+                row_index,
+                r.status.value,
+                r.score,
+                r.duration_ms,
+                {
+                    "explanation": r.explanation,
+                    "error": r.error,
+                    "output": r.output,
+                    "passed": r.passed,
+                    "metadata": r.metadata,
+                },
+            )
             for check_index, row_index, r in results
         ]
         return self._insert_results(run_id, values)
@@ -282,35 +282,13 @@ class SqlRuns(SqlSessions):
     def save_result_columns(self, run_id: str, columns: Sequence[tuple[int, ResultColumns]]) -> int:
         """:meth:`save_results` for results as columns ((check index, columns) each): the
         block path, with no RowResult per row; returns rows inserted."""
-        values: list[dict[str, Any]] = []
-        for check_index, block in columns:
-            extras = block.extras
-            for k, (row_index, status, score, ms) in enumerate(
+        values = [
+            _result_value(run_id, check_index, *row, block.extras.get(k, _NO_EXTRAS))
+            for check_index, block in columns
+            for k, row in enumerate(
                 zip(block.row_index, block.status, block.score, block.duration_ms, strict=True)
-            ):
-                extra = extras.get(k)
-                value = {
-                    "run_id": run_id,
-                    "check_index": check_index,
-                    "row_index": row_index,
-                    "status": status,
-                    "score": score,
-                    "score_num": None if score is None else float(score),
-                    "explanation": None,
-                    "error": None,
-                    "output": None,
-                    "duration_ms": ms,
-                    "passed": None,
-                    "result_metadata": None,
-                }
-                if extra is not None:
-                    for name in ("explanation", "error", "output"):
-                        text = extra.get(name)
-                        if text is not None:
-                            value[name] = without_nul(text)
-                    value["passed"] = extra.get("passed")
-                    value["result_metadata"] = extra.get("metadata")
-                values.append(value)
+            )
+        ]
         return self._insert_results(run_id, values)
 
     def _insert_results(self, run_id: str, values: list[dict[str, Any]]) -> int:
@@ -469,3 +447,35 @@ class SqlRuns(SqlSessions):
             s.execute(delete(ResultRow).where(ResultRow.run_id == run_id))
             s.execute(delete(RunInputRow).where(RunInputRow.run_id == run_id))
             s.execute(delete(RunRow).where(RunRow.id == run_id))
+
+
+_NO_EXTRAS: Mapping[str, Any] = {}
+
+
+def _result_value(
+    run_id: str,
+    check_index: int,
+    row_index: int,
+    status: str,
+    score: bool | int | float | None,
+    duration_ms: float,
+    extras: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One ``row_results`` row; ``extras`` holds a result's explanation, error, output, pass
+    flag and metadata (RowResult's names), each absent or None when it has none."""
+    explanation, error, output = (extras.get(k) for k in ("explanation", "error", "output"))
+    return {
+        "run_id": run_id,
+        "check_index": check_index,
+        "row_index": row_index,
+        "status": status,
+        "score": score,
+        "score_num": None if score is None else float(score),
+        # a check's own text: a NUL in it must never fail the run's write (issue 27)
+        "explanation": None if explanation is None else without_nul(explanation),
+        "error": None if error is None else without_nul(error),
+        "output": None if output is None else without_nul(output),
+        "duration_ms": duration_ms,
+        "passed": extras.get("passed"),
+        "result_metadata": extras.get("metadata"),
+    }

@@ -87,7 +87,7 @@ class ResultBlock:
         extra = self.extras.get(k)
         if extra is not None and extra.score is not None:
             return extra.score  # an int past 2**53, exactly
-        return _as_python(int(self.kinds[k]), float(self.scores[k]))
+        return python_score(int(self.kinds[k]), float(self.scores[k]))
 
     def set_status(self, k: int, status: Status, error: str) -> None:
         """Row ``k`` is ``status`` (a host-decided one) with ``error``, and no score."""
@@ -106,7 +106,7 @@ class ResultBlock:
         """The block as :class:`ResultColumns` (``row_index``: each row's index in its run)."""
         kinds = self.kinds.tolist()
         values = self.scores.tolist()
-        scores = [_as_python(kind, value) for kind, value in zip(kinds, values, strict=True)]
+        scores = [python_score(kind, value) for kind, value in zip(kinds, values, strict=True)]
         extras: dict[int, dict[str, Any]] = {}
         for k, extra in self.extras.items():
             fields = extra.model_dump(exclude_none=True)
@@ -146,7 +146,7 @@ class ResultBlock:
         )
 
 
-def _as_python(kind: int, value: float) -> bool | int | float | None:
+def python_score(kind: int, value: float) -> bool | int | float | None:
     """A score column's value as the check returned it, by its kind."""
     if kind == 0:
         return None

@@ -20,10 +20,11 @@ from pydantic import TypeAdapter, ValidationError
 from engine.contract import SCORE_KINDS, Status
 from engine.errors import InvalidRequestError
 from engine.models import IndexedRow, Row, RowResult, unchecked
-from engine.sandbox.blocks import STATUS_INDEX, STATUS_NAMES, ResultBlock
+from engine.sandbox.blocks import STATUS_INDEX, STATUS_NAMES, ResultBlock, python_score
 
 #: Score kinds as names ("" for a row without a score), for ``output_type``.
 _KIND_NAMES = np.array([kind.value if kind is not None else "" for kind in SCORE_KINDS])
+_KIND_INDEX = {str(name): kind for kind, name in enumerate(_KIND_NAMES)}
 _BOOL, _INT, _FLOAT = (SCORE_KINDS.index(kind) for kind in SCORE_KINDS[1:])
 _TEXT_COLUMNS = ("error", "explanation", "output", "model")
 
@@ -69,14 +70,10 @@ class ScoreTable:
 
     def row_result(self, k: int) -> RowResult:
         """Row ``k`` as a :class:`RowResult` (without its id, check name or pass flag)."""
-        kind = str(self.output_type[k])
-        value: bool | int | float | None = None
-        if kind == "bool":
-            value = bool(self.score[k] == 1.0)
-        elif kind == "int":
-            value = self.exact_scores.get(k, int(self.score[k]))
-        elif kind == "float":
-            value = float(self.score[k])
+        value: bool | int | float | None = self.exact_scores.get(k)
+        if value is None:
+            kind = _KIND_INDEX[str(self.output_type[k])]
+            value = python_score(kind, float(self.score[k]))
         return RowResult(
             status=Status(str(self.status[k])),
             score=value,

@@ -712,16 +712,22 @@ class JobRun:
                 fault, finished = self.watch(Reader(read_fd), output, pid)
             else:
                 fault, finished = self.watch_block(Reader(read_fd), output, pid, block)
+            if fault is not None or finished or self.retry:
+                self.retry = False
+                kill_child(pid)
+                return fault
+            death = os.waitpid(pid, 0)[1]
+            # Its last words (a fatal error's report) are in the pipe by now, read or not.
+            for _ in range(8):
+                if output.eof or not output.fill(0):
+                    break
+                self.keep_tail(output)  # kept for the message, not charged to the job
         finally:
             os.close(read_fd)
             os.close(out_read)
             if block is not None:
                 block.close()
-        if fault is not None or finished or self.retry:
-            self.retry = False
-            kill_child(pid)
-            return fault
-        status, error = describe_death(os.waitpid(pid, 0)[1], ooms_before)
+        status, error = describe_death(death, ooms_before)
         fatal = [
             line
             for line in bytes(self.output_tail).decode(errors="replace").splitlines()
@@ -733,10 +739,14 @@ class JobRun:
         """Take what the child wrote to fd 1/2; False once past the job's output cap."""
         output.fill(0)
         self.output_left -= len(output.buffer)
+        self.keep_tail(output)
+        return self.output_left >= 0
+
+    def keep_tail(self, output: Reader) -> None:
+        """Move what ``output`` read into the tail kept for crash messages."""
         self.output_tail += output.buffer
         del self.output_tail[:-OUTPUT_TAIL_BYTES]
         output.buffer.clear()
-        return self.output_left >= 0
 
     def watch(
         self, reader: Reader, output: Reader, pid: int
@@ -757,17 +767,7 @@ class JobRun:
                     return None, False
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    if called_model:
-                        error = (
-                            f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
-                            " the bound of a row that calls the model (the operator's "
-                            "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
-                        )
-                    elif loaded:
-                        error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
-                    else:
-                        error = f"loading the check took longer than {self.load_seconds} s"
-                    return (contract.Status.TIMEOUT.value, error), False
+                    return self.timeout(loaded, called_model), False
                 due = self.channel.due_in()
                 if due is not None and due <= 0:
                     self.channel.flush()  # the oldest queued record has waited long enough
@@ -873,17 +873,7 @@ class JobRun:
             remaining = deadline - now
             if remaining <= 0:
                 watch.flush(watch.seen)
-                if called_model:
-                    error = (
-                        f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
-                        " the bound of a row that calls the model (the operator's "
-                        "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
-                    )
-                elif watch.loaded:
-                    error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
-                else:
-                    error = f"loading the check took longer than {self.load_seconds} s"
-                return (contract.Status.TIMEOUT.value, error), False
+                return self.timeout(watch.loaded, called_model), False
             watched = [reader.fd] if output.eof else [reader.fd, output.fd]
             watched += GATEWAY.fds()
             if self.stdin is not None and not self.stdin.eof:
@@ -898,6 +888,20 @@ class JobRun:
                     os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 capped = True
+
+    def timeout(self, loaded: bool, called_model: bool) -> tuple[str, str]:
+        """The fault of a child that passed its watchdog's deadline: loading, or a row."""
+        if called_model:
+            error = (
+                f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
+                " the bound of a row that calls the model (the operator's "
+                "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+            )
+        elif loaded:
+            error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
+        else:
+            error = f"loading the check took longer than {self.load_seconds} s"
+        return contract.Status.TIMEOUT.value, error
 
     def serve_gateway(self, ready: list[int]) -> bool:
         """Relay model requests to the host and its replies back; whether one was sent."""

@@ -53,6 +53,20 @@ def shown_output(script: str) -> list[str]:
     return shown
 
 
+def session_env(tmp_path: Path, docker_settings: Settings) -> dict[str, str]:
+    """A session's environment: its own data directory (SQLite), the test image and runtime."""
+    env = {
+        **os.environ,
+        "SCOREBOX_DATA_DIR": str(tmp_path / "data"),
+        "SCOREBOX_IMAGE": docker_settings.image,
+        "SCOREBOX_CONTAINER_LABELS": json.dumps(docker_settings.container_labels),
+    }
+    env.pop("SCOREBOX_DATABASE_URL", None)
+    if docker_settings.runtime:
+        env["SCOREBOX_RUNTIME"] = docker_settings.runtime
+    return env
+
+
 def test_the_readme_has_a_runnable_session() -> None:
     assert any(name.startswith("README.md") for name, _ in sessions())
 
@@ -71,17 +85,9 @@ def test_shown_output_is_the_trailing_comments() -> None:
 @pytest.mark.parametrize(("name", "script"), sessions(), ids=[n for n, _ in sessions()])
 def test_session_runs(name: str, script: str, tmp_path: Path, docker_settings: Settings) -> None:
     log = tmp_path / "session.log"
-    env = {
-        **os.environ,
-        "SCOREBOX_PORT": str(free_port()),
-        "SCOREBOX_DATA_DIR": str(tmp_path / "data"),
-        "SCOREBOX_IMAGE": docker_settings.image,
-        "SCOREBOX_CONTAINER_LABELS": json.dumps(docker_settings.container_labels),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    env.pop("SCOREBOX_DATABASE_URL", None)
-    if docker_settings.runtime:
-        env["SCOREBOX_RUNTIME"] = docker_settings.runtime
+    env = session_env(tmp_path, docker_settings)
+    env["SCOREBOX_PORT"] = str(free_port())
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     process = subprocess.Popen(
         ["bash", "-euo", "pipefail", "-c", script],
         cwd=ROOT,
@@ -106,15 +112,7 @@ def test_session_runs(name: str, script: str, tmp_path: Path, docker_settings: S
 def test_python_session_runs(
     name: str, script: str, tmp_path: Path, docker_settings: Settings
 ) -> None:
-    env = {
-        **os.environ,
-        "SCOREBOX_DATA_DIR": str(tmp_path / "data"),
-        "SCOREBOX_IMAGE": docker_settings.image,
-        "SCOREBOX_CONTAINER_LABELS": json.dumps(docker_settings.container_labels),
-    }
-    env.pop("SCOREBOX_DATABASE_URL", None)
-    if docker_settings.runtime:
-        env["SCOREBOX_RUNTIME"] = docker_settings.runtime
+    env = session_env(tmp_path, docker_settings)
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=ROOT,

@@ -49,6 +49,8 @@ class TenantRow(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     quotas: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    #: Set when an operator disables the tenant: its keys stop working (migration 0010).
+    disabled_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class ApiKeyRow(Base):
@@ -162,6 +164,8 @@ class ResultRow(Base):
     #: A scorer format's own pass flag and its sub-scores / extra keys (migration 0007).
     passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     result_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: The model that served the row, where one did (migration 0010).
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
 
 
 class LLMCacheRow(Base):

@@ -207,3 +207,34 @@ def test_migration_0009_goes_down_and_up_again(api: Api) -> None:
     with db.connect() as conn:
         count = conn.scalar(select(func.count()).where(CheckVersionRow.name == "again"))
     assert count == 2
+
+
+def test_migration_0010_goes_down_and_up_again_keeping_every_tenants_data(api: Api) -> None:
+    from alembic import command
+    from sqlalchemy import func, select
+
+    from engine.storage.database import alembic_config, upgrade
+    from engine.storage.tables import ApiKeyRow, CheckVersionRow, TenantRow
+
+    h = api.tenant()
+    api.push(h, "kept", SOURCE)
+    db = api.store.engine
+
+    def counts() -> tuple[int | None, int | None, int | None]:
+        with db.connect() as conn:
+            return (
+                conn.scalar(select(func.count()).select_from(TenantRow)),
+                conn.scalar(select(func.count()).select_from(ApiKeyRow)),
+                conn.scalar(select(func.count()).select_from(CheckVersionRow)),
+            )
+
+    before = counts()
+    assert all(before)
+    # dropping tenants.disabled_at must not copy and drop the tenants table: on SQLite
+    # that would cascade to every key, check and run
+    command.downgrade(alembic_config(db), "0009")
+    with db.connect() as conn:
+        assert conn.scalar(select(func.count(CheckVersionRow.id))) == before[2]
+    upgrade(db)
+    assert counts() == before
+    assert api.client.get("/v1/checks/kept", headers=h).status_code == 200

@@ -29,7 +29,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("tenants") as batch:
-        batch.drop_column("disabled_at")
+    if op.get_bind().dialect.name == "sqlite":
+        # Not a batch operation: batch mode would copy and drop ``tenants``, and dropping
+        # it cascades to every row that names a tenant. SQLite drops a column in place.
+        op.execute(sa.text("ALTER TABLE tenants DROP COLUMN disabled_at"))
+    else:
+        op.drop_column("tenants", "disabled_at")
     with op.batch_alter_table("row_results") as batch:
         batch.drop_column("model")

@@ -1,4 +1,4 @@
-"""Screenshots of the docs site, for docs/images/: its home page and a reference page.
+"""Screenshots of the docs site, for docs/images/: its home page, a tutorial, a reference.
 
     .venv/bin/python scripts/docs_screenshots.py [--out docs/images]
 
@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: (page path on the site, PNG name)
 PAGES = (
     ("", "docs-site-home.png"),
+    ("getting-started/first-check/", "docs-site-first-check.png"),
     ("operating/configuration/", "docs-site-configuration.png"),
 )
 

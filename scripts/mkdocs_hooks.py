@@ -11,6 +11,12 @@ the code it describes:
 - ``<!-- generated:bench FILE LEVEL -->``: a result file of ``bench/results/``, as
   ``python -m bench`` (or another bench module) last wrote it; its charts are copied in.
 
+A session the tests run is fenced ```` ```sh runnable ```` (or ``python runnable``), which
+GitHub renders as ``sh``; superfences takes no bare word after the language, so the hook
+turns the marker into a class (```` ```{.sh .runnable} ````). Every built page is then
+checked for what a fence that did not render leaves behind: a literal ```` ``` ```` in the
+text, or a heading made of a comment line of a fenced block.
+
 The CLI reference is mkdocs-click's ``::: mkdocs-click`` block over ``engine.cli:main``.
 """
 
@@ -24,6 +30,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 from pydantic import SecretStr
 from pydantic.fields import FieldInfo
@@ -286,6 +293,55 @@ def bench_markdown(name: str, level: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- fenced blocks -------------------------------------------------------------------------
+
+#: ```sh runnable / ```python runnable: a session the doc-session tests run.
+RUNNABLE_FENCE = re.compile(r"^([ \t]*)```(\w+) runnable[ \t]*$", re.MULTILINE)
+#: What a page keeps of its source for the check of its built HTML: its fences' comment lines.
+_FENCE_COMMENTS: dict[str, set[str]] = {}
+_PRE_OR_CODE = re.compile(r"<pre\b.*?</pre>|<code\b.*?</code>", re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+_HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1>", re.DOTALL)
+
+
+def runnable_fences(markdown: str) -> str:
+    """```sh runnable becomes ```{.sh .runnable}: highlighted as sh, marked runnable."""
+    return RUNNABLE_FENCE.sub(r"\1```{.\2 .runnable}", markdown)
+
+
+def fence_comments(markdown: str) -> set[str]:
+    """The text of every ``#`` comment line inside a fenced block of ``markdown``."""
+    comments: set[str] = set()
+    fence: str | None = None
+    for line in markdown.splitlines():
+        stripped = line.strip()
+        if fence is None:
+            match = re.match(r"(`{3,}|~{3,})", stripped)
+            if match:
+                fence = match.group(1)
+        elif stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+            fence = None
+        elif stripped.startswith("#"):
+            text = stripped.lstrip("#").strip()
+            if text:
+                comments.add(text)
+    return comments
+
+
+def unrendered_fences(html: str, comments: set[str]) -> list[str]:
+    """What in a built page shows a fenced block left as text; empty when none did."""
+    problems = []
+    text = _TAG.sub("", _PRE_OR_CODE.sub("", html))
+    for line in text.splitlines():
+        if "```" in line:
+            problems.append(f"a literal code fence: {line.strip()[:80]!r}")
+    for _level, inner in _HEADING.findall(html):
+        heading = _TAG.sub("", inner).replace("&para;", "").replace("\u00b6", "").strip()
+        if heading in comments:
+            problems.append(f"a heading made of a comment line of a fenced block: {heading!r}")
+    return problems
+
+
 # --- the hooks ------------------------------------------------------------------------------
 
 
@@ -302,10 +358,19 @@ CLICK_NO_DEFAULT = "<td><code>Sentinel.UNSET</code></td>"
 
 
 def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    problems = unrendered_fences(html, _FENCE_COMMENTS.pop(page.file.src_uri, set()))
+    if problems:
+        raise PluginError(
+            f"{page.file.src_uri}: a fenced block did not render ("
+            + "; ".join(problems)
+            + "): write the fence as ```lang, ```{.lang .class} or ```lang runnable"
+        )
     return html.replace(CLICK_NO_DEFAULT, "<td>-</td>")
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    _FENCE_COMMENTS[page.file.src_uri] = fence_comments(markdown)
+    markdown = runnable_fences(markdown)
     if SETTINGS_MARKER in markdown:
         markdown = markdown.replace(SETTINGS_MARKER, settings_table())
     if OPENAPI_MARKER in markdown:

@@ -17,11 +17,16 @@ Retries are the openai SDK's own (``SCOREBOX_LLM_MAX_RETRIES``): 408, 409, 429,
 ``Retry-After`` / ``retry-after-ms`` honoured up to two minutes (a server asking
 for longer is not retried). Every ``openai`` exception is translated into the
 engine's :class:`~engine.errors.LLMError` tree in :func:`translate_error`.
+
+Those errors reach tenants (a row's ``judge_error``, the gateway's reply to a check, API
+answers), so they name "the operator's model endpoint" and never its URL or host; the
+server log keeps the address, its credentials masked (:func:`engine.redact.mask_credentials`).
 """
 
 from __future__ import annotations
 
 import contextvars
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,15 +44,48 @@ from engine.errors import (
     LLMUnavailableError,
 )
 from engine.llm.client import Completion, LLMClient, Message, ResponseCache, Usage, cache_key
+from engine.redact import mask_credentials
 from engine.settings import Settings
+
+log = logging.getLogger(__name__)
 
 #: Used as the API key for endpoints that need none (a local vLLM, Ollama, llama.cpp).
 _NO_KEY = "scorebox-no-key"
+#: How errors name the endpoint: tenants read them, and the address is the operator's.
+ENDPOINT = "the operator's model endpoint"
+
+
+def without_endpoint(text: str, base_url: str) -> str:
+    """``text`` with the endpoint's address (URL, host and port, credentials) taken out."""
+    parsed = httpx.URL(base_url)
+    out = text
+    for needle in {base_url, base_url.rstrip("/"), mask_credentials(base_url)}:
+        out = out.replace(needle, ENDPOINT)
+    host = parsed.host
+    if host:
+        netloc = f"{host}:{parsed.port}" if parsed.port else host
+        for needle in (netloc, host):
+            out = out.replace(needle, "the endpoint's host")
+    return mask_credentials(out)
 
 
 def translate_error(exc: openai.OpenAIError, *, base_url: str, model: str) -> LLMError:
-    """The engine error for an ``openai`` exception; the one place they are mapped."""
-    where = f"the LLM endpoint at {base_url}"
+    """The engine error for an ``openai`` exception; the one place they are mapped.
+
+    Its message names no address (tenants read it); the log line beside it does, masked.
+    """
+    error = _translate(exc, model)
+    log.warning(
+        "model endpoint %s (model %r): %s",
+        mask_credentials(base_url),
+        model,
+        mask_credentials(str(exc)),
+    )
+    return type(error)(without_endpoint(str(error), base_url))
+
+
+def _translate(exc: openai.OpenAIError, model: str) -> LLMError:
+    where = ENDPOINT
     if isinstance(exc, openai.APITimeoutError):
         return LLMUnavailableError(
             f"{where} did not answer in time; check the server or raise "
@@ -210,7 +248,7 @@ class OpenAIClient:
         self, model: str, messages: Sequence[Message], parameters: Mapping[str, Any]
     ) -> Completion:
         kwargs = {k: v for k, v in parameters.items() if v is not None}
-        where = f"the LLM endpoint at {self.base_url}"
+        where = ENDPOINT
         try:
             with self._slots:
                 token = _DEADLINE.set(time.monotonic() + self.deadline_seconds)
@@ -231,7 +269,11 @@ class OpenAIClient:
         except openai.OpenAIError as exc:
             raise translate_error(exc, base_url=self.base_url, model=model) from exc
         except ValueError as exc:  # the body is not JSON (truncated, or not JSON at all)
-            raise LLMResponseError(f"{where} sent a reply that is not valid JSON: {exc}") from exc
+            log.warning("model endpoint %s: %s", mask_credentials(self.base_url), exc)
+            raise LLMResponseError(
+                f"{where} sent a reply that is not valid JSON: "
+                + without_endpoint(str(exc), self.base_url)
+            ) from exc
         try:
             return self._completion(response, model)
         except (AttributeError, TypeError, KeyError, IndexError) as exc:
@@ -241,7 +283,7 @@ class OpenAIClient:
             ) from exc
 
     def _completion(self, response: ChatCompletion, model: str) -> Completion:
-        where = f"the LLM endpoint at {self.base_url}"
+        where = ENDPOINT
         # openai builds the response without validating it: a malformed body lacks fields
         choices = getattr(response, "choices", None) or []
         if not choices:

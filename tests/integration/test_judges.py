@@ -99,7 +99,7 @@ def test_server_down_is_judge_error_with_a_clear_message_and_the_batch_completes
     rows = [ROW, Row(model_output="second", scenario_result="second"), Row(model_output="third")]
     judged = registry["fluency"].score(rows, {})
     assert [r.status for r in judged] == [Status.JUDGE_ERROR] * 3
-    assert "cannot connect to the LLM endpoint" in (judged[0].error or "")
+    assert "cannot connect to the operator's model endpoint" in (judged[0].error or "")
     assert "SCOREBOX_LLM_BASE_URL" in (judged[0].error or "")
     # the deterministic checks of the same run are unaffected
     exact = registry["exact_match"].score(rows, {})

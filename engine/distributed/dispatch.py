@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.distributed.ledger import ChunkLedger
+from engine.distributed.ledger import ChunkKey, ChunkLedger
 from engine.errors import ScoreboxError
 from engine.runs.quotas import effective_quotas
 from engine.settings import Settings
@@ -51,13 +51,16 @@ class Dispatcher:
         send: Callable[[dict[str, Any]], None],
         on_poison: Callable[[str, str], None] | None = None,
         before_pass: Callable[[], None] | None = None,
+        on_requeued: Callable[[str, int], None] | None = None,
     ) -> None:
+        """``on_requeued(reason, n)``: ``n`` chunks made pending again (metrics)."""
         self.settings = settings
         self.ledger = ledger
         self.quotas = quotas
         self._send = send
         self._on_poison = on_poison
         self._before_pass = before_pass
+        self._on_requeued = on_requeued or (lambda reason, n: None)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -65,15 +68,27 @@ class Dispatcher:
     def pass_once(self) -> int:
         """One pass; returns how many chunks were sent (0 when another pass held the lock)."""
         messages = self.ledger.dispatch(
-            self.quotas.concurrent_jobs, self.settings.queue_lease_seconds, self._on_poison
+            self.quotas.concurrent_jobs,
+            self.settings.queue_lease_seconds,
+            self._on_poison,
+            lambda n: self._on_requeued("lease_expired", n),
         )
         sent = 0
+        unsent: list[dict[str, Any]] = []
         for message in messages or []:
+            if unsent:  # the broker refused one: do not wait on it for each of the others
+                unsent.append(message)
+                continue
             try:
                 self._send(message)
                 sent += 1
-            except Exception as exc:  # the lease sends it again once the broker is back
+            except Exception as exc:
                 log.warning("could not send chunk %s: %s", message["key"], exc)
+                unsent.append(message)
+        for message in unsent:  # pending again: the next pass sends them, not the lease
+            self.ledger.unqueue(ChunkKey(*message["key"]), int(message["epoch"]))
+        if unsent:
+            self._on_requeued("send_failed", len(unsent))
         return sent
 
     def nudge(self) -> None:

@@ -169,6 +169,7 @@ class ChunkLedger:
         concurrency: Callable[[str], int],
         queue_lease_seconds: float,
         on_poison: Callable[[str, str], None] | None = None,
+        on_expired: Callable[[int], None] | None = None,
     ) -> list[dict[str, Any]] | None:
         """One fair dispatch pass; the messages to send, or None when another pass holds the lock.
 
@@ -197,6 +198,8 @@ class ChunkLedger:
             ).all()
             if expired:
                 log.info("re-queueing %d chunks whose lease expired", len(expired))
+                if on_expired is not None:
+                    on_expired(len(expired))
             poisoned = conn.execute(
                 select(CHUNKS.c.run_id)
                 .where(CHUNKS.c.state == PENDING, CHUNKS.c.attempts >= MAX_ATTEMPTS)
@@ -359,6 +362,26 @@ class ChunkLedger:
                 .values(state=PENDING)
             )
             return len(wanted)
+
+    def requeue_queued(self) -> int:
+        """Make every queued chunk pending again (the broker lost them); returns how many.
+
+        Their next dispatch bumps the epoch, so a message that did survive is stale.
+        """
+        with self._begin() as conn:
+            result = conn.execute(
+                update(CHUNKS).where(CHUNKS.c.state == QUEUED).values(state=PENDING, worker=None)
+            )
+            return int(result.rowcount or 0)
+
+    def unqueue(self, key: ChunkKey, epoch: int) -> None:
+        """Make a queued chunk pending again (its message could not be sent)."""
+        with self._begin() as conn:
+            conn.execute(
+                update(CHUNKS)
+                .where(_where(key), CHUNKS.c.epoch == epoch, CHUNKS.c.state == QUEUED)
+                .values(state=PENDING, lease_until=None)
+            )
 
     def drop_run(self, run_id: str) -> int:
         """Drop a run's chunks that have not started (cancel, failure)."""

@@ -5,6 +5,12 @@ results; the API node waits with ``BLPOP`` (no polling, no result backend).
 :meth:`Replies.take_slot` caps each tenant's ``/v1/score`` requests in flight
 across every API node (a sorted set per tenant whose members expire, so a
 dead API node's slots come back on their own).
+
+Every command has a socket read timeout (:data:`SOCKET_TIMEOUT_SECONDS`), so a
+broker that stops answering is noticed; a long wait is therefore made of
+``BLPOP`` calls of at most :data:`BLOCK_SLICE_SECONDS` each, well inside it
+(one ``BLPOP`` of 30 s would be cut by the read timeout and look like a dead
+broker while Redis answers PING).
 """
 
 from __future__ import annotations
@@ -23,6 +29,16 @@ from engine.errors import SandboxError
 
 #: Replies nobody read are gone after this long.
 REPLY_TTL_SECONDS = 300
+
+#: A command the broker does not answer within this long means the broker is gone.
+SOCKET_TIMEOUT_SECONDS = 5.0
+
+#: One blocking read waits at most this long (inside the socket timeout).
+BLOCK_SLICE_SECONDS = 2.0
+
+#: A key every node sets if missing: its absence means the broker lost its data (restarted
+#: without persistence, flushed), so the chunks it held must be sent again.
+MARKER_KEY = "scorebox:broker-marker"
 
 
 #: Atomically: forget expired slots, then take one if fewer than ARGV[4] are held.
@@ -58,7 +74,12 @@ class Replies:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self._redis = redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
+        self._redis = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=SOCKET_TIMEOUT_SECONDS,
+            socket_timeout=SOCKET_TIMEOUT_SECONDS,
+            health_check_interval=30,
+        )
 
     def push(self, key: str, record: dict[str, Any]) -> None:
         with _broker(self.url), self._redis.pipeline() as pipe:
@@ -68,12 +89,16 @@ class Replies:
 
     def wait(self, key: str, timeout_seconds: float) -> dict[str, Any] | None:
         """The next record for ``key``, or None after ``timeout_seconds``."""
-        with _broker(self.url):
-            found = self._redis.blpop([key], timeout=max(0.01, timeout_seconds))
-        if found is None:
-            return None
-        value = json.loads(found[1])
-        return value if isinstance(value, dict) else None
+        deadline = time.monotonic() + timeout_seconds
+        while True:
+            left = deadline - time.monotonic()
+            with _broker(self.url):
+                found = self._redis.blpop([key], timeout=min(BLOCK_SLICE_SECONDS, max(0.01, left)))
+            if found is not None:
+                value = json.loads(found[1])
+                return value if isinstance(value, dict) else None
+            if left <= BLOCK_SLICE_SECONDS:
+                return None
 
     def take_slot(
         self, tenant_id: str, member: str, limit: int, hold_seconds: float, wait_seconds: float
@@ -97,6 +122,16 @@ class Replies:
     def free_slot(self, tenant_id: str, member: str) -> None:
         with _broker(self.url):
             self._redis.zrem(f"scorebox:score-slots:{tenant_id}", member)
+
+    def broker_lost_data(self) -> bool:
+        """Whether the broker's data is gone since the last call on any node (restart, flush).
+
+        Sets :data:`MARKER_KEY` if missing; exactly one caller sees it missing after a
+        restart, so one node re-queues. True on a brand-new broker too, which is right:
+        nothing the ledger thinks is queued can be in it.
+        """
+        with _broker(self.url):
+            return bool(self._redis.set(MARKER_KEY, secrets.token_hex(8), nx=True))
 
     def ping(self) -> None:
         with _broker(self.url):

@@ -29,6 +29,7 @@ from engine.distributed.celery_app import (
 )
 from engine.distributed.dispatch import Dispatcher, QuotaCache
 from engine.distributed.ledger import ChunkLedger
+from engine.distributed.preflight import masked_url
 from engine.distributed.replies import Replies, new_reply_key
 from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
 from engine.models import Row, RowResult
@@ -47,6 +48,23 @@ log = logging.getLogger("scorebox.distributed")
 
 #: A run with no chunk rows this long after its creation lost its API node: plan it.
 ORPHAN_AFTER_SECONDS = 5.0
+
+
+#: Outcomes of ``/v1/score`` (``scorebox_score_requests_total{outcome}``) besides ok/error.
+NO_WORKER_FREE, TENANT_BUSY, BROKER_UNREACHABLE = (
+    "no_worker_free",
+    "tenant_busy",
+    "broker_unreachable",
+)
+
+
+class _Refused(Exception):
+    """A ``/v1/score`` request refused for ``outcome``; ``error`` is what the caller sees."""
+
+    def __init__(self, outcome: str, error: ScoreboxError) -> None:
+        super().__init__(str(error))
+        self.outcome = outcome
+        self.error = error
 
 
 def _error(record: Mapping[str, Any]) -> ScoreboxError:
@@ -91,7 +109,8 @@ class DistributedRunService(RunService):
             QuotaCache(settings, store),
             lambda m: send(celery, CHUNK_TASK, CHUNK_QUEUE, m),
             on_poison=self._poisoned,
-            before_pass=self._plan_orphans,
+            before_pass=self._before_pass,
+            on_requeued=lambda reason, n: metrics.chunks_requeued.labels(reason).inc(n),
         )
 
     # ---- lifecycle ----------------------------------------------------------------------
@@ -134,6 +153,35 @@ class DistributedRunService(RunService):
         self.ledger.plan(run, limits, self.settings.run_chunk_rows)
         self.dispatcher.nudge()
 
+    def _before_pass(self) -> None:
+        self._requeue_if_broker_restarted()
+        self._plan_orphans()
+
+    def _requeue_if_broker_restarted(self) -> None:
+        """Send again at once what a broker that lost its data held (not after the lease).
+
+        One node sees the broker's marker missing (:meth:`Replies.broker_lost_data`), so
+        one warning is logged per restart.
+        """
+        if not self.replies.broker_lost_data():
+            return
+        self.metrics.broker_restarts.inc()
+        requeued = self.ledger.requeue_queued()
+        if requeued:
+            self.metrics.chunks_requeued.labels("broker_restarted").inc(requeued)
+        if requeued:
+            log.warning(
+                "the broker at %s lost its queues (restarted without persistence, or "
+                "flushed): %d queued chunks sent again",
+                masked_url(self.settings.broker_url or ""),
+                requeued,
+            )
+        else:
+            log.info(
+                "the broker at %s is new to this cluster",
+                masked_url(self.settings.broker_url or ""),
+            )
+
     def _plan_orphans(self) -> None:
         for tenant_id, run_id in self.ledger.unplanned_runs(ORPHAN_AFTER_SECONDS):
             run = self.store.get_run(tenant_id, run_id)
@@ -175,21 +223,53 @@ class DistributedRunService(RunService):
         API nodes; past that a request waits up to ``score_wait_seconds``, then 429.
         """
         started_at = time.monotonic() if started_at is None else started_at
-        resolved, row_list = list(resolved), list(row_list)
+        outcome = "error"
+        try:
+            answer = self._score_in_slot(
+                principal, list(resolved), list(row_list), limits, started_at
+            )
+            outcome = "ok"
+            return answer
+        except _Refused as refused:
+            outcome = refused.outcome
+            raise refused.error from refused.__cause__
+        finally:
+            self.metrics.score_requests.labels(outcome).inc()
+            if outcome != "ok":  # a success is observed with its results (_score_outcome)
+                self.metrics.score_seconds.observe(time.monotonic() - started_at)
+
+    def _score_in_slot(
+        self,
+        principal: Principal,
+        resolved: list[ResolvedCheck],
+        row_list: list[Row],
+        limits: Mapping[str, Any] | None,
+        started_at: float,
+    ) -> ScoreOutcome:
         reply = new_reply_key()
         wait = self.settings.score_wait_seconds
         timeout = self._score_timeout(len(row_list), len(resolved))
         quota = self.quotas(principal.tenant_id).concurrent_jobs
-        if not self.replies.take_slot(principal.tenant_id, reply, quota, wait + timeout, wait):
-            raise QuotaExceededError(
-                f"this tenant already has {quota} /v1/score requests in flight (quota: "
-                f"{quota} concurrent jobs) and none finished within {wait:g}s: retry later",
-                retry_after_seconds=max(1, int(wait)),
+        try:
+            taken = self.replies.take_slot(principal.tenant_id, reply, quota, wait + timeout, wait)
+        except SandboxError as exc:
+            raise _Refused(BROKER_UNREACHABLE, exc) from exc
+        if not taken:
+            raise _Refused(
+                TENANT_BUSY,
+                QuotaExceededError(
+                    f"this tenant already has {quota} /v1/score requests in flight (quota: "
+                    f"{quota} concurrent jobs) and none finished within {wait:g}s: retry later",
+                    retry_after_seconds=max(1, int(wait)),
+                ),
             )
         try:
             return self._score_remote(principal, resolved, row_list, limits, reply, started_at)
         finally:
-            self.replies.free_slot(principal.tenant_id, reply)
+            try:
+                self.replies.free_slot(principal.tenant_id, reply)
+            except SandboxError as exc:  # the slot expires on its own
+                log.warning("could not free a /v1/score slot: %s", exc)
 
     def _score_remote(
         self,
@@ -214,15 +294,27 @@ class DistributedRunService(RunService):
         try:
             send(self.celery, SCORE_TASK, SCORE_QUEUE, message, expires=wait)
         except Exception as exc:  # kombu's connection errors: the broker is down
-            raise SandboxError(
-                f"the broker did not take this request ({exc.__class__.__name__}: {exc}): retry;"
-                " operators: check Redis and SCOREBOX_BROKER_URL (`scorebox doctor`)"
+            raise _Refused(
+                BROKER_UNREACHABLE,
+                SandboxError(
+                    f"the broker at {masked_url(self.settings.broker_url or '')} is not reachable"
+                    f" ({exc.__class__.__name__}: {exc}): retry; operators: check Redis and "
+                    "SCOREBOX_BROKER_URL (`scorebox doctor`)"
+                ),
             ) from exc
-        if self.replies.wait(reply, wait) is None:
-            raise QuotaExceededError(
-                f"no worker took this request within {wait:g}s: retry later (operators: "
-                "`scorebox doctor` lists the workers the broker sees)",
-                retry_after_seconds=max(1, int(wait)),
+        try:
+            started = self.replies.wait(reply, wait)
+        except SandboxError as exc:
+            raise _Refused(BROKER_UNREACHABLE, exc) from exc
+        if started is None:
+            raise _Refused(
+                NO_WORKER_FREE,
+                QuotaExceededError(
+                    f"no worker free: none took this request within {wait:g}s (every worker "
+                    "slot busy, or no worker running): retry later, or submit a run (POST "
+                    "/v1/runs); operators: `scorebox doctor` lists the workers the broker sees",
+                    retry_after_seconds=max(1, int(self.settings.score_wait_seconds)),
+                ),
             )
         record = self.replies.wait(reply, self._score_timeout(len(row_list), len(resolved)))
         if record is None:

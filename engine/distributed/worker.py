@@ -73,6 +73,7 @@ class WorkerRuntime:
             QuotaCache(settings, self.store),
             lambda m: send(celery, CHUNK_TASK, CHUNK_QUEUE, m),
             on_poison=self.fail_run,
+            on_requeued=lambda reason, n: self.metrics.chunks_requeued.labels(reason).inc(n),
         )
         self._checks: dict[tuple[str, str], ResolvedCheck] = {}
         self._held: dict[ChunkKey, int] = {}

@@ -68,8 +68,28 @@ class Metrics:
         )
         self.score_seconds = Histogram(
             "scorebox_score_request_seconds",
-            "Wall clock of POST /v1/score.",
+            "Wall clock of POST /v1/score (answered or refused).",
             buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60),
+            registry=self.registry,
+        )
+        self.score_requests = Counter(
+            "scorebox_score_requests",
+            "Synchronous scoring requests (/v1/score, the generator's self-tests) by outcome: "
+            "ok, error, no_worker_free, tenant_busy, broker_unreachable.",
+            ["outcome"],
+            registry=self.registry,
+        )
+
+        self.broker_restarts = Counter(
+            "scorebox_broker_restarts",
+            "Times this node found the broker had lost its data (restart without persistence, "
+            "flush) and sent its queued chunks again.",
+            registry=self.registry,
+        )
+        self.chunks_requeued = Counter(
+            "scorebox_chunks_requeued",
+            "Chunks made pending again, by reason: lease_expired, broker_restarted, send_failed.",
+            ["reason"],
             registry=self.registry,
         )
 

@@ -29,7 +29,8 @@ class _Main(click.Group):
 
     (click alone prints "Aborted!" and exits 1, which a CI job cannot tell from a failure.)
     Commands with more to say (following a remote run) catch it themselves first.
-    Every :class:`~engine.errors.ScoreboxError` a command lets through is shown as
+    Every :class:`~engine.errors.ScoreboxError` a command lets through, and every
+    ``OSError`` (a file that cannot be read or written), is shown as one line
     ``Error: <message>`` with exit code 1.
     """
 
@@ -41,6 +42,10 @@ class _Main(click.Group):
             raise SystemExit(EXIT_INTERRUPTED) from None
         except ScoreboxError as exc:  # the library's errors name the fix: show them as they are
             raise click.ClickException(str(exc)) from exc
+        except OSError as exc:  # a file that cannot be read or written: one line, not a traceback
+            from engine.suites.outputs import describe_os_error  # noqa: PLC0415 (lazy)
+
+            raise click.ClickException(describe_os_error(exc)) from exc
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})

@@ -34,11 +34,12 @@ from engine.runs.export import (
     EXIT_GATE_FAILED,
     EXIT_INTERRUPTED,
     Gates,
-    evaluate,
     write_records,
 )
 from engine.suites.data import read_rows
+from engine.suites.gates import broken_gates, failing_rows, row_reasons
 from engine.suites.local import BUILTIN_PREFIX, run_local
+from engine.suites.outputs import prepare_outputs
 
 # re-exported for callers of the CLI's own paths
 __all__ = [
@@ -189,16 +190,25 @@ def check_refs(
     return refs
 
 
+def _reasons(records: Sequence[Mapping[str, Any]]) -> None:
+    """Under the summary table: why rows did not score, so a CI log explains itself."""
+    lines = row_reasons(records)
+    if lines:
+        click.echo("\n".join(["rows that did not score:", *(f"  {line}" for line in lines)]))
+
+
 def _finish(
     records: list[dict[str, Any]], outputs: Sequence[Path], title: str, gates: Gates
 ) -> None:
     for path in outputs:
         write_records(path, records, title)
         click.echo(f"wrote {path}", err=True)
-    problems = evaluate(records, gates)
+    problems = broken_gates(records, gates)
     for problem in problems:
         click.echo(f"FAILED: {problem}", err=True)
     if problems:
+        for line in failing_rows(records, gates):
+            click.echo(line, err=True)
         raise SystemExit(EXIT_GATE_FAILED)
 
 
@@ -268,7 +278,8 @@ def _fail_on(value: str) -> tuple[str, ...]:
 @click.option(
     "--fail-on",
     default=None,
-    help="Exit 3 when any row has one of these statuses (comma-separated, or none). "
+    help="Exit 3 when any row has one of these statuses (comma-separated), or a check has "
+    "no row that scored ok; none turns both off. "
     f"Default: the suite's fail_on, else {','.join(DEFAULT_FAIL_ON)}.",
 )
 @click.option(
@@ -359,6 +370,7 @@ def run(
             )
     refs = check_refs(checks, parse_params(params))
     rows = read_rows(data, parse_map(maps))  # later --map pairs win
+    prepare_outputs(outputs)  # before scoring: a finished run is not lost to a typo
     progress = not no_progress and not as_json
     label_map = dict(pair.partition("=")[::2] for pair in labels)
     if server and not local:
@@ -369,6 +381,8 @@ def run(
         else:
             render_summary(final["summary"], f"run {final['id']}: {final['status']}")
         records = remote_results(remote, str(final["id"]), rows)
+        if not as_json:
+            _reasons(records)
         if final["status"] != "succeeded":
             for path in outputs:
                 write_records(path, records, f"run {final['id']}")
@@ -381,6 +395,7 @@ def run(
         click.echo(json.dumps({"summary": summaries}, indent=2))
     else:
         render_summary(summaries, f"{len(rows)} rows, scored locally")
+        _reasons(records)
     _finish(records, outputs, f"scorebox run: {data.name}", gates)
 
 

@@ -94,8 +94,9 @@ checks:
   # LLM judges (fluency, coherence, ...) need SCOREBOX_LLM_BASE_URL; replies are cached.
   # - fluency
 
-# The run fails (exit 3) when any row ends with one of these statuses; [] for none.
-fail_on: [error, judge_error, sandbox_error]
+# The run fails (exit 3) when any row ends with one of these statuses, or when a
+# check has no row that scored ok; [] for neither.
+fail_on: [error, invalid_score, judge_error, sandbox_error]
 
 # Allow up to N failing rows (false, or a fail_on status) instead of failing on any.
 # max_failures: 2

@@ -147,8 +147,8 @@ class Suite(BaseModel):
     )
     fail_on: list[Status] = Field(
         default=[Status(s) for s in DEFAULT_FAIL_ON],
-        description="Fail the run (exit 3) when any row has one of these statuses; [] for "
-        "none (`--fail-on` overrides it).",
+        description="Fail the run (exit 3) when any row has one of these statuses, or a check "
+        "has no row that scored ok; [] for neither (`--fail-on` overrides it).",
     )
     max_failures: int | None = Field(
         default=None,

@@ -13,5 +13,6 @@ SUITE_FILE = "scorebox.yaml"
 BUILTIN_PREFIX = "builtin:"
 
 #: The row statuses that fail a run (exit 3) unless a suite's ``fail_on`` or ``--fail-on``
-#: says otherwise: values of :class:`engine.contract.Status`.
-DEFAULT_FAIL_ON: tuple[str, ...] = ("error", "judge_error", "sandbox_error")
+#: says otherwise: values of :class:`engine.contract.Status`. ``invalid_score`` is one: a
+#: check that returns the wrong type (``"PASS"``) never scores and must not pass CI.
+DEFAULT_FAIL_ON: tuple[str, ...] = ("error", "invalid_score", "judge_error", "sandbox_error")

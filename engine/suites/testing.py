@@ -21,18 +21,15 @@ A misused helper (unknown check, bad params, bad rows) raises
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidRequestError
-from engine.runs.export import Gates, check_value, evaluate
+from engine.runs.export import Gates, check_value
+from engine.suites.gates import broken_gates, failing_rows
 from engine.suites.names import DEFAULT_FAIL_ON
-
-#: Failing rows shown per check in a failure message.
-SHOW_ROWS = 10
 
 
 @dataclass(frozen=True)
@@ -68,77 +65,16 @@ def _split_checks(
     return refs, thresholds
 
 
-def _short(value: Any, width: int = 100) -> str:
-    """One line: the first of a multi-line text (an error's message, not its traceback)."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _failing(
-    records: Sequence[Mapping[str, Any]], gates: Gates, check: str, whole: bool
-) -> list[Mapping[str, Any]]:
-    """``check``'s rows that broke a gate: a fail_on status; with ``whole`` (its threshold
-    or max_failures broke) also false, or a numeric score below its threshold."""
-    minimum = gates.thresholds.get(check)
-    out = []
-    for r in records:
-        if r.get("check") != check:
-            continue
-        status, score = r.get("status"), r.get("score")
-        below = (
-            minimum is not None
-            and isinstance(score, int | float)
-            and not isinstance(score, bool)
-            and score < minimum
-        )
-        if status in gates.fail_on or (whole and status == "ok" and (score is False or below)):
-            out.append(r)
-    return out
-
-
-def _broken_thresholds(records: Sequence[Mapping[str, Any]], gates: Gates) -> set[str]:
-    broken = set()
-    for name, minimum in gates.thresholds.items():
-        value = check_value([r for r in records if r.get("check") == name])
-        if value is None or value < minimum:
-            broken.add(name)
-    return broken
-
-
 def failure_message(records: Sequence[Mapping[str, Any]], gates: Gates) -> str | None:
-    """The message of a failed gate check (None when every gate passes): the broken gates,
-    then up to :data:`SHOW_ROWS` rows per check that broke them (a fail_on status; for a
-    check below its threshold, or when max_failures broke: false, or a numeric score
-    below the threshold)."""
-    problems = evaluate(records, gates)
+    """The message of a failed gate check (None when every gate passes): the broken gates
+    (:func:`engine.suites.gates.broken_gates`), then the rows that broke them
+    (:func:`engine.suites.gates.failing_rows`)."""
+    problems = broken_gates(records, gates)
     if not problems:
         return None
     lines = [f"scorebox: {len(problems)} gate(s) failed"]
     lines += [f"  {p}" for p in problems]
-    broken = _broken_thresholds(records, gates)
-    every = gates.max_failures is not None
-    checks = list(dict.fromkeys(str(r.get("check")) for r in records))
-    for check in checks:
-        failing = _failing(records, gates, check, whole=every or check in broken)
-        if not failing:
-            continue
-        value = check_value([r for r in records if r.get("check") == check])
-        shown = "-" if value is None else f"{value:.4g}"
-        lines.append(f"{check} (value {shown}): {len(failing)} failing row(s)")
-        for r in failing[:SHOW_ROWS]:
-            rid = "" if r.get("row_id") is None else f" id={r['row_id']}"
-            outcome = (
-                f"score={r.get('score')!r}" if r.get("status") == "ok" else str(r.get("status"))
-            )
-            why = r.get("error") or r.get("explanation")
-            lines.append(
-                f"  row {r.get('row_index')}{rid}: {outcome}"
-                + (f" ({_short(why)})" if why else "")
-                + f"; model_output={_short(r.get('model_output') or '', 60)!r}"
-            )
-        if len(failing) > SHOW_ROWS:
-            lines.append(f"  ... {len(failing) - SHOW_ROWS} more")
+    lines += failing_rows(records, gates)
     return "\n".join(lines)
 
 

@@ -43,6 +43,8 @@ ISSUE_CODES: Mapping[str, CodeInfo] = {
     "positional-only-parameter": CodeInfo("error", "a contract parameter before `/`"),
     "bad-return-annotation": CodeInfo("error", "the return annotation can never be a score"),
     "optional-return": CodeInfo("warning", "the return annotation admits None"),
+    "string-return": CodeInfo("warning", "every return is a string literal: never a score"),
+    "return-mismatch": CodeInfo("warning", "a literal return contradicts the return annotation"),
     "output-type-mismatch": CodeInfo("error", "declared output_data_type contradicts annotation"),
     "requires-mismatch": CodeInfo("error", "declared requires_* contradicts the signature"),
     "undefined-name": CodeInfo("error", "an annotation of evaluate names something undefined"),

@@ -18,6 +18,33 @@ from engine.validation.facts import (
 from engine.validation.report import MethodKind
 
 
+def _own_returns(fn: ast.FunctionDef) -> list[ast.Return]:
+    """The ``return`` statements with a value of ``fn`` itself (not of nested functions)."""
+    out: list[ast.Return] = []
+    stack: list[ast.AST] = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            continue
+        if isinstance(node, ast.Return) and node.value is not None:
+            out.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return sorted(out, key=lambda r: (r.lineno, r.col_offset))
+
+
+def _literal_kind(node: ast.expr | None) -> str | None:
+    """``"str"``, ``"bool"``, ``"int"`` or ``"float"`` for a literal return value; None for
+    anything else (a name, a call, a tuple, None: other rules cover it)."""
+    if isinstance(node, ast.JoinedStr):
+        return "str"
+    if isinstance(node, ast.Constant) and type(node.value) in (str, bool, int, float):
+        return type(node.value).__name__
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _literal_kind(node.operand)
+        return inner if inner in ("int", "float") else None
+    return None
+
+
 class _SignatureRules(_ValidationBase):
     """Rules about ``evaluate``'s signature, annotations, output type and declared inputs."""
 
@@ -150,6 +177,7 @@ class _SignatureRules(_ValidationBase):
                     annotated = next(iter(members.scores))
                 elif members.scores == {OutputType.INT, OutputType.FLOAT}:
                     annotated = OutputType.FLOAT  # ints are widened to float
+        self.returned_literals(fn, None if fn.returns is None else annotated)
         if (
             declared is not None
             and annotated is not None
@@ -164,6 +192,39 @@ class _SignatureRules(_ValidationBase):
             )
             annotated = None
         self.report.output_data_type = declared or annotated
+
+    def returned_literals(self, fn: ast.FunctionDef, annotated: OutputType | None) -> None:
+        """Literal ``return`` values that can never score: every return a string (``"PASS"``
+        gives invalid_score on every row), or a literal of another type than the return
+        annotation's (the harness holds a row to the annotated type)."""
+        returns = [(r, _literal_kind(r.value)) for r in _own_returns(fn)]
+        if returns and all(kind == "str" for _, kind in returns):
+            first = returns[0][0]
+            assert first.value is not None
+            self.add(
+                "string-return",
+                f"every `return` of evaluate gives a string (`{ast.unparse(first.value)}`), "
+                "which is not a score, so every row gets invalid_score: return True/False, a "
+                "number, or (score, explanation)",
+                first,
+            )
+            return
+        if annotated is None:
+            return
+        for node, kind in returns:
+            if kind is None or kind == annotated.value:
+                continue
+            if kind == "int" and annotated is OutputType.FLOAT:
+                continue  # widened
+            assert node.value is not None
+            self.add(
+                "return-mismatch",
+                f"`return {ast.unparse(node.value)}` contradicts the annotation "
+                f"`-> {annotated.value}`: the row gets invalid_score (a {kind} is not a "
+                f"{annotated.value}): return a {annotated.value}, or change the annotation",
+                node,
+            )
+            return
 
     def requires(self, fn: ast.FunctionDef) -> None:
         """``requires_*`` of the report: implied by the signature, or declared (checked)."""

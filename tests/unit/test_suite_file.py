@@ -260,8 +260,12 @@ def test_suite_gates_fail_on_and_max_failures(env: Path) -> None:
     (env / "scorebox.yaml").write_text(
         "data: rows.jsonl\nchecks: [fluency]\nfail_on: [judge_error]\nmax_failures: 2\n"
     )
-    assert cli("run").exit_code == 0
+    # the failing rows are within max_failures, but a check with no ok row still fails
+    allowed = cli("run")
+    assert allowed.exit_code == 3
+    assert "fluency: no row scored ok (judge_error=2)" in allowed.output
     assert cli("run", "--max-failures", "1").exit_code == 3
+    assert cli("run", "--fail-on", "none").exit_code == 0
 
 
 def test_suite_from_another_directory_with_data_map_and_output_overrides(env: Path) -> None:

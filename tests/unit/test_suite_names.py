@@ -41,6 +41,7 @@ def test_each_shared_name_is_defined_once() -> None:
 def test_default_fail_on_is_statuses_and_a_suite_defaults_to_them() -> None:
     assert {Status(s) for s in names.DEFAULT_FAIL_ON} == {
         Status.ERROR,
+        Status.INVALID_SCORE,
         Status.JUDGE_ERROR,
         Status.SANDBOX_ERROR,
     }

@@ -421,6 +421,9 @@ DEFECTS: list[Any] = [
     pytest.param("def evaluate(model_output) -> tuple[float, str, dict]:\n    return 1.0, '', {}\n", S, None, "bad-return-annotation", 1, 31, id="returns-3-tuple"),  # noqa: E501
     pytest.param("from typing import List\ndef evaluate(model_output) -> List[float]:\n    return [1.0]\n", S, None, "bad-return-annotation", 2, 31, id="returns-list"),  # noqa: E501
     pytest.param("def evaluate(model_output) -> float | None:\n    return None\n", S, None, "optional-return", 1, 31, id="optional-return"),  # noqa: E501
+    pytest.param("def evaluate(model_output):\n    if model_output:\n        return 'PASS'\n    return f'FAIL {model_output}'\n", S, None, "string-return", 3, 9, id="string-return"),  # noqa: E501
+    pytest.param("def evaluate(model_output) -> bool:\n    if model_output:\n        return True\n    return 0.5\n", S, None, "return-mismatch", 4, 5, id="return-mismatch-float-for-bool"),  # noqa: E501
+    pytest.param("def evaluate(model_output) -> int:\n    if model_output:\n        return 3\n    return 'high'\n", S, None, "return-mismatch", 4, 5, id="return-mismatch-str-for-int"),  # noqa: E501
     pytest.param("def evaluate(model_output) -> float:\n    return 1.0\n", S, DeclaredCheck(output_data_type=OutputType.BOOL), "output-type-mismatch", 1, 31, id="output-type-mismatch"),  # noqa: E501
     pytest.param("def evaluate(model_output) -> float:\n    return 1.0\n", S, DeclaredCheck(output_data_type=OutputType.INT), "output-type-mismatch", 1, 31, id="output-type-float-not-int"),  # noqa: E501
     pytest.param("def evaluate(model_output):\n    return 1\n", S, DeclaredCheck(requires_scenario_input=True), "requires-mismatch", 1, 1, id="requires-declared-true"),  # noqa: E501

@@ -183,7 +183,7 @@ class ResultColumns:
     score: Sequence[bool | int | float | None]
     duration_ms: Sequence[float]
     #: By position: the rows with more than a status and a score (``explanation``,
-    #: ``error``, ``output``, ``passed``, ``metadata``, as RowResult names them).
+    #: ``error``, ``output``, ``passed``, ``metadata``, ``model``, as RowResult names them).
     extras: Mapping[int, Mapping[str, Any]]
 
     def __len__(self) -> int:

@@ -153,7 +153,7 @@ class ResultItem(BaseModel):
     duration_ms: float = Field(default=0.0, examples=[0.4])
     model: str | None = Field(
         default=None,
-        description="The model that served the check's model-gateway calls (POST /v1/score).",
+        description="The model that served the check's model-gateway calls, where one did.",
     )
     passed: bool | None = Field(
         default=None, description="The check's own pass flag (promptfoo, bool scores)."
@@ -293,6 +293,7 @@ def result_item(run: Run, stored: StoredResult, row_id: str | int | None = None)
         duration_ms=stored.duration_ms,
         passed=stored.passed,
         metadata=stored.metadata,
+        model=stored.model,
     )
 
 

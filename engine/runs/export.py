@@ -1,9 +1,10 @@
 """Per-row results of a run: export (JSONL, CSV, one-file HTML report) and CI gates.
 
 Pure: no engine imports, so ``scorebox --help`` stays fast. One record is one
-check on one row: ``row_index, row_id, check, version, status, score,
-explanation, error`` and the row's inputs (``model_output, scenario_input,
-scenario_result``) when they are known.
+check on one row: ``row_index, row_id, check, version, status, score, passed,
+explanation, error, model, metadata`` and the row's inputs (``model_output,
+scenario_input, scenario_result``). The CLI's ``-o`` files and the service's CSV
+and NDJSON exports are all made of these records.
 """
 
 from __future__ import annotations
@@ -23,20 +24,21 @@ from engine.hardening.cells import escape_cell
 # re-exported (engine.cli.run reads it here)
 from engine.suites.names import DEFAULT_FAIL_ON as DEFAULT_FAIL_ON  # noqa: PLC0414
 
-FIELDS = (
-    "row_index",
+#: A result's own columns, as RowResult and the API's ResultItem name them.
+RESULT_FIELDS = (
     "row_id",
     "check",
     "version",
     "status",
     "score",
+    "passed",
     "explanation",
     "error",
-    "model_output",
-    "scenario_input",
-    "scenario_result",
+    "model",
+    "metadata",
 )
 INPUTS = ("model_output", "scenario_input", "scenario_result")
+FIELDS = ("row_index", *RESULT_FIELDS, *INPUTS)
 
 # Exit codes (README "Exit codes"): 0 gates passed; 1 scorebox could not run (bad
 # input, server unreachable, run failed or cancelled); 2 usage error (click);
@@ -50,15 +52,30 @@ EXIT_INTERRUPTED = 130
 def record(
     row_index: int, result: Mapping[str, Any], row: Mapping[str, Any] | None
 ) -> dict[str, Any]:
-    """One flat record from a result (RowResult/ResultItem dump) and its input row."""
+    """One flat record from a result (RowResult/ResultItem dump) and its input row; with
+    no ``row``, the inputs a result carries itself (the service's NDJSON export)."""
     out: dict[str, Any] = {"row_index": row_index}
-    for key in FIELDS[1:8]:
+    for key in RESULT_FIELDS:
         out[key] = result.get(key)
+    out["passed"] = passed(result)
     if out["row_id"] is None and row is not None:
         out["row_id"] = row.get("id")
+    source = result if row is None else row
     for key in INPUTS:
-        out[key] = None if row is None else row.get(key)
+        out[key] = source.get(key)
     return out
+
+
+def passed(result: Mapping[str, Any]) -> bool | None:
+    """Whether a result passes: the check's own pass flag (promptfoo, graders) where it
+    has one, else a bool score; None for a number score or a row that did not score."""
+    flag = result.get("passed")
+    if flag is not None:
+        return bool(flag)
+    score = result.get("score")
+    if result.get("status") == "ok" and isinstance(score, bool):
+        return score
+    return None
 
 
 def write_records(path: Path, records: Sequence[Mapping[str, Any]], title: str) -> None:
@@ -114,13 +131,18 @@ class Gates:
 
 
 def _is_failure(r: Mapping[str, Any], fail_on: Sequence[str]) -> bool:
-    return r.get("status") in fail_on or (r.get("status") == "ok" and r.get("score") is False)
+    return r.get("status") in fail_on or (r.get("status") == "ok" and passed(r) is False)
 
 
 def check_value(records: Sequence[Mapping[str, Any]]) -> float | None:
-    """The value a threshold is compared with: the pass rate of a bool check (share
-    of scored rows that are true), else the mean score of the rows that scored."""
-    scores = [r["score"] for r in records if r.get("status") == "ok" and r.get("score") is not None]
+    """The value a threshold is compared with: the pass rate of the check's own pass
+    flags where it has them, else of a bool check (share of scored rows that are true),
+    else the mean score of the rows that scored."""
+    ok = [r for r in records if r.get("status") == "ok"]
+    flags = [r["passed"] for r in ok if r.get("passed") is not None]
+    if flags:
+        return sum(1 for f in flags if f) / len(flags)
+    scores = [r["score"] for r in ok if r.get("score") is not None]
     if not scores:
         return None
     if all(isinstance(s, bool) for s in scores):

@@ -115,6 +115,8 @@ class ResultBlock:
                 scores[k] = exact
             if fields:
                 extras[k] = fields
+        for k, model in self.served_by.items():
+            extras.setdefault(k, {})["model"] = model
         return ResultColumns(
             row_index=row_index,
             status=STATUS_NAMES[self.statuses].tolist(),

@@ -160,6 +160,8 @@ class StoredResult:
     duration_ms: float
     passed: bool | None = None
     metadata: dict[str, Any] | None = None
+    #: The model that served the row's model-gateway calls, where one did.
+    model: str | None = None
 
 
 @dataclass(frozen=True)

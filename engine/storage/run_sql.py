@@ -273,6 +273,7 @@ class SqlRuns(SqlSessions):
                     "output": r.output,
                     "passed": r.passed,
                     "metadata": r.metadata,
+                    "model": r.model,
                 },
             )
             for check_index, row_index, r in results
@@ -348,6 +349,7 @@ class SqlRuns(SqlSessions):
                     r.duration_ms,
                     r.passed,
                     r.result_metadata,
+                    r.model,
                 )
                 for r in rows
             ]
@@ -462,7 +464,8 @@ def _result_value(
     extras: Mapping[str, Any],
 ) -> dict[str, Any]:
     """One ``row_results`` row; ``extras`` holds a result's explanation, error, output, pass
-    flag and metadata (RowResult's names), each absent or None when it has none."""
+    flag, metadata and serving model (RowResult's names), each absent or None when it has
+    none."""
     explanation, error, output = (extras.get(k) for k in ("explanation", "error", "output"))
     return {
         "run_id": run_id,
@@ -478,4 +481,5 @@ def _result_value(
         "duration_ms": duration_ms,
         "passed": extras.get("passed"),
         "result_metadata": extras.get("metadata"),
+        "model": extras.get("model"),
     }

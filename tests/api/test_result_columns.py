@@ -1,5 +1,6 @@
 """Results stored from a sandbox block as columns equal the same results stored a
-RowResult a row (SQLite and PostgreSQL): the service path's block route loses nothing."""
+RowResult a row (SQLite and PostgreSQL): the service path's block route loses nothing,
+the serving model included."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ def test_columns_and_row_results_store_the_same(database_url: str) -> None:
         {**ok(10, 0.5, "float"), "passed": False, "metadata": {"sub": {"x": 1}}},
     ]
     block = BlockRecord.model_validate(frame(load_harness(), records)).block
+    block.served_by.update({0: "judge-a", 10: "judge-b, judge-c"})  # the gateway's models
     rows = list(range(100, 100 + len(records)))  # the rows' indices in their run
     store = open_store(database_url)
     try:
@@ -42,6 +44,7 @@ def test_columns_and_row_results_store_the_same(database_url: str) -> None:
                 result.duration_ms,
                 result.passed,
                 result.metadata,
+                result.model,
             )
             by_check[result.check_index].append(fields)
         assert by_check[0] == by_check[1]
@@ -49,5 +52,7 @@ def test_columns_and_row_results_store_the_same(database_url: str) -> None:
         scores = {row[0]: row[2] for row in by_check[1]}
         assert scores[106] == 2**60 + 1  # exact, though the block's column is a float
         assert [row[1] for row in by_check[1]][:4] == ["ok", "ok", "ok", "error"]
+        models = {row[0]: row[9] for row in by_check[1] if row[9] is not None}
+        assert models == {100: "judge-a", 110: "judge-b, judge-c"}  # kept on both paths
     finally:
         store.engine.dispose()

@@ -18,7 +18,7 @@ from engine.audit.api import AuditDep
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
 from engine.json_limits import FreeJSON, json_problem
-from engine.runs.export import record, to_csv
+from engine.runs.export import INPUTS, record, to_csv
 from engine.storage import Run, RunStatus, RunStore
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -227,13 +227,22 @@ def _page(store: RunStore, run: Run, offset: int, limit: int, check_index: int |
     return [result_item(run, s, ids.get(s.row_index, {}).get("id")) for s in stored]
 
 
+def _with_inputs(item: Any, row: dict[str, Any] | None) -> dict[str, Any]:
+    """A result of the NDJSON export: the ResultItem and its row's inputs (as the CSV)."""
+    out: dict[str, Any] = item.model_dump(mode="json")
+    for key in INPUTS:
+        out[key] = None if row is None else row.get(key)
+    return out
+
+
 @router.get(
     "/{run_id}/results",
     response_model=ResultsPage,
     summary="A run's results",
     description="Ordered by row, then check. JSON pages with `offset`/`limit`, or every result "
-    "from `offset` on as NDJSON with `Accept: application/x-ndjson`, or as CSV (one line per row "
-    "and check, with the row's inputs) with `Accept: text/csv`. Filter with `check=NAME`.",
+    "from `offset` on as NDJSON with `Accept: application/x-ndjson` (each result with its row's "
+    "inputs), or as CSV (one line per row and check, with the row's inputs, the same columns as "
+    "`scorebox run results -o x.csv`) with `Accept: text/csv`. Filter with `check=NAME`.",
     responses=responses(
         401, 404, ok={200: {"content": {NDJSON: {"example": '{"row_index": 0, "check": "x"}\n'}}}}
     ),
@@ -285,7 +294,11 @@ def get_results(
                 items = _page(store, run, position, 2000, check_index)
                 if not items:
                     return
-                yield b"".join(item.model_dump_json().encode() + b"\n" for item in items)
+                rows = store.load_rows(run.id, sorted({i.row_index for i in items}))
+                yield "".join(
+                    json.dumps(_with_inputs(i, rows.get(i.row_index)), ensure_ascii=False) + "\n"
+                    for i in items
+                ).encode()
                 position += len(items)
 
         return StreamingResponse(stream(), media_type=NDJSON)

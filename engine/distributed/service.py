@@ -165,11 +165,10 @@ class DistributedRunService(RunService):
         """
         if not self.replies.broker_lost_data():
             return
-        self.metrics.broker_restarts.inc()
         requeued = self.ledger.requeue_queued()
         if requeued:
+            self.metrics.broker_restarts.inc()
             self.metrics.chunks_requeued.labels("broker_restarted").inc(requeued)
-        if requeued:
             log.warning(
                 "the broker at %s lost its queues (restarted without persistence, or "
                 "flushed): %d queued chunks sent again",

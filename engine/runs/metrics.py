@@ -82,8 +82,8 @@ class Metrics:
 
         self.broker_restarts = Counter(
             "scorebox_broker_restarts",
-            "Times this node found the broker had lost its data (restart without persistence, "
-            "flush) and sent its queued chunks again.",
+            "Times this node found the broker had lost the chunks queued in it (restart "
+            "without persistence, flush) and sent them again.",
             registry=self.registry,
         )
         self.chunks_requeued = Counter(

@@ -6,7 +6,7 @@
 #   scripts/dev.sh lint                ruff, ruff format --check, mypy --strict, bandit, lint-imports, mkdocs build --strict (what CI gates on)
 #   scripts/dev.sh test [pytest args]  setup, lint, then pytest (Docker, PostgreSQL, Redis tests included)
 #   scripts/dev.sh test-fast [args]    pytest tests/unit only: no Docker, no database server (the fast loop)
-#   scripts/dev.sh lock                regenerate requirements/dev.lock (hashes) from pyproject.toml
+#   scripts/dev.sh lock                regenerate requirements/dev.lock and runtime.lock (hashes) from pyproject.toml
 #   scripts/dev.sh audit               pip-audit --strict against the lock (needs the vulnerability services)
 #   scripts/dev.sh docs [mkdocs args]  serve the docs site at http://127.0.0.1:8001, rebuilt on save
 #
@@ -293,10 +293,14 @@ run_lock() {
     ensure_tools
     # --universal: one lock for every platform (markers kept); the header records this command.
     # From the checkout, with a relative output: the header records the command, and it
-    # must name no path of this machine.
+    # must name no path of this machine. Two locks from one pyproject.toml: dev.lock (what
+    # .venv and CI install) and runtime.lock (what a deployment installs, docs/deploy.md:
+    # the dependencies, the distributed and calibration extras, no test or lint tools).
     (cd "$ROOT" && "$TOOLS/bin/uv" pip compile pyproject.toml --extra dev --generate-hashes \
         --python-version 3.11 --universal --quiet -o requirements/dev.lock)
-    say "wrote requirements/dev.lock; tests/unit/test_lock.py checks it against pyproject.toml"
+    (cd "$ROOT" && "$TOOLS/bin/uv" pip compile pyproject.toml --extra distributed --extra calibration --generate-hashes \
+        --python-version 3.11 --universal --quiet -o requirements/runtime.lock)
+    say "wrote requirements/dev.lock and requirements/runtime.lock; tests/unit/test_lock.py checks both against pyproject.toml"
 }
 
 run_audit() {

@@ -1,9 +1,11 @@
-"""The lock (requirements/dev.lock) agrees with pyproject.toml and with what is installed.
+"""The locks agree with pyproject.toml and with what is installed.
 
-`scripts/dev.sh` installs scorebox's dependencies from the lock with `--require-hashes`;
-`scripts/dev.sh lock` regenerates it. These tests fail when pyproject.toml asks for
-something the lock does not pin (or pins at a version the specifier refuses), when an
-entry has no hash, or when the environment running the tests drifted from the lock.
+`scripts/dev.sh` installs scorebox's dependencies from requirements/dev.lock with
+`--require-hashes`; a deployment installs from requirements/runtime.lock (docs/deploy.md);
+`scripts/dev.sh lock` regenerates both. These tests fail when pyproject.toml asks for
+something a lock does not pin (or pins at a version the specifier refuses), when an
+entry has no hash, when the runtime lock pins a version the tests did not run with, or
+when the environment running the tests drifted from the dev lock.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements" / "dev.lock"
+RUNTIME_LOCK = ROOT / "requirements" / "runtime.lock"
+#: The extras each lock is made from (scripts/dev.sh run_lock).
+LOCK_EXTRAS = {LOCK: "dev", RUNTIME_LOCK: "distributed"}
 PYPROJECT = ROOT / "pyproject.toml"
 
 
@@ -60,10 +65,10 @@ def parse_lock(text: str) -> dict[str, Pin]:
     return pins
 
 
-def declared_requirements() -> list[Requirement]:
-    """What pyproject.toml asks for: the dependencies and the dev extra the lock is made from."""
+def declared_requirements(extra: str = "dev") -> list[Requirement]:
+    """What pyproject.toml asks for: the dependencies and the extra a lock is made from."""
     project = tomllib.loads(PYPROJECT.read_text())["project"]
-    lines = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    lines = [*project["dependencies"], *project["optional-dependencies"][extra]]
     return [Requirement(line) for line in lines]
 
 
@@ -72,28 +77,59 @@ def pins() -> dict[str, Pin]:
     return parse_lock(LOCK.read_text())
 
 
-def test_the_lock_records_the_command_that_made_it() -> None:
-    header = LOCK.read_text().splitlines()[:2]
-    assert "uv pip compile pyproject.toml --extra dev --generate-hashes" in header[1]
+@pytest.fixture(scope="module")
+def runtime_pins() -> dict[str, Pin]:
+    return parse_lock(RUNTIME_LOCK.read_text())
 
 
-def test_every_declared_requirement_is_pinned_at_a_version_it_allows(
-    pins: dict[str, Pin],
-) -> None:
+@pytest.mark.parametrize("lock", [LOCK, RUNTIME_LOCK], ids=["dev", "runtime"])
+def test_the_lock_records_the_command_that_made_it(lock: Path) -> None:
+    header = lock.read_text().splitlines()[:2]
+    extra = LOCK_EXTRAS[lock]
+    assert f"uv pip compile pyproject.toml --extra {extra} --generate-hashes" in header[1]
+    assert f"-o requirements/{lock.name}" in header[1]
+
+
+@pytest.mark.parametrize("lock", [LOCK, RUNTIME_LOCK], ids=["dev", "runtime"])
+def test_every_declared_requirement_is_pinned_at_a_version_it_allows(lock: Path) -> None:
+    pins = parse_lock(lock.read_text())
     problems = []
-    for requirement in declared_requirements():
+    for requirement in declared_requirements(LOCK_EXTRAS[lock]):
         pin = pins.get(canonicalize_name(requirement.name))
         if pin is None:
             problems.append(f"{requirement} is not in the lock")
         elif not requirement.specifier.contains(pin.version, prereleases=True):
             problems.append(f"{requirement} but the lock pins {pin.version}")
     assert not problems, (
-        "requirements/dev.lock disagrees with pyproject.toml; run `scripts/dev.sh lock`:\n  "
+        f"requirements/{lock.name} disagrees with pyproject.toml; run `scripts/dev.sh lock`:\n  "
         + "\n  ".join(problems)
     )
 
 
-def test_every_pin_is_exact_and_hashed(pins: dict[str, Pin]) -> None:
+def test_the_runtime_lock_pins_what_the_tests_ran_with(
+    pins: dict[str, Pin], runtime_pins: dict[str, Pin]
+) -> None:
+    # A deployment runs the versions CI tested: every runtime pin is in the dev lock, equal.
+    differ = [
+        f"{name}: runtime.lock {pin.version}, dev.lock "
+        + (str(pins[name].version) if name in pins else "absent")
+        for name, pin in runtime_pins.items()
+        if name not in pins or pins[name].version != pin.version
+    ]
+    assert not differ, "the two locks disagree; run `scripts/dev.sh lock`:\n  " + "\n  ".join(
+        differ
+    )
+
+
+def test_the_runtime_lock_carries_no_test_or_lint_tool(runtime_pins: dict[str, Pin]) -> None:
+    dev_only = {"pytest", "mypy", "ruff", "playwright", "schemathesis", "mkdocs", "bandit"}
+    assert not dev_only & set(runtime_pins)
+    assert {"celery", "redis", "psycopg", "fastapi", "uvicorn"} <= set(runtime_pins)
+
+
+@pytest.mark.parametrize("lock", [LOCK, RUNTIME_LOCK], ids=["dev", "runtime"])
+def test_every_pin_is_exact_and_hashed(lock: Path) -> None:
+    pins = parse_lock(lock.read_text())
     assert len(pins) > 50
     for name, pin in pins.items():
         (spec,) = pin.requirement.specifier

@@ -54,7 +54,12 @@ from engine.sandbox.docker.image.constants import (
     SUITE,
     Log,
 )
-from engine.sandbox.docker.image.context import assemble_context, hash_context, source_dirs
+from engine.sandbox.docker.image.context import (
+    assemble_context,
+    hash_context,
+    image_build_dir,
+    source_dirs,
+)
 from engine.sandbox.docker.image.docker_cli import DockerCLI
 from engine.sandbox.docker.image.packages import (
     PackageInfo,
@@ -100,6 +105,7 @@ __all__ = [
     "find_mirror",
     "hash_context",
     "host_version",
+    "image_build_dir",
     "image_status",
     "image_versions",
     "manylinux_platforms",

@@ -21,7 +21,12 @@ from engine.sandbox.docker.image.constants import (
     REPOSITORY,
     Log,
 )
-from engine.sandbox.docker.image.context import assemble_context, hash_context, source_dirs
+from engine.sandbox.docker.image.context import (
+    assemble_context,
+    hash_context,
+    image_build_dir,
+    source_dirs,
+)
 from engine.sandbox.docker.image.docker_cli import DockerCLI
 from engine.sandbox.docker.image.packages import debian_packages, wheel_requirements
 from engine.sandbox.docker.image.wheels import ensure_wheels
@@ -84,7 +89,7 @@ def build_image(
     """Build the sandbox image unless its content-hashed tag exists (``force`` rebuilds)."""
     started = time.monotonic()
     image_dir, engine_dir = source_dirs()
-    build_dir = image_dir / "build"
+    build_dir = image_build_dir(image_dir, settings.data_dir)
     arch = platform.machine()
     cli = DockerCLI(settings.docker_host)
     cli.check_engine()

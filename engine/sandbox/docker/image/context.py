@@ -81,12 +81,25 @@ def assemble_context(dest: Path, image_dir: Path, engine_dir: Path, wheels: Sequ
 
 
 def source_dirs() -> tuple[Path, Path]:
-    """``(sandbox_images/python, engine)`` of this checkout."""
+    """``(sandbox_images/python, engine)``: of this checkout, or of the installed package
+    (the wheel carries ``sandbox_images/python`` next to ``engine/`` as package data)."""
     engine_dir = Path(__file__).resolve().parents[3]
     image_dir = engine_dir.parent / "sandbox_images" / "python"
     if not (image_dir / "Dockerfile").is_file():
         raise SandboxError(
-            f"sandbox image sources not found at {image_dir}: build the image from a source "
-            "checkout of scorebox (`scripts/dev.sh setup`)"
+            f"sandbox image sources not found at {image_dir}: reinstall scorebox from its "
+            "wheel (`pip install --no-deps scorebox-*.whl`, docs/deploy.md) or build the "
+            "image from a source checkout (`scripts/dev.sh setup`)"
         )
     return image_dir, engine_dir
+
+
+def image_build_dir(image_dir: Path, data_dir: Path) -> Path:
+    """Where wheels, the base and the context are kept between builds.
+
+    ``sandbox_images/python/build`` in a source checkout (as before); under the data
+    directory for an installed package, whose site-packages may not be writable.
+    """
+    if (image_dir.parents[1] / "pyproject.toml").is_file():
+        return image_dir / "build"
+    return data_dir / "image-build"

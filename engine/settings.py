@@ -134,7 +134,11 @@ class Settings(BaseSettings):
     admin_key: SecretStr | None = Field(default=None, description="Operator key for /v1/admin.")
     host: str = Field(default="127.0.0.1", description="Address `scorebox serve` binds.")
     port: int = Field(default=8000, ge=0, le=65535, description="Port `scorebox serve` binds.")
-    migrate_on_start: bool = Field(default=True, description="Upgrade the schema at start-up.")
+    migrate_on_start: bool = Field(
+        default=True,
+        description="Upgrade the schema at start-up (one node at a time, under a lock); "
+        "set false on distributed nodes and run `scorebox db upgrade` once per version.",
+    )
     run_workers: int | None = Field(
         default=None, ge=1, description="Threads scoring run chunks; default: max_parallel_jobs."
     )

@@ -27,6 +27,7 @@ from engine.runs.wiring import Scoring, build_scoring
 from engine.settings import Settings
 from engine.storage import SqlStore, create_db_engine, upgrade
 from engine.storage.cached import CachedStore
+from engine.storage.database import check_schema_at_start
 
 if TYPE_CHECKING:
     from engine.sandbox.runner import SandboxRunner
@@ -78,6 +79,7 @@ def create_app(
         db = create_db_engine(settings.effective_database_url)
         if settings.migrate_on_start:
             upgrade(db)
+        check_schema_at_start(db)  # a schema of another version: refuse to serve, name the fix
         store = CachedStore(  # key -> tenant, name -> check version: not read per request
             db,
             key_seconds=settings.key_cache_seconds,

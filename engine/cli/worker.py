@@ -8,7 +8,7 @@ import socket
 
 import click
 
-from engine.errors import ConfigurationError
+from engine.errors import ConfigurationError, StorageError
 from engine.settings import Settings
 
 
@@ -38,6 +38,7 @@ def worker(concurrency: int | None, queues: str | None, name: str | None, log_le
     from engine.distributed.preflight import check_distributed  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.distributed.worker import WorkerRuntime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.sandbox.docker.containers import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.storage.database import check_schema_at_start, create_db_engine  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
     if not settings.broker_url:
@@ -48,7 +49,9 @@ def worker(concurrency: int | None, queues: str | None, name: str | None, log_le
     try:
         check_distributed(settings)
         check_runtime(settings)
-    except ConfigurationError as exc:
+        # a worker of another version than the schema would write what the API misreads
+        check_schema_at_start(create_db_engine(settings.effective_database_url))
+    except (ConfigurationError, StorageError) as exc:
         raise click.ClickException(str(exc)) from exc
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
     threads = concurrency or settings.max_parallel_jobs

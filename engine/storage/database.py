@@ -2,7 +2,10 @@
 
 SQLite gets WAL, foreign keys and a busy timeout on every connection;
 PostgreSQL is used as it is. The schema is created and upgraded by Alembic,
-programmatically (``upgrade``) at start-up and by ``scorebox db upgrade``.
+programmatically (``upgrade``) at start-up and by ``scorebox db upgrade``. On PostgreSQL
+an upgrade holds an advisory lock (``MIGRATION_LOCK_KEY``): nodes starting together
+migrate one at a time, the later ones finding the schema current. ``schema_problem``
+says when the database's schema and this code's differ (a node refuses to serve then).
 """
 
 from __future__ import annotations
@@ -35,6 +38,10 @@ log = logging.getLogger("scorebox.storage")
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
+
+#: The session-level advisory lock every schema upgrade holds on PostgreSQL; the
+#: dispatcher's transaction-level lock (engine.distributed.ledger) uses another key.
+MIGRATION_LOCK_KEY = int.from_bytes(b"sbx-migr", "big")
 
 
 def _lower(value: Any) -> Any:
@@ -90,10 +97,31 @@ def alembic_config(engine: Engine) -> Any:
     return config
 
 
+@contextmanager
+def migration_lock(engine: Engine) -> Iterator[None]:
+    """Hold the migration advisory lock for the block (PostgreSQL; nothing on SQLite, whose
+    writers are serialised by the database file's own lock). Waits for another holder."""
+    if engine.dialect.name != "postgresql":
+        yield
+        return
+    with engine.connect() as conn:
+        got = conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        if not got.scalar():
+            log.info("another node is upgrading the database schema; waiting for it")
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK_KEY})
+        conn.commit()  # the lock is the session's: no transaction is held open meanwhile
+        try:
+            yield
+        finally:
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK_KEY})
+            conn.commit()
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
-    """Bring the schema to ``revision`` (idempotent)."""
+    """Bring the schema to ``revision`` (idempotent), one node at a time."""
     try:
-        command.upgrade(alembic_config(engine), revision)
+        with migration_lock(engine):
+            command.upgrade(alembic_config(engine), revision)
     except SQLAlchemyError as exc:
         raise StorageError(f"database migration failed at {engine.url!r}: {exc}") from exc
 
@@ -107,6 +135,47 @@ def current_revision(engine: Engine) -> str | None:
 def head_revision() -> str | None:
     """The newest revision the packaged migrations know."""
     return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+
+
+def schema_problem(engine: Engine) -> str | None:
+    """None when the database's schema is the one this code needs; else what differs and
+    the fix. Raises :class:`StorageError` when the database does not answer."""
+    try:
+        found = current_revision(engine)
+    except SQLAlchemyError as exc:
+        raise StorageError(
+            f"database not reachable: {exc.__class__.__name__} (check SCOREBOX_DATABASE_URL)"
+        ) from exc
+    needed = head_revision()
+    if found == needed:
+        return None
+    if found is None:
+        return (
+            f"the database has no scorebox schema, this code needs {needed}: "
+            "run `scorebox db upgrade`"
+        )
+    known = {rev.revision for rev in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()}
+    if found not in known:
+        return (
+            f"database schema is at {found}, newer than this code ({needed}): "
+            "upgrade scorebox on this node"
+        )
+    return f"database schema is at {found}, this code needs {needed}: run `scorebox db upgrade`"
+
+
+def check_schema_at_start(engine: Engine) -> None:
+    """A node's start: raise :class:`StorageError` naming the fix when the schema differs.
+
+    A database that does not answer yet is not refused here (``/readyz`` reports it, and
+    the schema is checked again there): only a reachable database of another schema is.
+    """
+    try:
+        problem = schema_problem(engine)
+    except StorageError as exc:
+        log.warning("schema not checked at start: %s", exc)
+        return
+    if problem is not None:
+        raise StorageError(f"refusing to start: {problem}")
 
 
 def ping(engine: Engine) -> None:

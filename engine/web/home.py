@@ -80,7 +80,7 @@ async def signout(request: Request) -> Response:
 def health_page(request: Request) -> HTMLResponse:
     _, session = who(request)
     services = services_of(request)
-    ready = readiness(services.settings, services.store, services.runners).as_json()
+    ready = readiness(services.settings, services.store, services.runners, services.db).as_json()
     pools = dict(services.runners.pool_sizes())
     workers: dict[str, dict[str, Any]] | None = None
     workers_error = None

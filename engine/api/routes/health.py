@@ -44,7 +44,7 @@ async def healthz() -> dict[str, str]:
     },
 )
 def readyz(services: ServicesDep) -> JSONResponse:
-    found = readiness(services.settings, services.store, services.runners)
+    found = readiness(services.settings, services.store, services.runners, services.db)
     return JSONResponse(found.as_json(), status_code=200 if found.ready else 503)
 
 

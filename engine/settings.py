@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from platformdirs import user_data_dir
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from engine.models import Limits
+from engine.setting_values import SettingValueError, describe, is_list, settings_error, split_list
 
 
 def _default_data_dir() -> Path:
@@ -38,8 +45,27 @@ class _FlatLimitsSource(PydanticBaseSettingsSource):
         return {"limits": limits} if limits else {}
 
 
+class _EnvSource(EnvSettingsSource):
+    """``SCOREBOX_*`` variables: a list also takes comma-separated values, and a value that
+    is not JSON where JSON is needed is a :class:`SettingValueError` naming the variable."""
+
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        try:
+            if isinstance(value, str) and is_list(field.annotation):
+                return split_list(value)
+            return super().decode_complex_value(field_name, field, value)
+        except ValueError as exc:  # raised as ours: pydantic-settings wraps a ValueError
+            variable = f"{self.env_prefix}{field_name}".upper()
+            problem = f"not JSON: {exc}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            raise SettingValueError(describe(variable, value, field, problem)) from None
+
+
 class Settings(BaseSettings):
-    """Effective configuration. Build it once (``Settings()``) and pass it down."""
+    """Effective configuration. Build it once (``Settings()``) and pass it down.
+
+    A bad ``SCOREBOX_*`` value raises :class:`~engine.setting_values.SettingValueError`,
+    one line per variable (what it holds, what it takes, an example), not pydantic's text.
+    """
 
     model_config = SettingsConfigDict(
         env_prefix="SCOREBOX_", extra="ignore", frozen=True, populate_by_name=True
@@ -257,6 +283,19 @@ class Settings(BaseSettings):
         gt=0,
         description="Total time a request body may take to arrive (408 after it).",
     )
+    body_inflight_mb_per_key: float = Field(
+        default=128.0,
+        gt=0,
+        description="Request bodies one API key (or dashboard session) may have arriving "
+        "or being handled at once, in MB (429 with Retry-After above it; a body alone is "
+        "bounded by SCOREBOX_MAX_BODY_MB / SCOREBOX_MAX_UPLOAD_MB only).",
+    )
+    body_inflight_mb: float = Field(
+        default=512.0,
+        gt=0,
+        description="Request bodies the whole API process holds at once, in MB (429 with "
+        "Retry-After above it).",
+    )
     llm_call_deadline_seconds: float = Field(
         default=300.0,
         gt=0,
@@ -303,7 +342,17 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Keyword arguments first, then the flat limit variables, then ``SCOREBOX_*``."""
         flat = _FlatLimitsSource(settings_cls)
-        return init_settings, flat, env_settings, dotenv_settings, file_secret_settings
+        env = _EnvSource(settings_cls)
+        return init_settings, flat, env, dotenv_settings, file_secret_settings
+
+    def __init__(self, *args: Any, **values: Any) -> None:
+        try:
+            super().__init__(*args, **values)
+        except ValidationError as exc:
+            error = settings_error(exc, type(self).model_fields, {"limits": Limits}, values)
+            if error is None:  # a keyword argument's mistake: the caller's bug, as it is
+                raise
+            raise error from None
 
     @property
     def effective_database_url(self) -> str:

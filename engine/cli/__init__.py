@@ -24,6 +24,12 @@ from engine.errors import ScoreboxError
 from engine.runs.export import EXIT_INTERRUPTED
 
 
+class _SettingsProblem(click.ClickException):
+    """A bad ``SCOREBOX_*`` value: a usage error (exit 2), shown as one line per variable."""
+
+    exit_code = 2
+
+
 class _Main(click.Group):
     """The root group: Ctrl-C anywhere is "interrupted" and exit 130, as documented.
 
@@ -31,7 +37,8 @@ class _Main(click.Group):
     Commands with more to say (following a remote run) catch it themselves first.
     Every :class:`~engine.errors.ScoreboxError` a command lets through, and every
     ``OSError`` (a file that cannot be read or written), is shown as one line
-    ``Error: <message>`` with exit code 1.
+    ``Error: <message>`` with exit code 1; a bad ``SCOREBOX_*`` value
+    (:class:`~engine.setting_values.SettingValueError`) with exit code 2.
     """
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -41,7 +48,17 @@ class _Main(click.Group):
             click.echo("\ninterrupted", err=True)
             raise SystemExit(EXIT_INTERRUPTED) from None
         except ScoreboxError as exc:  # the library's errors name the fix: show them as they are
+            from engine.setting_values import SettingValueError  # noqa: PLC0415 (lazy)
+
+            if isinstance(exc, SettingValueError):
+                raise _SettingsProblem(str(exc)) from exc
             raise click.ClickException(str(exc)) from exc
+        except click.ClickException as exc:
+            from engine.setting_values import SettingValueError  # noqa: PLC0415 (lazy)
+
+            if isinstance(exc.__cause__, SettingValueError):  # a command wrapped it: still 2
+                exc.exit_code = _SettingsProblem.exit_code
+            raise
         except OSError as exc:  # a file that cannot be read or written: one line, not a traceback
             from engine.suites.outputs import describe_os_error  # noqa: PLC0415 (lazy)
 

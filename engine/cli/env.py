@@ -15,7 +15,7 @@ from engine.settings import Settings
 
 
 def _environments(settings: Settings) -> Environments:
-    from engine.sandbox.docker.backend import docker_environments  # noqa: PLC0415 (lazy)
+    from engine.sandbox.docker.environments import docker_environments  # noqa: PLC0415 (lazy)
 
     return docker_environments(settings)
 
@@ -145,7 +145,7 @@ def wheel(requirement: str) -> None:
     network, no secrets and bounded time, memory and size.
     """
     from engine.environments.wheels import build_wheel  # noqa: PLC0415 (lazy: httpx)
-    from engine.sandbox.docker.backend import DockerEnvironments  # noqa: PLC0415 (lazy)
+    from engine.sandbox.docker.environments import DockerEnvironments  # noqa: PLC0415 (lazy)
 
     settings = Settings()
     try:

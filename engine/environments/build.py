@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import platform
-import re
 import shutil
 import subprocess  # nosec B404: pip download is run as a fixed argument list
 import sys
@@ -37,6 +36,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from engine.environments.pip_output import (
+    INDEX_UNREACHABLE,
+    NO_WHEEL,
+    PACKAGE_INDEX,
+    for_tenant,
+    no_wheel_message,
+)
 from engine.environments.spec import (
     SANDBOX_PYTHON,
     Declared,
@@ -45,6 +51,7 @@ from engine.environments.spec import (
     read_block,
 )
 from engine.errors import EnvironmentBuildError, PackageIndexError
+from engine.redact import mask_credentials
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,22 +64,6 @@ ENV_PATH = "/opt/scorebox-env"
 FAILURE_TTL_SECONDS = 300.0
 #: The newest glibc whose manylinux wheels run on the sandbox (Debian bookworm: 2.36).
 SANDBOX_GLIBC = (2, 36)
-#: What pip prints when the index (or the proxy before it) could not be reached or stalled:
-#: a retryable failure, checked before _NO_WHEEL, since pip then also says it found no
-#: matching distribution.
-_INDEX_UNREACHABLE = re.compile(
-    r"NewConnectionError|ConnectTimeoutError|ReadTimeoutError|Connection refused|"
-    r"Max retries exceeded|ProxyError|Temporary failure in name resolution|"
-    r"Name or service not known|Could not fetch URL|connection broken|RemoteDisconnected|"
-    r"IncompleteRead|HTTP error 5\d\d|Read timed out",
-    re.IGNORECASE,
-)
-_NO_WHEEL = re.compile(
-    r"(?:No matching distribution found for|"
-    r"Could not find a version that satisfies the requirement) (?P<req>\S+)"
-)
-
-
 @dataclass(frozen=True)
 class EnvironmentRecord:
     """A built environment: what was asked, what resolved, how big, how long it took."""
@@ -105,6 +96,11 @@ class BuildState:
     retryable: bool = False
     #: seconds until the next use builds again (failed builds only)
     retry_after_seconds: float | None = None
+
+
+def log_hint(key: str) -> str:
+    """Where an operator reads a build's log: said without the host's path (a tenant reads it)."""
+    return f"`scorebox env show {key}` on the server"
 
 
 def _build_error(message: str, retryable: bool) -> EnvironmentBuildError:
@@ -196,18 +192,6 @@ def download_command(
     if settings.packages_wheelhouse:
         command += ["--find-links", str(settings.packages_wheelhouse)]
     return [*command, *requirements]
-
-
-def no_wheel_message(output: str, requirements: Sequence[str]) -> str:
-    """What pip's failure means for the operator, naming the requirement and the fixes."""
-    found = _NO_WHEEL.search(output)
-    what = found.group("req") if found else ", ".join(requirements)
-    return (
-        f"no wheel of `{what}` for Python {SANDBOX_PYTHON} on this platform (scorebox installs "
-        "wheels only, so no package's build code runs): an operator can put a wheel in "
-        f"SCOREBOX_PACKAGES_WHEELHOUSE, or build one from the sdist with `scorebox env wheel "
-        f"'{what}'` (offline, in a hardened container)"
-    )
 
 
 class Environments:
@@ -336,7 +320,11 @@ class Environments:
                 )
         except EnvironmentBuildError as exc:
             retryable = isinstance(exc, PackageIndexError)
-            message = f"environment {key} failed to build: {exc} (build log: {log_file})"
+            message = (
+                f"environment {key} failed to build: {self._for_tenant(str(exc))} "
+                f"(build log: {log_hint(key)})"
+            )
+            log.warning("environment %s failed to build (log %s): %s", key, log_file, message)
             if retryable:
                 message += (
                     f"; retryable: the next use after SCOREBOX_ENV_RETRY_SECONDS="
@@ -378,6 +366,9 @@ class Environments:
         shutil.copy2(found[-1], dest / "scorebox-installer-pip.whl")
 
     def _pip(self, command: list[str], log_file: Path, step: str) -> str:
+        """Run pip; its output goes to the build log with credentials masked, and a failure
+        is said for the tenant: "the package index", no URL, no host path."""
+        echoed = mask_credentials(f"$ {' '.join(command)}\n")
         try:
             done = subprocess.run(  # nosec B603: a fixed argument list, no shell
                 command,
@@ -388,29 +379,47 @@ class Environments:
                 env={**os.environ, "PIP_NO_INPUT": "1"},
             )
         except subprocess.TimeoutExpired as exc:
+            with log_file.open("a") as handle:
+                handle.write(f"{echoed}(timed out)\n")
+            log.warning(
+                "pip %s passed %.0f s against %s", step, exc.timeout, self.index_for_operators()
+            )
             raise PackageIndexError(
                 f"pip {step} passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS="
-                f"{self.settings.env_build_timeout_seconds:.0f} (the package index "
-                f"{self._index_name()} answered too slowly)"
+                f"{self.settings.env_build_timeout_seconds:.0f} ({PACKAGE_INDEX} answered "
+                "too slowly)"
             ) from exc
-        output = f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"
+        output = f"{echoed}{mask_credentials(done.stdout)}{mask_credentials(done.stderr)}"
         with log_file.open("a") as handle:
             handle.write(output)
         if done.returncode != 0:
-            unreachable = _INDEX_UNREACHABLE.search(output)
+            unreachable = INDEX_UNREACHABLE.search(output)
             if unreachable:
-                raise PackageIndexError(
-                    f"pip {step} could not reach the package index {self._index_name()} "
-                    f"({unreachable.group(0)})"
+                log.warning(
+                    "pip %s could not reach %s (%s)",
+                    step,
+                    self.index_for_operators(),
+                    unreachable.group(0),
                 )
-            if _NO_WHEEL.search(output):
+                raise PackageIndexError(
+                    f"pip {step} could not reach {PACKAGE_INDEX} ({unreachable.group(0)})"
+                )
+            if NO_WHEEL.search(output):
                 raise EnvironmentBuildError(no_wheel_message(output, command[-1:]))
             tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-            raise EnvironmentBuildError(f"pip {step} failed: {tail}")
+            raise EnvironmentBuildError(f"pip {step} failed: {self._for_tenant(tail)}")
         return output
 
-    def _index_name(self) -> str:
-        return self.settings.package_index_url or "(pip's configured index)"
+    def index_for_operators(self) -> str:
+        """The index pip uses, for the server log: its URL with credentials masked."""
+        url = self.settings.package_index_url
+        return mask_credentials(url) if url else "pip's configured index"
+
+    def _for_tenant(self, text: str) -> str:
+        paths = [str(self.settings.data_dir), str(self.root), tempfile.gettempdir()]
+        if self.settings.packages_wheelhouse:
+            paths.append(str(self.settings.packages_wheelhouse))
+        return for_tenant(text, paths)
 
     # -- locks and failures ----------------------------------------------------------------
 
@@ -444,7 +453,7 @@ class Environments:
         return (
             f"environment {key} is still being built by another process after "
             f"SCOREBOX_ENV_WAIT_SECONDS={self.settings.env_wait_seconds:.0f}: try again later "
-            f"(build log: {self.log_path(key)})"
+            f"(build log: {log_hint(key)})"
         )
 
     def _locked_elsewhere(self, key: str) -> bool:

@@ -14,9 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from engine.environments.build import Environments
+from engine.environments.build import Environments, log_hint
 from engine.environments.spec import BLOCK_MARKER, PackageRules, read_block
 from engine.errors import ScoreboxError
+from engine.redact import mask_credentials
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,11 @@ class EnvironmentStatus(BaseModel):
         "unreachable or slow): the next use after `retry_after_seconds` builds again.",
     )
     retry_after_seconds: float | None = None
-    log: str | None = None
+    log: str | None = Field(
+        default=None,
+        description="Where the build log is kept: on the server, for its operator "
+        "(`scorebox env show KEY`); never a host path.",
+    )
     detail: str | None = None
 
 
@@ -66,8 +71,13 @@ def status_of(source: str | None, environments: Environments | None) -> Environm
         )
     try:
         state = environments.state(declared.requirements)
-    except ScoreboxError as exc:
-        return EnvironmentStatus(state="unknown", requirements=requirements, detail=str(exc))
+    except ScoreboxError as exc:  # e.g. the Docker engine is down: its address stays here
+        log.warning("environment state of %s: %s", requirements, mask_credentials(str(exc)))
+        return EnvironmentStatus(
+            state="unknown",
+            requirements=requirements,
+            detail="the sandbox could not be asked right now: try again later",
+        )
     record = state.record
     return EnvironmentStatus(
         key=state.key,
@@ -78,7 +88,7 @@ def status_of(source: str | None, environments: Environments | None) -> Environm
         error=state.error,
         retryable=state.retryable,
         retry_after_seconds=state.retry_after_seconds,
-        log=state.log_path or str(environments.log_path(state.key)),
+        log=log_hint(state.key) if state.key else None,
     )
 
 

@@ -5,14 +5,16 @@ Host side, runs no package code: the sdist is found through the index's simple A
 requirements are read from its ``pyproject.toml`` (PEP 518's default when absent) and
 fetched as wheels with ``pip download --only-binary=:all:``. The build itself runs in a
 hardened container with no network, no secrets and bounded time, memory and size
-(:meth:`WheelBuilder.build_wheel`, the Docker backend), and its wheel lands in
-SCOREBOX_PACKAGES_WHEELHOUSE.
+(:meth:`WheelBuilder.build_wheel`, the Docker backend), which hands the wheel back as a
+stream (no host folder the build can write); it is checked and lands in
+SCOREBOX_PACKAGES_WHEELHOUSE (:func:`store_wheel`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
 import subprocess  # nosec B404: pip is run as a fixed argument list
 import sys
 import tarfile
@@ -22,13 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import httpx
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name, parse_sdist_filename
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
 from packaging.version import InvalidVersion, Version
 
 from engine.environments.build import download_command
 from engine.errors import ConfigurationError, EnvironmentBuildError
+from engine.redact import mask_credentials
 from engine.settings import Settings
 
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -40,21 +47,29 @@ BUILD_MEMORY_MB = 2048
 BUILD_MAX_BYTES = 256 * 1024 * 1024
 
 
+@dataclass(frozen=True)
+class BuiltWheel:
+    """A wheel a build container handed back: its file name and its bytes."""
+
+    filename: str
+    content: bytes
+
+
 class WheelBuilder(Protocol):
-    """The container half: build the one sdist in ``inputs`` into ``out``, offline."""
+    """The container half: build the one sdist in ``inputs``, offline, and hand it back."""
 
     def build_wheel(
         self,
         inputs: Path,
         sdist: str,
-        out: Path,
         *,
         timeout: float,
         memory_mb: int,
         max_bytes: int,
         log_file: Path,
-    ) -> None:
-        """Raise EnvironmentBuildError naming the cause and the log."""
+    ) -> BuiltWheel:
+        """The wheel, taken out of the container as a stream (never through a host folder
+        the build could write); raise EnvironmentBuildError naming the cause and the log."""
         ...
 
 
@@ -90,6 +105,8 @@ def index_url(settings: Settings) -> str:
 
 def pick_sdist(requirement: Requirement, files: list[dict[str, Any]], base: str) -> Sdist:
     """The newest non-yanked sdist the requirement admits, from a PEP 691 file list."""
+    import httpx  # noqa: PLC0415 (lazy: only `scorebox env wheel` needs it)
+
     name = canonicalize_name(requirement.name)
     candidates: list[Sdist] = []
     for entry in files:
@@ -116,6 +133,8 @@ def pick_sdist(requirement: Requirement, files: list[dict[str, Any]], base: str)
 
 def fetch_sdist(requirement: Requirement, dest: Path, settings: Settings) -> Path:
     """Download the sdist through the simple API and check it against the index's hash."""
+    import httpx  # noqa: PLC0415 (lazy: only `scorebox env wheel` needs it)
+
     base = index_url(settings)
     verify: str | bool = pip_config("global.cert") or True
     url = f"{base}/{canonicalize_name(requirement.name)}/"
@@ -128,7 +147,9 @@ def fetch_sdist(requirement: Requirement, dest: Path, settings: Settings) -> Pat
             response = client.get(sdist.url)
             response.raise_for_status()
     except (httpx.HTTPError, ValueError) as exc:
-        raise EnvironmentBuildError(f"could not fetch the sdist of `{requirement}`: {exc}") from exc
+        raise EnvironmentBuildError(
+            f"could not fetch the sdist of `{requirement}`: {mask_credentials(str(exc))}"
+        ) from exc
     digest = hashlib.sha256(response.content).hexdigest()
     if digest != sdist.sha256:
         raise EnvironmentBuildError(
@@ -178,22 +199,22 @@ def build_wheel(
         )
     requirement = Requirement(requirement_text)
     inputs = work / "in"
-    out = work / "out"
     inputs.mkdir(parents=True)
-    out.mkdir()
     log_file = work / "build.log"
     sdist = fetch_sdist(requirement, inputs, settings)
     requires = build_requires(sdist)
-    command = download_command(list(requires), inputs, settings)
-    done = subprocess.run(  # nosec B603: fixed argument list
-        command, capture_output=True, text=True, timeout=600, check=False
-    )
-    log_file.write_text(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}")
-    if done.returncode != 0:
-        raise EnvironmentBuildError(
-            f"the build requirements of {sdist.name} ({', '.join(requires)}) have no wheels: "
-            f"{done.stderr.strip().splitlines()[-1:]}"
+    if requires:  # an in-tree backend may need nothing (`requires = []`)
+        command = download_command(list(requires), inputs, settings)
+        done = subprocess.run(  # nosec B603: fixed argument list
+            command, capture_output=True, text=True, timeout=600, check=False
         )
+        log_file.write_text(mask_credentials(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}"))
+        if done.returncode != 0:
+            last = mask_credentials(done.stderr.strip()).splitlines()[-1:]
+            raise EnvironmentBuildError(
+                f"the build requirements of {sdist.name} ({', '.join(requires)}) have no "
+                f"wheels: {last}"
+            )
     pip = sorted((settings.data_dir / "environments" / "tools").glob("pip-*.whl"))
     if not pip:
         tools = settings.data_dir / "environments" / "tools"
@@ -206,19 +227,46 @@ def build_wheel(
         )
         pip = sorted(tools.glob("pip-*.whl"))
     (inputs / "scorebox-installer-pip.whl").write_bytes(pip[-1].read_bytes())
-    builder.build_wheel(
+    built = builder.build_wheel(
         inputs,
         sdist.name,
-        out,
         timeout=BUILD_TIMEOUT_SECONDS,
         memory_mb=BUILD_MEMORY_MB,
         max_bytes=BUILD_MAX_BYTES,
         log_file=log_file,
     )
-    wheels = sorted(out.glob("*.whl"))
-    if not wheels:
-        raise EnvironmentBuildError(f"the build of {sdist.name} made no wheel (log: {log_file})")
+    return store_wheel(built, canonicalize_name(requirement.name), wheelhouse)
+
+
+def store_wheel(built: BuiltWheel, name: str, wheelhouse: Path) -> Path:
+    """Write a built wheel of distribution ``name`` into the wheelhouse, checked.
+
+    The name must be a wheel of ``name`` and the bytes a zip; the file is written beside
+    its target with ``O_EXCL | O_NOFOLLOW`` and renamed over it, so a link planted in the
+    wheelhouse is replaced, never followed.
+    """
+    try:
+        wheel_name = parse_wheel_filename(built.filename)[0]
+    except (InvalidWheelFilename, InvalidVersion) as exc:
+        raise EnvironmentBuildError(
+            f"the build handed back {built.filename!r}, not a wheel's file name: refused"
+        ) from exc
+    if wheel_name != name or "/" in built.filename or built.filename.startswith("."):
+        raise EnvironmentBuildError(
+            f"the build of `{name}` handed back {built.filename!r}, a wheel of another "
+            "distribution: refused"
+        )
+    if not zipfile.is_zipfile(io.BytesIO(built.content)):
+        raise EnvironmentBuildError(f"{built.filename} is not a zip archive: refused")
     wheelhouse.mkdir(parents=True, exist_ok=True)
-    target = wheelhouse / wheels[0].name
-    target.write_bytes(wheels[0].read_bytes())
+    target = wheelhouse / built.filename
+    partial = wheelhouse / f".{built.filename}.{os.getpid()}.partial"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    descriptor = os.open(partial, flags, 0o644)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(built.content)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target

@@ -4,6 +4,9 @@ scoring uses it; a failed build gives every row a sandbox_error naming the build
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -11,9 +14,9 @@ from typing import Any
 import pytest
 
 from engine.environments import environment_key, read_block
-from engine.sandbox.docker.backend import docker_environments
+from engine.sandbox.docker.environments import docker_environments
 from engine.settings import Settings
-from tests.api.conftest import Api
+from tests.api.conftest import Api, AppFactory
 
 pytestmark = pytest.mark.docker
 
@@ -37,7 +40,7 @@ def _wait_state(api: Api, h: dict[str, str], name: str, *states: str) -> dict[st
 
 
 def test_push_returns_at_once_then_the_environment_builds_and_scores(
-    docker_settings: Settings, docker_api: Api
+    docker_settings: Settings, docker_api: Api, tmp_path: Path
 ) -> None:
     api = docker_api
     for source in (SLUG, LANGDETECT):
@@ -68,12 +71,15 @@ def test_push_returns_at_once_then_the_environment_builds_and_scores(
     failed = _wait_state(api, h, "ld", "failed", "ready")
     assert failed["state"] == "failed", failed
     assert "no wheel of `langdetect==1.0.8`" in failed["error"]
-    assert Path(failed["log"]).is_file()
+    assert failed["log"] == f"`scorebox env show {failed['key']}` on the server"
+    assert str(tmp_path) not in str(failed)  # no host path reaches a tenant
+    assert (tmp_path / "environments" / "logs" / f"{failed['key']}.log").is_file()
     scored = api.client.post("/v1/score", headers=h, json={"checks": ["ld"], "rows": rows})
     assert scored.status_code == 200, scored.text
     results = scored.json()["results"]
     assert {r["status"] for r in results} == {"sandbox_error"}
     assert all("failed to build" in r["error"] and "build log:" in r["error"] for r in results)
+    assert all(str(tmp_path) not in r["error"] for r in results)
 
     plain = api.client.post(
         "/v1/checks",
@@ -82,3 +88,37 @@ def test_push_returns_at_once_then_the_environment_builds_and_scores(
     )
     assert plain.status_code == 201
     assert api.client.get("/v1/checks/plain/environment", headers=h).json()["state"] == "none"
+
+
+def test_an_index_token_never_reaches_the_tenant(
+    docker_settings: Settings, make_api: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failing private index: its URL (with its token) is in no API answer, no row and
+    not in the build log; the tenant reads "the package index"."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # only the index named here
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_RETRIES", "1")  # pip says why only when it retries
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "idx-token-91b0c4"
+    api = make_api(pool_size=0, package_index_url=f"https://ci:{token}@127.0.0.1:{port}/simple")
+    h = api.tenant()
+    source = '# /// script\n# dependencies = ["text-unidecode==1.2"]\n# ///\n' + (
+        "def evaluate(model_output) -> bool:\n    return True\n"
+    )
+    pushed = api.client.post("/v1/checks", headers=h, json={"name": "tok", "source": source})
+    assert pushed.status_code == 201, pushed.text
+    failed = _wait_state(api, h, "tok", "failed", "ready")
+    assert failed["state"] == "failed" and failed["retryable"], failed
+    assert "could not reach the package index" in failed["error"]
+    rows = [{"model_output": "x"}]
+    scored = api.client.post("/v1/score", headers=h, json={"checks": ["tok"], "rows": rows})
+    assert scored.status_code == 200, scored.text
+    errors = [r["error"] for r in scored.json()["results"]]
+    assert errors and all("the package index" in e for e in errors), errors
+    for secret in (token, "127.0.0.1", str(tmp_path)):
+        assert secret not in json.dumps(failed) and secret not in scored.text, secret
+    build_log = (tmp_path / "environments" / "logs" / f"{failed['key']}.log").read_text()
+    assert "https://***@127.0.0.1" in build_log and token not in build_log

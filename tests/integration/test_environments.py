@@ -195,7 +195,7 @@ RACER = """
 import json, sys
 from pathlib import Path
 from engine.environments.spec import read_block
-from engine.sandbox.docker.backend import docker_environments
+from engine.sandbox.docker.environments import docker_environments
 from engine.settings import Settings
 
 settings = Settings.model_validate_json(sys.argv[1])
@@ -210,7 +210,7 @@ def test_two_servers_racing_on_a_new_environment_build_it_once(
 ) -> None:
     source = '# /// script\n# dependencies = ["python-slugify==8.0.4"]\n# ///\n'
     key = _key(docker_settings, source)
-    from engine.sandbox.docker.backend import docker_environments
+    from engine.sandbox.docker.environments import docker_environments
 
     docker_environments(docker_settings).installer.remove_environment(key)
     config = docker_settings.model_dump_json()
@@ -238,7 +238,7 @@ def test_local_run_env_commands_and_offline_mode(
     from click.testing import CliRunner
 
     from engine.cli import main
-    from engine.sandbox.docker.backend import docker_environments
+    from engine.sandbox.docker.environments import docker_environments
 
     source = '# /// script\n# dependencies = ["python-slugify==8.0.3"]\n# ///\n' + (
         "import slugify\ndef evaluate(model_output) -> bool:\n"

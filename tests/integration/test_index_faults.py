@@ -36,6 +36,7 @@ SOURCE = '# /// script\n# dependencies = ["text-unidecode==1.3"]\n# ///\n' + (
 PLAIN = "def evaluate(model_output) -> float:\n    return float(len(model_output))\n"
 ROWS = [{"model_output": "café"}, {"model_output": "tea"}]
 RETRY = 8.0  # SCOREBOX_ENV_RETRY_SECONDS in the first test
+TOKEN = "idx-token-5ec2e7"  # in the index URL of the first test
 
 
 def _closed_port() -> int:
@@ -105,7 +106,8 @@ def test_an_unreachable_index_fails_the_build_retryably_and_the_next_use_builds(
     down = docker_settings.model_copy(
         update={
             "data_dir": tmp_path,
-            "package_index_url": f"http://127.0.0.1:{_closed_port()}/simple",
+            # a token in the URL, as private indexes have: it never reaches the tenant
+            "package_index_url": f"http://scorebox:{TOKEN}@127.0.0.1:{_closed_port()}/simple",
             "env_retry_seconds": RETRY,
         }
     )
@@ -119,7 +121,10 @@ def test_an_unreachable_index_fails_the_build_retryably_and_the_next_use_builds(
             failed_at = time.monotonic()
             assert _statuses(failed) == [Status.SANDBOX_ERROR] * 2
             error = failed[0].error or ""
-            assert "could not reach the package index http://127.0.0.1:" in error, error
+            assert "could not reach the package index (" in error, error
+            # neither the index's address nor its token nor a host path reaches the rows
+            for secret in (TOKEN, "127.0.0.1", str(tmp_path)):
+                assert all(secret not in (r.error or "") for r in failed), (secret, error)
             assert "retryable" in error and f"SCOREBOX_ENV_RETRY_SECONDS={RETRY:.0f}" in error
             assert "no wheel" not in error  # pip's "no matching distribution" is not the cause
             # other checks keep scoring on the same runner
@@ -130,6 +135,10 @@ def test_an_unreachable_index_fails_the_build_retryably_and_the_next_use_builds(
             state = backend.environments.state(read_block(SOURCE).requirements)
             assert (state.state, state.retryable) == ("failed", True)
             assert state.retry_after_seconds is not None and 0 < state.retry_after_seconds <= RETRY
+            assert TOKEN not in (state.error or "") and str(tmp_path) not in (state.error or "")
+            build_log = backend.environments.log_path(state.key).read_text()
+            assert "--index-url http://***@127.0.0.1:" in build_log  # the operator's log
+            assert TOKEN not in build_log
             # within the retry window the remembered failure answers at once, no second download
             again = runner.run_check(SOURCE, ROWS[:1])
             assert _statuses(again) == [Status.SANDBOX_ERROR]

@@ -15,38 +15,26 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
-import json
 import logging
 import os
 import queue
 import socket
 import struct
-import tarfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
-import requests.exceptions
-from docker.types import Ulimit
 
 from engine.contract import Status
-from engine.environments.build import (
-    ENV_PATH,
-    ENV_REPOSITORY,
-    EnvironmentRecord,
-    Environments,
-)
+from engine.environments.build import Environments
 from engine.environments.spec import BLOCK_MARKER
 from engine.errors import (
     DockerUnavailableError,
-    EnvironmentBuildError,
     SandboxError,
 )
 from engine.gateway.service import GatewaySession, current_session, no_gateway_reply
@@ -58,15 +46,14 @@ from engine.sandbox.docker.containers import (
     LABEL_OWNER,
     LABEL_RUN,
     LABEL_TENANT,
-    SANDBOX_USER,
     container_options,
     describe_exit,
     docker_errors,
     engine_runtimes,
     is_gvisor,
-    owner_label,
     require_runtime,
 )
+from engine.sandbox.docker.environments import DockerEnvironments
 from engine.sandbox.pool import CheckWorkers, WarmPool
 from engine.sandbox.protocol import (
     DoneRecord,
@@ -655,327 +642,6 @@ class DockerBackend:
         self._trash.put(None)
         self._reaper.join(timeout=120)
         self.client.close()
-
-
-#: The offline install inside a derived environment's build container: pip (its own wheel,
-#: run from the file) installs the downloaded wheels with no index, the files it was given
-#: are deleted, and one JSON line reports what resolved and the installed size.
-_INSTALL_REPORT = f"""
-import json, os, pathlib
-root = pathlib.Path({ENV_PATH!r})
-resolved = {{}}
-for info in root.glob("*.dist-info"):
-    name, _, version = info.name[: -len(".dist-info")].rpartition("-")
-    resolved[name] = version
-size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-print("SCOREBOX-ENV " + json.dumps({{"resolved": resolved, "size": size}}))
-"""
-_BUILD_DIR = "/opt/scorebox-build"
-ENV_LABEL = "scorebox.env"
-#: Limits of the install container: pip and compileall only, no package code.
-INSTALL_MEMORY = "1g"
-INSTALL_PIDS = 256
-
-
-class DockerEnvironments:
-    """Declared environments as derived images ``scorebox-env:<key>`` on this Docker engine.
-
-    Why a derived image rather than a volume: an image is created atomically when its tag
-    is set (a half-built environment is never visible), exists per Docker engine exactly
-    where the check's containers run (a remote SCOREBOX_DOCKER_HOST included), records
-    what resolved in its labels, runs unchanged under runc and runsc, and leaves the
-    check's container as it is: read-only root, no network, no extra mount.
-    """
-
-    def __init__(self, client: Any, settings: Settings) -> None:
-        self.client = client
-        self.settings = settings
-
-    def find_environment(self, key: str) -> EnvironmentRecord | None:
-        """The record in the labels of ``scorebox-env:<key>``, or None."""
-        try:
-            with docker_errors(self.settings.docker_host):
-                image = self.client.images.get(f"{ENV_REPOSITORY}:{key}")
-        except SandboxError:
-            return None
-        return _record_of(image)
-
-    def list_environments(self) -> list[EnvironmentRecord]:
-        """Every ``scorebox-env`` image on the engine."""
-        with docker_errors(self.settings.docker_host):
-            images = self.client.images.list(filters={"label": f"{ENV_LABEL}.key"})
-        records = [_record_of(image) for image in images]
-        return [record for record in records if record is not None]
-
-    def remove_environment(self, key: str) -> bool:
-        """Delete ``scorebox-env:<key>``."""
-        try:
-            with docker_errors(self.settings.docker_host):
-                self.client.images.remove(f"{ENV_REPOSITORY}:{key}", force=True)
-        except SandboxError:
-            return False
-        return True
-
-    def install_environment(
-        self,
-        key: str,
-        wheels: Path,
-        requirements: Sequence[str],
-        *,
-        timeout: float,
-        max_bytes: int,
-        log_file: Path,
-    ) -> EnvironmentRecord:
-        """Install ``wheels`` offline in a container with no network, then commit it."""
-        started = time.monotonic()
-        pip = f"{_BUILD_DIR}/scorebox-installer-pip.whl/pip"
-        script = (
-            f"set -e; python3 -I {pip} install --no-index --find-links {_BUILD_DIR} "
-            f"--target {ENV_PATH} --disable-pip-version-check --no-cache-dir --no-input "
-            f"--no-warn-script-location -r {_BUILD_DIR}/requirements.txt; "
-            f'rm -rf {_BUILD_DIR}; python3 -I -c "$SCOREBOX_REPORT"'
-        )
-        with docker_errors(self.settings.docker_host):
-            container = self.client.containers.create(
-                image=self.settings.image,
-                entrypoint=["/bin/sh", "-c", script],
-                environment={"SCOREBOX_REPORT": _INSTALL_REPORT, "PYTHONDONTWRITEBYTECODE": ""},
-                user="0:0",  # root without capabilities: may write /opt, nothing more
-                network_mode="none",
-                network_disabled=True,
-                cap_drop=["ALL"],
-                security_opt=["no-new-privileges"],
-                pids_limit=INSTALL_PIDS,
-                mem_limit=INSTALL_MEMORY,
-                memswap_limit=INSTALL_MEMORY,
-                nano_cpus=1_000_000_000,
-                ulimits=[Ulimit(name="fsize", soft=max_bytes, hard=max_bytes)],
-                labels={LABEL_MANAGED: "1", LABEL_OWNER: owner_label(), ENV_LABEL: "build"},
-                detach=True,
-            )
-        try:
-            archive = _wheel_archive(wheels, requirements)
-            with docker_errors(self.settings.docker_host):
-                container.put_archive("/opt", archive)
-            code, output = self._run(
-                container,
-                timeout,
-                log_file,
-                f"installing passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS={timeout:.0f}",
-            )
-            report = _report_of(output)
-            if code != 0 or report is None:
-                tail = "\n".join(output.strip().splitlines()[-5:])
-                if code == 153 or "File too large" in output:  # SIGXFSZ: the fsize cap
-                    raise EnvironmentBuildError(_too_large(max_bytes, None))
-                raise EnvironmentBuildError(f"the offline install exited with {code}: {tail}")
-            size = int(report["size"])
-            if size > max_bytes:
-                raise EnvironmentBuildError(_too_large(max_bytes, size))
-            record = EnvironmentRecord(
-                key=key,
-                requirements=tuple(requirements),
-                resolved={str(k): str(v) for k, v in dict(report["resolved"]).items()},
-                size_bytes=size,
-                base_image=self.settings.image,
-                built_at=time.time(),
-                build_seconds=round(time.monotonic() - started, 3),
-                image=f"{ENV_REPOSITORY}:{key}",
-            )
-            labels = {
-                f"{ENV_LABEL}.key": key,
-                f"{ENV_LABEL}.record": json.dumps(record.to_dict(), sort_keys=True),
-            }
-            with docker_errors(self.settings.docker_host):
-                container.commit(
-                    repository=ENV_REPOSITORY,
-                    tag=key,
-                    conf={
-                        "Labels": labels,
-                        "Entrypoint": ["/usr/bin/tini", "--"],
-                        "Cmd": ["python3", "-I", "/opt/scorebox/harness.py"],
-                        "User": "10001:10001",
-                        "WorkingDir": "/tmp",  # nosec B108: inside the container
-                        "Env": ["PYTHONDONTWRITEBYTECODE=1", "LANG=C.UTF-8"],
-                    },
-                )
-            return record
-        finally:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
-
-    def build_wheel(
-        self,
-        inputs: Path,
-        sdist: str,
-        out: Path,
-        *,
-        timeout: float,
-        memory_mb: int,
-        max_bytes: int,
-        log_file: Path,
-    ) -> None:
-        """Build ``inputs/sdist`` into ``out`` in a hardened container with no network.
-
-        The sdist's own build code runs here, so this container is hardened like a check's
-        (read-only root, no network, no capabilities, the sandbox user, SCOREBOX_RUNTIME)
-        and sees only its inputs (read-only) and an empty output directory; no secrets.
-        """
-        inputs.chmod(0o755)
-        for path in inputs.iterdir():
-            path.chmod(0o644)
-        out.chmod(0o777)  # nosec B103: an empty directory only the build container writes
-        pip = "/in/scorebox-installer-pip.whl/pip"
-        memory = f"{memory_mb}m"
-        options: dict[str, Any] = {
-            "image": self.settings.image,
-            "entrypoint": [
-                "python3",
-                "-I",
-                pip,
-                "wheel",
-                "--no-index",
-                "--find-links",
-                "/in",
-                "--no-deps",
-                "--no-cache-dir",
-                "--disable-pip-version-check",
-                "--no-input",
-                "--wheel-dir",
-                "/out",
-                f"/in/{sdist}",
-            ],
-            "environment": {"HOME": "/tmp"},  # nosec B108: the container's own tmpfs
-            "user": SANDBOX_USER,
-            "working_dir": "/tmp",  # nosec B108: inside the container
-            "network_mode": "none",
-            "network_disabled": True,
-            "read_only": True,
-            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={memory_mb}m,mode=1777"},  # nosec B108
-            "volumes": {
-                str(inputs): {"bind": "/in", "mode": "ro"},
-                str(out): {"bind": "/out", "mode": "rw"},
-            },
-            "cap_drop": ["ALL"],
-            "security_opt": ["no-new-privileges"],
-            "pids_limit": INSTALL_PIDS,
-            "mem_limit": memory,
-            "memswap_limit": memory,
-            "nano_cpus": 1_000_000_000,
-            "ulimits": [Ulimit(name="fsize", soft=max_bytes, hard=max_bytes)],
-            "labels": {LABEL_MANAGED: "1", LABEL_OWNER: owner_label(), ENV_LABEL: "wheel"},
-            "detach": True,
-        }
-        if self.settings.runtime:
-            options["runtime"] = self.settings.runtime
-        with docker_errors(self.settings.docker_host):
-            container = self.client.containers.create(**options)
-        try:
-            code, output = self._run(
-                container, timeout, log_file, f"building {sdist} passed {timeout:.0f} s"
-            )
-            if code != 0:
-                tail = "\n".join(output.strip().splitlines()[-5:])
-                raise EnvironmentBuildError(
-                    f"building {sdist} exited with {code} (log: {log_file}): {tail}"
-                )
-        finally:
-            with contextlib.suppress(Exception):
-                container.remove(force=True)
-
-    def _run(
-        self, container: Any, timeout: float, log_file: Path, too_long: str
-    ) -> tuple[int, str]:
-        """Start ``container``, wait up to ``timeout``; its exit code and output (logged)."""
-        with docker_errors(self.settings.docker_host):
-            container.start()
-        try:
-            status = container.wait(timeout=timeout)
-        except (requests.exceptions.ConnectionError, requests.exceptions.ReadTimeout):
-            self._kill_quietly(container)
-            _append(log_file, self._logs(container))
-            raise EnvironmentBuildError(f"{too_long} (log: {log_file})") from None
-        output = self._logs(container)
-        _append(log_file, output)
-        return int(status.get("StatusCode", -1)), output
-
-    def _logs(self, container: Any) -> str:
-        try:
-            raw: bytes = container.logs(stdout=True, stderr=True)
-        except Exception:  # the container is gone: nothing more to keep
-            return ""
-        return raw.decode(errors="replace")
-
-    @staticmethod
-    def _kill_quietly(container: Any) -> None:
-        with contextlib.suppress(Exception):
-            container.kill()
-
-
-def _too_large(max_bytes: int, size: int | None) -> str:
-    what = f"is {size / 1e6:.1f} MB" if size is not None else "grew"
-    return (
-        f"the environment {what}, past SCOREBOX_ENV_MAX_MB={max_bytes // (1024 * 1024)}: "
-        "declare fewer or smaller packages, or ask the operator to raise the limit"
-    )
-
-
-def _wheel_archive(wheels: Path, requirements: Sequence[str]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        root = tarfile.TarInfo("scorebox-build")
-        root.type = tarfile.DIRTYPE
-        root.mode = 0o755
-        tar.addfile(root)
-        for path in sorted(wheels.iterdir()):
-            if path.is_file():
-                tar.add(path, arcname=f"scorebox-build/{path.name}")
-        listing = ("\n".join(requirements) + "\n").encode()
-        info = tarfile.TarInfo("scorebox-build/requirements.txt")
-        info.size = len(listing)
-        info.mode = 0o644
-        tar.addfile(info, io.BytesIO(listing))
-    return buffer.getvalue()
-
-
-def _report_of(output: str) -> dict[str, Any] | None:
-    for line in reversed(output.splitlines()):
-        if line.startswith("SCOREBOX-ENV "):
-            try:
-                data: dict[str, Any] = json.loads(line[len("SCOREBOX-ENV ") :])
-            except ValueError:
-                return None
-            return data
-    return None
-
-
-def _record_of(image: Any) -> EnvironmentRecord | None:
-    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
-    raw = labels.get(f"{ENV_LABEL}.record")
-    if not raw:
-        return None
-    try:
-        data = json.loads(raw)
-        data["requirements"] = tuple(data["requirements"])
-        return EnvironmentRecord(**data)
-    except (ValueError, TypeError, KeyError):
-        return None
-
-
-def _append(path: Path, text: str) -> None:
-    with path.open("a") as handle:
-        handle.write(text)
-
-
-def docker_environments(settings: Settings) -> Environments:
-    """The environment cache on the configured Docker engine, without a warm pool."""
-    with docker_errors(settings.docker_host):
-        client = (
-            docker.DockerClient(base_url=settings.docker_host)
-            if settings.docker_host
-            else docker.from_env()
-        )
-    return Environments(settings, DockerEnvironments(client, settings))
 
 
 def _finished_before(state: Mapping[str, Any], moment: float) -> bool:

@@ -1,0 +1,83 @@
+"""pip's output said to a tenant: no index address or token, no host path, the right cause."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from engine.environments.build import Environments
+from engine.environments.pip_output import for_tenant, listed_versions, no_wheel_message
+from engine.errors import EnvironmentBuildError
+from engine.settings import Settings
+
+MISSING_PIN = (
+    "Looking in indexes: https://user:****@pypi.example/simple\n"
+    "ERROR: Could not find a version that satisfies the requirement textstat==99.0 (from "
+    "versions: 0.1.6, 0.7.3, 0.7.4, 0.7.10, 0.7.2, 0.6.1)\n"
+    "ERROR: No matching distribution found for textstat==99.0\n"
+)
+
+
+def test_a_pin_to_a_version_that_does_not_exist_is_said_as_such() -> None:
+    message = no_wheel_message(MISSING_PIN, ["textstat==99.0"])
+    assert "no version of `textstat` matching `textstat==99.0`" in message
+    assert "No matching distribution found" in message
+    assert "nearest: 0.7.4, 0.7.10" in message  # the newest below 99.0, in version order
+    assert "fix the version in `dependencies`" in message
+    assert "scorebox env wheel" not in message  # not an sdist-only package
+
+
+def test_a_pin_between_versions_names_its_neighbours() -> None:
+    output = MISSING_PIN.replace("textstat==99.0", "textstat==0.7.0")
+    message = no_wheel_message(output, ["textstat==0.7.0"])
+    assert "nearest: 0.1.6, 0.6.1, 0.7.2, 0.7.3" in message
+
+
+def test_no_version_at_all_is_a_missing_wheel() -> None:
+    output = (
+        "ERROR: Could not find a version that satisfies the requirement langdetect==1.0.9 "
+        "(from versions: none)\nERROR: No matching distribution found for langdetect==1.0.9\n"
+    )
+    assert listed_versions(output) == []
+    message = no_wheel_message(output, ["langdetect==1.0.9"])
+    assert message.startswith("no wheel of `langdetect==1.0.9`")
+    assert "scorebox env wheel 'langdetect==1.0.9'" in message
+
+
+def test_for_tenant_drops_urls_tokens_and_host_paths() -> None:
+    text = (
+        "Could not fetch URL https://ci:TOKEN123@idx.internal/simple/x/: connection refused; "
+        "see /var/lib/scorebox/environments/logs/k.log"
+    )
+    said = for_tenant(text, ["/var/lib/scorebox"])
+    assert "TOKEN123" not in said and "idx.internal" not in said
+    assert "/var/lib/scorebox" not in said
+    assert "Could not fetch URL the package index: connection refused" in said
+
+
+def test_a_failed_build_names_no_index_and_no_host_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build error a tenant reads: pip's tail without the index or the data dir."""
+    monkeypatch.setenv("PIP_RETRIES", "0")  # nothing listens on port 9: fail at once
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    settings = Settings(
+        data_dir=tmp_path,
+        image="img:1",
+        package_index_url="https://ci:TOKEN123@127.0.0.1:9/simple",
+    )
+
+    class NoInstaller:
+        def find_environment(self, key: str) -> None:
+            return None
+
+    environments = Environments(settings, NoInstaller())  # type: ignore[arg-type]
+    with pytest.raises(EnvironmentBuildError) as caught:
+        environments.ensure(["textstat==0.7.4"])
+    message = str(caught.value)
+    assert "TOKEN123" not in message and str(tmp_path) not in message, message
+    assert "build log: `scorebox env show" in message
+    log = environments.log_path(environments.key(["textstat==0.7.4"])).read_text()
+    assert "TOKEN123" not in log and "https://***@127.0.0.1:9/simple" in log

@@ -2,28 +2,35 @@
 
 The sandbox backend reads ``llm`` records from a container (see
 :mod:`engine.sandbox.protocol`) and hands each to the :class:`GatewaySession` of the job's
-context (:func:`current_session`), on a worker thread so the container's other records keep
-flowing. A session belongs to one run (or one ``/v1/score`` call) of one tenant and answers
+context (:func:`current_session`), which queues it in the process's
+:class:`~engine.gateway.dispatch.FairDispatcher`: a request waits in its tenant's queue,
+holding no thread, and runs once its tenant has one of its ``gateway_tenant_concurrency``
+slots free, the tenants with work taking turns, so one check's flood waits on its own
+tenant's slots and never delays another tenant's call. When the job ends its queued
+requests are dropped (see :meth:`GatewaySession.cancel`).
+
+A session belongs to one run (or one ``/v1/score`` batch) of one tenant and answers
 through the process's one :class:`~engine.llm.LLMClient` (the openai SDK's retries, the
 tenant-scoped response cache, the :class:`~engine.llm.usage.UsageMeter` of the run),
-within the tenant's ``llm_tokens_per_run`` quota and at most
-``gateway_tenant_concurrency`` calls per tenant at once, so one check's flood waits on its
-own tenant's slots and never takes the slots other tenants' judges use.
+within the tenant's ``llm_tokens_per_run`` quota: each call reserves its tokens in the
+:class:`~engine.gateway.ledger.TokenLedger` before it goes upstream (its ``max_tokens``
+clamped to what is left) and settles what it really used after.
 """
 
 from __future__ import annotations
 
 import contextvars
 import json
+import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from engine.errors import LLMError
+from engine.gateway.dispatch import Call, FairDispatcher
+from engine.gateway.ledger import Refusal, Reservation, TokenLedger, estimate_prompt_tokens
 from engine.gateway.translate import (
     ChatRequest,
     GatewayRequestError,
@@ -41,8 +48,22 @@ from engine.settings import Settings
 
 #: HTTP status for a failing upstream: not one the clients' SDKs retry (the host already did).
 UPSTREAM_FAILED = 424
-#: Runs whose spend is remembered in this process (oldest forgotten first).
-MAX_LEDGER_RUNS = 4096
+#: HTTP status for a request the job's end (or the process's) cancelled before it ran.
+CANCELLED_STATUS = 503
+#: A reply frame's JSON document at most: the container's gateway takes no larger frame
+#: (``MAX_REPLY_BYTES`` of ``sandbox_images/python/gateway.py``); a larger reply is refused.
+MAX_REPLY_BYTES = 1 << 20
+#: The labels whose value keys a quota, first found wins: a run's id, a ``/v1/score`` batch's.
+QUOTA_LABELS = ("scorebox.run", "scorebox.batch")
+
+
+def quota_key(labels: Mapping[str, str]) -> str:
+    """The ledger key of the work labelled ``labels``: its run, or its ``/v1/score`` batch
+    (every check and chunk of a batch share it); a key of its own when neither is set."""
+    for label in QUOTA_LABELS:
+        if labels.get(label):
+            return labels[label]
+    return f"score-{secrets.token_hex(8)}"
 
 
 @dataclass(frozen=True)
@@ -64,7 +85,7 @@ def resolve_model(requested: str | None, model_map: Mapping[str, str], default: 
 
 
 class ModelGateway:
-    """One per process: the LLM client, the model map, per-tenant slots, per-run spend."""
+    """One per process: the LLM client, the model map, the fair dispatcher, per-run spend."""
 
     def __init__(
         self,
@@ -75,45 +96,23 @@ class ModelGateway:
         self.llm = llm
         self.settings = settings
         self.quota_of = quota_of or (lambda _tenant: settings.quota_llm_tokens_per_run)
-        self._slots: dict[str, threading.BoundedSemaphore] = {}
-        self._spent: OrderedDict[str, int] = OrderedDict()
+        self.ledger = TokenLedger()
         self._lock = threading.Lock()
-        # Every request the containers of this process may have in flight at once gets a
-        # thread (twice over, for calls a finished job left behind), so a request never waits
-        # for a thread behind another tenant's: it waits only for its own tenant's slot.
-        self._pool = ThreadPoolExecutor(
-            max_workers=max(
-                8, 2 * settings.max_parallel_jobs * settings.gateway_container_concurrency
-            ),
-            thread_name_prefix="scorebox-gateway",
+        # Threads run calls that hold a tenant's slot, never calls waiting for one: enough
+        # for every container of the process at its bound, twice over for calls a finished
+        # job left running upstream.
+        self.dispatcher = FairDispatcher(
+            threads=max(8, 2 * settings.max_parallel_jobs * settings.gateway_container_concurrency),
+            per_tenant=settings.gateway_tenant_concurrency,
         )
         self._ids = 0
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def submit(self, fn: Callable[[], None]) -> None:
-        self._pool.submit(fn)
-
-    def tenant_slots(self, tenant: str) -> threading.BoundedSemaphore:
-        with self._lock:
-            slots = self._slots.get(tenant)
-            if slots is None:
-                slots = self._slots[tenant] = threading.BoundedSemaphore(
-                    self.settings.gateway_tenant_concurrency
-                )
-            return slots
+        self.dispatcher.close()
 
     def spent(self, run: str) -> int:
-        with self._lock:
-            return self._spent.get(run, 0)
-
-    def spend(self, run: str, tokens: int) -> None:
-        with self._lock:
-            self._spent[run] = self._spent.get(run, 0) + tokens
-            self._spent.move_to_end(run)
-            while len(self._spent) > MAX_LEDGER_RUNS:
-                self._spent.popitem(last=False)
+        """Tokens ``run`` has spent (settled calls)."""
+        return self.ledger.spent(run)
 
     def next_id(self) -> int:
         with self._lock:
@@ -141,9 +140,18 @@ class GatewaySession:
         self.row_timeout_seconds = gateway.settings.gateway_row_timeout_seconds
         self.container_concurrency = gateway.settings.gateway_container_concurrency
 
-    def submit(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` (a call of :meth:`answer` and the reply's delivery) off the read loop."""
-        self.gateway.submit(fn)
+    def submit(
+        self, run: Callable[[], None], *, owner: object, cancelled: Callable[[str], None]
+    ) -> None:
+        """Run ``run`` (a call of :meth:`answer` and the reply's delivery) off the read loop,
+        in this tenant's turn; ``cancelled`` answers it instead if ``owner`` is cancelled
+        (:meth:`cancel`) before it ran."""
+        self.gateway.dispatcher.submit(Call(self.tenant, owner, run, cancelled))
+
+    def cancel(self, owner: object) -> int:
+        """``owner``'s job ended: its queued requests are answered at once and never run;
+        those already running finish upstream, unwaited for. How many were dropped."""
+        return self.gateway.dispatcher.cancel(owner)
 
     def answer(self, method: str, path: str, body: str) -> GatewayReply:
         """The reply to one request from a check; never raises for anything the check sent."""
@@ -159,20 +167,19 @@ class GatewaySession:
                 "an operator turns it on with `scorebox tenant set-quota TENANT "
                 "llm_tokens_per_run=N`",
             )
-        spent = self.gateway.spent(self.run)
-        if spent >= self.quota:
-            return _error(
-                request,
-                403,
-                f"this run has spent its quota llm_tokens_per_run of {self.quota} model tokens "
-                f"({spent} used): an operator raises it with `scorebox tenant set-quota TENANT "
-                "llm_tokens_per_run=N`",
-            )
+        held = self.gateway.ledger.reserve(
+            self.run, self.quota, estimate_prompt_tokens(request.messages), request.max_tokens
+        )
+        if isinstance(held, Refusal):
+            return _error(request, 403, held.message)
         model = resolve_model(
             request.model, self.gateway.settings.llm_model_map, self.gateway.settings.llm_model
         )
+        used = 0
         try:
-            completion = self._complete(request, model)
+            completion = self._complete(request, model, held)
+            if not completion.cached:
+                used = completion.usage.prompt_tokens + completion.usage.completion_tokens
         except LLMError as exc:
             return _error(
                 request,
@@ -180,10 +187,8 @@ class GatewaySession:
                 f"the model gateway's upstream failed: {exc}",
                 upstream=True,
             )
-        if not completion.cached:
-            self.gateway.spend(
-                self.run, completion.usage.prompt_tokens + completion.usage.completion_tokens
-            )
+        finally:
+            self.gateway.ledger.settle(held, used)
         served_by = completion.model or model
         try:
             text = conform(request.expect, completion.text)
@@ -194,15 +199,15 @@ class GatewaySession:
         )
         return GatewayReply(200, json.dumps(document, ensure_ascii=False), served_by)
 
-    def _complete(self, request: ChatRequest, model: str) -> Completion:
+    def _complete(self, request: ChatRequest, model: str, held: Reservation) -> Completion:
         meter = self.meter if self.meter is not None else UsageMeter()
-        with self.gateway.tenant_slots(self.tenant), metering(meter), cache_scope(self.tenant):
+        with metering(meter), cache_scope(self.tenant):
             # The wrapped client records into the meter of this context: the run's.
             return self.gateway.llm.complete(
                 request.messages,
                 model=model,
                 temperature=request.temperature,
-                max_tokens=request.max_tokens,
+                max_tokens=held.max_tokens,  # the check's, clamped to the quota's room
                 response_format=request.response_format,
             )
 
@@ -237,6 +242,34 @@ def gateway_session(session: GatewaySession | None) -> Iterator[GatewaySession |
 def current_session() -> GatewaySession | None:
     """The session of the enclosing :func:`gateway_session`, if any."""
     return _SESSION.get()
+
+
+def cancelled_reply(path: str, reason: str) -> GatewayReply:
+    """The reply to a request dropped unrun: ``reason`` (its job ended)."""
+    body = render_error(provider_of(path), CANCELLED_STATUS, reason)
+    return GatewayReply(CANCELLED_STATUS, json.dumps(body))
+
+
+def too_many_reply(path: str, bound: int) -> GatewayReply:
+    """The reply to a request past the container's bound on requests in flight."""
+    message = (
+        f"more than {bound} model calls at once from one container (the operator's "
+        "SCOREBOX_GATEWAY_CONTAINER_CONCURRENCY): wait for one to finish"
+    )
+    return GatewayReply(429, json.dumps(render_error(provider_of(path), 429, message)))
+
+
+def oversized_reply(size: int) -> GatewayReply:
+    """The reply to a call whose model reply is too large to relay (any client's shape)."""
+    message = (
+        f"the model's reply ({size} bytes) is over the gateway's limit of {MAX_REPLY_BYTES} "
+        "bytes for one reply: ask for a shorter one (max_tokens)"
+    )
+    body = {
+        "error": {"message": message, "type": "scorebox_gateway", "code": UPSTREAM_FAILED},
+        "message": message,
+    }
+    return GatewayReply(UPSTREAM_FAILED, json.dumps(body))
 
 
 def no_gateway_reply(path: str) -> GatewayReply:

@@ -11,10 +11,17 @@ like every other record. The host answers on the container's stdin with a reply 
 else leaves the container: the request's headers (and the placeholder key in them) are
 dropped, only method, path and body travel.
 
-At most ``max_inflight`` requests wait on the host at once; more connections wait in the
-listen backlog. HTTP/1.1 keep-alive is honoured (one request at a time, no pipelining), so
-a client's second call needs no new connection. Between jobs every open connection is
-closed, so a check cannot leave a request behind for the next job.
+At most ``max_inflight`` requests wait on the host at once, enforced where they come in:
+while that many connections have a request open, no new connection is accepted (they wait
+in the listen backlog), and a request that arrives on an open keep-alive connection past
+the bound is held here, unsent, until a reply frees a slot. A request whose client hung up
+still counts until the host's reply to it comes (the host counts it too). HTTP/1.1
+keep-alive is honoured (one request at a time, no pipelining), so a client's second call
+needs no new connection. Between jobs every open connection is closed, so a check cannot
+leave a request behind for the next job.
+
+Reply frames are taken whole: one over :data:`MAX_REPLY_BYTES` (the host never sends one)
+is skipped to its last byte, so the frames after it are read as frames.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import contextlib
 import json
 import os
 import socket
+from collections import deque
 from typing import Any
 
 #: The loopback port the image's client environment points at (Dockerfile ``ENV``).
@@ -34,6 +42,8 @@ MAX_REPLY_BYTES = 1 << 20
 DEFAULT_MAX_INFLIGHT = 4
 #: Open connections (a client's keep-alive pool holds some idle between calls).
 MAX_CONNECTIONS = 64
+#: What :func:`read_reply` returns for a frame it skipped (too large, or not JSON).
+SKIPPED = object()
 REASONS = {
     200: "OK",
     400: "Bad Request",
@@ -81,10 +91,13 @@ class Conn:
         self.body_at = 0
         self.id: int | None = None  # set once forwarded to the host
         self.keep = False  # HTTP/1.1 keep-alive: the next request may follow on this connection
+        #: Accepted, or its next request begun, and not answered yet: it takes a slot.
+        self.busy = True
+        self.held = False  # complete, waiting here for a slot (not yet sent to the host)
 
     def idle(self) -> bool:
         """Between requests (nothing read of the next one)."""
-        return self.id is None and self.head is None and not self.buffer
+        return self.id is None and self.head is None and not self.buffer and not self.held
 
 
 class Gateway:
@@ -93,7 +106,10 @@ class Gateway:
     def __init__(self) -> None:
         self.listener: socket.socket | None = None
         self.conns: dict[int, Conn] = {}  # by file descriptor
-        self.waiting: dict[int, Conn] = {}  # by request id
+        #: Requests sent to the host and not answered, by id (None: its client hung up).
+        self.waiting: dict[int, Conn | None] = {}
+        #: Complete requests waiting here for one of the ``max_inflight`` slots, in order.
+        self.held: deque[tuple[Conn, dict[str, Any]]] = deque()
         self.next_id = 0
         self.max_request_bytes = 64 * 1024
         self.max_inflight = DEFAULT_MAX_INFLIGHT
@@ -113,10 +129,20 @@ class Gateway:
         self.max_request_bytes = int(job.get("max_request_bytes") or 64 * 1024)
         self.max_inflight = max(1, int(job.get("gateway_concurrency") or DEFAULT_MAX_INFLIGHT))
 
+    def busy(self) -> int:
+        """Requests open: accepted or begun, and not answered (held ones included), plus
+        those sent whose client hung up."""
+        gone = sum(1 for conn in self.waiting.values() if conn is None)
+        return gone + sum(1 for conn in self.conns.values() if conn.busy)
+
     def fds(self) -> list[int]:
         """Descriptors the parent should wait on for reading."""
-        out = [fd for fd, conn in self.conns.items() if conn.id is None]
-        if self.listener is not None and len(self.waiting) < self.max_inflight:
+        out = [fd for fd, conn in self.conns.items() if conn.id is None and not conn.held]
+        if (
+            self.listener is not None
+            and self.busy() < self.max_inflight
+            and len(self.conns) < MAX_CONNECTIONS
+        ):
             out.append(self.listener.fileno())
         return out
 
@@ -132,8 +158,9 @@ class Gateway:
     def on_ready(self, fd: int) -> list[dict[str, Any]]:
         """Handle a readable descriptor; the requests now complete, as records for the host."""
         if self.listener is not None and fd == self.listener.fileno():
+            # Only as many as may have a request open: the rest wait in the backlog.
             with contextlib.suppress(OSError):
-                while len(self.conns) < MAX_CONNECTIONS:
+                while len(self.conns) < MAX_CONNECTIONS and self.busy() < self.max_inflight:
                     sock, _ = self.listener.accept()
                     sock.setblocking(False)
                     self.conns[sock.fileno()] = Conn(sock)
@@ -151,6 +178,7 @@ class Gateway:
             self.drop(conn)
             return []
         conn.buffer += data
+        conn.busy = True
         return self.parse(conn)
 
     def parse(self, conn: Conn) -> list[dict[str, Any]]:
@@ -214,29 +242,45 @@ class Gateway:
                 "(the operator's max_record_bytes)",
             )
             return []
-        self.next_id += 1
-        conn.id = self.next_id
-        self.waiting[conn.id] = conn
-        return [record]
+        conn.held = True
+        self.held.append((conn, record))
+        return self.release()
 
-    def answer(self, reply: Any) -> None:
+    def release(self) -> list[dict[str, Any]]:
+        """Held requests sent on, oldest first, while slots are free: records for the host."""
+        out: list[dict[str, Any]] = []
+        while self.held and len(self.waiting) < self.max_inflight:
+            conn, record = self.held.popleft()
+            conn.held = False
+            if conn.sock.fileno() < 0:
+                continue  # its client hung up while it was held
+            self.next_id += 1
+            conn.id = record["id"] = self.next_id
+            self.waiting[conn.id] = conn
+            out.append(record)
+        return out
+
+    def answer(self, reply: Any) -> list[dict[str, Any]]:
         """The host's reply to one request: write it back (and keep the connection open for
-        the client's next request when it asked for keep-alive)."""
+        the client's next request when it asked for keep-alive); the held requests its
+        slot lets go, as records for the host."""
         if not isinstance(reply, dict) or type(reply.get("id")) is not int:
-            return
-        conn = self.waiting.pop(reply["id"], None)
-        if conn is None:
-            return  # a reply to a connection already gone (or from an earlier job)
-        status = reply.get("status")
-        body = reply.get("body")
-        if type(status) is not int or not isinstance(body, str):
-            self.send(conn, http_response(502, error_body(502, "malformed gateway reply")))
-            return
-        content_type = reply.get("type") if isinstance(reply.get("type"), str) else None
-        response = http_response(
-            status, body.encode(), content_type or "application/json", keep=conn.keep
-        )
-        self.send(conn, response, keep=conn.keep)
+            return []
+        if reply["id"] not in self.waiting:
+            return []  # a reply from an earlier job
+        conn = self.waiting.pop(reply["id"])
+        if conn is not None:  # else: its client hung up; the slot is free all the same
+            status = reply.get("status")
+            body = reply.get("body")
+            if type(status) is not int or not isinstance(body, str):
+                self.send(conn, http_response(502, error_body(502, "malformed gateway reply")))
+            else:
+                content_type = reply.get("type") if isinstance(reply.get("type"), str) else None
+                response = http_response(
+                    status, body.encode(), content_type or "application/json", keep=conn.keep
+                )
+                self.send(conn, response, keep=conn.keep)
+        return self.release()
 
     def refuse(self, conn: Conn, status: int, message: str) -> None:
         self.send(conn, http_response(status, error_body(status, message)))
@@ -255,12 +299,13 @@ class Gateway:
             return
         if conn.id is not None:
             self.waiting.pop(conn.id, None)
-        conn.id, conn.head, conn.body_at = None, None, 0
+        conn.id, conn.head, conn.body_at, conn.busy = None, None, 0, False
         conn.sock.setblocking(False)
 
     def drop(self, conn: Conn) -> None:
-        if conn.id is not None:
-            self.waiting.pop(conn.id, None)
+        if conn.id is not None and conn.id in self.waiting:
+            self.waiting[conn.id] = None  # the host still counts it until its reply
+        conn.id, conn.busy = None, False
         self.conns.pop(conn.sock.fileno(), None)
         with contextlib.suppress(OSError):
             conn.sock.close()
@@ -274,6 +319,7 @@ class Gateway:
                 self.refuse(conn, 503, "the check's job ended before the model answered")
         self.conns.clear()
         self.waiting.clear()
+        self.held.clear()
 
     @property
     def inflight(self) -> int:
@@ -281,12 +327,20 @@ class Gateway:
 
 
 def read_reply(stdin: Any) -> Any:
-    """One reply frame (``r<len>\\n<json>``) at the front of ``stdin``'s buffer, else None.
+    """One reply frame (``r<len>\\n<json>``) at the front of ``stdin``'s buffer, else None;
+    :data:`SKIPPED` for a frame taken and thrown away (over :data:`MAX_REPLY_BYTES`, whose
+    bytes are dropped as they come, counted in ``stdin.discard``; or not JSON).
 
     ``stdin`` is the harness's ``Reader``; a frame not yet complete stays in its buffer.
-    Raises ValueError for a frame that is not one.
+    Raises ValueError for a header that is not one (the framing itself is lost).
     """
     buffer = stdin.buffer
+    if stdin.discard:
+        taken = min(stdin.discard, len(buffer))
+        del buffer[:taken]
+        stdin.discard -= taken
+        if stdin.discard:
+            return None
     if not buffer.startswith(b"r"):
         return None
     newline = buffer.find(b"\n")
@@ -295,10 +349,19 @@ def read_reply(stdin: Any) -> Any:
             raise ValueError("bad reply header")
         return None
     size = int(buffer[1:newline])
-    if size < 0 or size > MAX_REPLY_BYTES:
+    if size < 0:
         raise ValueError(f"a reply of {size} bytes")
+    if size > MAX_REPLY_BYTES:
+        del buffer[: newline + 1]
+        taken = min(size, len(buffer))
+        del buffer[:taken]
+        stdin.discard = size - taken
+        return SKIPPED
     if len(buffer) < newline + 1 + size:
         return None
     body = bytes(buffer[newline + 1 : newline + 1 + size])
     del buffer[: newline + 1 + size]
-    return json.loads(body)
+    try:
+        return json.loads(body)
+    except ValueError:
+        return SKIPPED

@@ -495,6 +495,8 @@ class Reader:
         self.fd = fd
         self.buffer = bytearray()
         self.eof = False
+        #: Bytes of a skipped reply frame still to drop as they come (see gateway.read_reply).
+        self.discard = 0
 
     def fill(self, timeout: float | None) -> bool:
         """Read what is available (waiting up to ``timeout``); False on timeout."""
@@ -916,6 +918,7 @@ class JobRun:
         stdin = self.stdin
         if stdin is not None and stdin.fd in ready:
             stdin.fill(0)
+            released = []
             while True:
                 try:
                     reply = gateway.read_reply(stdin)
@@ -924,7 +927,13 @@ class JobRun:
                     break
                 if reply is None:
                     break
-                GATEWAY.answer(reply)
+                # A whole frame was taken (a skipped one too): the next starts a frame.
+                released += GATEWAY.answer(reply)
+            for request in released:  # requests held for a slot that a reply freed
+                self.channel.send(request)
+            if released:
+                self.channel.flush()
+                sent = True
         return sent
 
     def on_loaded(self, raw: bytes) -> bool:

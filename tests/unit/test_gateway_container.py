@@ -9,6 +9,7 @@ import json
 import select
 import socket
 import threading
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -144,6 +145,12 @@ def test_the_job_end_answers_every_open_request(gateway: Any) -> None:
 class Stdin:
     def __init__(self, data: bytes) -> None:
         self.buffer = bytearray(data)
+        self.discard = 0
+
+
+def frame_of(document: dict[str, Any]) -> bytes:
+    body = json.dumps(document).encode()
+    return b"r" + str(len(body)).encode() + b"\n" + body
 
 
 def test_reply_frames_are_read_whole_or_not_at_all() -> None:
@@ -156,7 +163,81 @@ def test_reply_frames_are_read_whole_or_not_at_all() -> None:
     assert module.read_reply(stdin) == {"id": 1, "status": 200, "body": ""}
     assert bytes(stdin.buffer) == b"12\n"  # the next job's header is left alone
     with pytest.raises(ValueError):
-        module.read_reply(Stdin(b"r99999999\n"))
+        module.read_reply(Stdin(b"r-5\n"))
+
+
+def test_an_oversized_reply_frame_is_skipped_whole_and_the_next_frame_is_read() -> None:
+    module = load_gateway()
+    big = frame_of({"id": 1, "status": 200, "body": "x" * (module.MAX_REPLY_BYTES + 10)})
+    after = frame_of({"id": 2, "status": 200, "body": "ok"})
+    stream = big + after
+    stdin = Stdin(b"")
+    replies: list[Any] = []
+    # The bytes come in pieces, cut anywhere (the harness reads what is there).
+    for start in range(0, len(stream), 65536):
+        stdin.buffer += stream[start : start + 65536]
+        while (reply := module.read_reply(stdin)) is not None:
+            replies.append(reply)
+    assert replies == [module.SKIPPED, {"id": 2, "status": 200, "body": "ok"}]
+    assert stdin.buffer == bytearray() and stdin.discard == 0
+
+
+def test_a_reply_frame_that_is_not_json_is_skipped_without_losing_the_next() -> None:
+    module = load_gateway()
+    stdin = Stdin(b"r5\n{nope" + frame_of({"id": 3, "status": 200, "body": ""}))
+    assert module.read_reply(stdin) is module.SKIPPED
+    assert module.read_reply(stdin) == {"id": 3, "status": 200, "body": ""}
+
+
+def test_at_most_max_inflight_requests_are_accepted_and_sent_at_once(gateway: Any) -> None:
+    """The container's bound holds where requests come in: 6 clients at once against a
+    bound of 2 give 2 records; each reply lets one more in, until all 6 are answered."""
+    port = gateway.listener.getsockname()[1]
+    clients = [send(port, request(b"{}", "Connection: close\r\n"))[0] for _ in range(6)]
+    records = pump(gateway, lambda r: False, rounds=10)
+    assert [r["id"] for r in records] == [1, 2]
+    assert gateway.inflight == 2 and len(gateway.conns) == 2  # the rest wait in the backlog
+    answered = 0
+    while records:
+        record = records.pop(0)
+        records += gateway.answer({"id": record["id"], "status": 200, "body": "{}"})
+        answered += 1
+        assert gateway.inflight <= 2
+        records += pump(gateway, lambda r: r, rounds=10)
+        assert gateway.inflight <= 2
+    assert answered == 6
+    for client in clients:
+        assert read_all(client).startswith(b"HTTP/1.1 200 OK")
+
+
+def test_keep_alive_requests_past_the_bound_are_held_until_a_slot_frees(gateway: Any) -> None:
+    port = gateway.listener.getsockname()[1]
+    clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+    # Open three keep-alive connections one at a time (each answered), so all are idle.
+    for client in clients:
+        client.sendall(request(b"{}"))
+        [record] = pump(gateway, lambda r: r)
+        gateway.answer({"id": record["id"], "status": 200, "body": "{}"})
+        client.settimeout(5)
+        assert client.recv(65536).startswith(b"HTTP/1.1 200 OK")
+    for client in clients:  # now all three ask at once on their open connections
+        client.sendall(request(b"{}"))
+    records = pump(gateway, lambda r: False, rounds=10)
+    assert len(records) == 2 and len(gateway.held) == 1  # the third is held, unsent
+    released = gateway.answer({"id": records[0]["id"], "status": 200, "body": "{}"})
+    assert len(released) == 1 and released[0]["id"] == records[1]["id"] + 1
+    assert gateway.inflight == 2
+
+
+def test_a_client_that_hangs_up_keeps_its_slot_until_the_hosts_reply(gateway: Any) -> None:
+    port = gateway.listener.getsockname()[1]
+    first, _ = send(port, request(b"{}"))
+    [record] = pump(gateway, lambda r: r)
+    first.close()
+    pump(gateway, lambda r: False, rounds=5)  # the gateway sees the hang-up
+    assert gateway.busy() == 1  # the host still counts it: so does the container
+    assert gateway.answer({"id": record["id"], "status": 200, "body": "{}"}) == []
+    assert gateway.busy() == 0
 
 
 def row(**fields: Any) -> RowRecord:
@@ -203,3 +284,87 @@ def test_keep_alive_serves_a_second_request_on_the_same_connection(gateway: Any)
         assert b"Connection: keep-alive" in response and response.endswith(b"{}")
     gateway.end()  # an idle connection is closed without a stray response
     assert client.recv(65536) == b""
+
+
+def read_frames(sock: socket.socket) -> list[dict[str, Any]]:
+    """Every reply frame written to the container's end so far."""
+    sock.setblocking(False)
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := sock.recv(1 << 20):
+            data += chunk
+    frames = []
+    while data:
+        head, _, rest = data.partition(b"\n")
+        size = int(head[1:])
+        frames.append(json.loads(rest[:size]))
+        data = rest[size:]
+    return frames
+
+
+def test_a_reply_over_the_frame_limit_is_refused_to_that_call_only() -> None:
+    from engine.gateway.service import MAX_REPLY_BYTES
+
+    assert load_gateway().MAX_REPLY_BYTES == MAX_REPLY_BYTES  # both ends agree
+    a, b = socket.socketpair()
+    a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
+    link = _GatewayLink(a, None)
+    link.deliver(1, 0, 200, '{"text": "' + "x" * MAX_REPLY_BYTES + '"}', "op-model", None)
+    link.deliver(2, 0, 200, "{}", "op-model", None)
+    first, second = read_frames(b)
+    assert first["id"] == 1 and first["status"] == 424
+    assert "over the gateway's limit of 1048576 bytes" in json.loads(first["body"])["message"]
+    assert second == {"id": 2, "status": 200, "body": "{}"}
+    assert link.outcome(row()).status is Status.OK  # the row is not broken by it
+    a.close()
+    b.close()
+
+
+class _SlowModel:
+    """An LLMClient double that takes ``seconds`` a call."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.calls = 0
+
+    def complete(self, messages: Any, **kwargs: Any) -> Any:
+        from engine.llm import Completion, Usage
+
+        self.calls += 1
+        time.sleep(self.seconds)
+        return Completion("4", "op-model", Usage(5, 1))
+
+
+def llm_record(request_id: int) -> Any:
+    from engine.sandbox.protocol import LLMRequestRecord
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x"}]})
+    return LLMRequestRecord(
+        t="llm", id=request_id, method="POST", path="/v1/chat/completions", body=body
+    )
+
+
+def test_the_host_answers_429_past_the_containers_bound_and_drops_queued_calls_at_job_end() -> None:
+    from engine.gateway import ModelGateway
+    from engine.settings import Settings
+
+    model = _SlowModel(0.4)
+    settings = Settings(gateway_container_concurrency=3, gateway_tenant_concurrency=1)
+    gateway = ModelGateway(model, settings)
+    a, b = socket.socketpair()
+    link = _GatewayLink(a, gateway.session("t", "run"))
+    for request_id in (1, 2, 3, 4):  # one past the container's bound of 3
+        link.request(llm_record(request_id), 0)
+    time.sleep(0.1)
+    [refused] = read_frames(b)
+    assert refused["id"] == 4 and refused["status"] == 429
+    assert "SCOREBOX_GATEWAY_CONTAINER_CONCURRENCY" in refused["body"]
+    started = time.monotonic()
+    link.close()  # the job ended: calls 2 and 3 still wait for the tenant's one slot
+    assert time.monotonic() - started < 0.1  # the running call is not waited for
+    assert gateway.dispatcher.queued("t") == 0
+    time.sleep(0.6)
+    assert model.calls == 1  # the queued calls never reached the model
+    gateway.close()
+    a.close()
+    b.close()

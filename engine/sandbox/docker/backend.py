@@ -37,7 +37,15 @@ from engine.errors import (
     DockerUnavailableError,
     SandboxError,
 )
-from engine.gateway.service import GatewaySession, current_session, no_gateway_reply
+from engine.gateway.service import (
+    MAX_REPLY_BYTES,
+    GatewaySession,
+    cancelled_reply,
+    current_session,
+    no_gateway_reply,
+    oversized_reply,
+    too_many_reply,
+)
 from engine.models import Limits
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.blocks import BlockRecord
@@ -128,13 +136,20 @@ class _Frames:
 
 class _GatewayLink:
     """One job's model calls: replies written back to the container while the job lasts,
-    and what the host learned per row (the model that served it, an upstream failure)."""
+    and what the host learned per row (the model that served it, an upstream failure).
+
+    At most the session's ``container_concurrency`` requests are in flight (the harness
+    holds the rest; one past the bound is answered 429 here); a reply frame over
+    :data:`~engine.gateway.service.MAX_REPLY_BYTES` is never sent (the call gets an
+    error instead, and the channel stays whole); when the job ends its queued requests
+    are dropped (:meth:`close`)."""
 
     def __init__(self, sock: socket.socket, session: GatewaySession | None) -> None:
         self.sock = sock
         self.session = session
         self.lock = threading.Lock()
         self.open = True
+        self.inflight = 0
         self.failures: dict[int, str] = {}
         self.models: dict[int, set[str]] = {}
 
@@ -143,7 +158,15 @@ class _GatewayLink:
         session = self.session
         if session is None:
             reply = no_gateway_reply(record.path)
-            self.deliver(record.id, row, reply.status, reply.body, None, None)
+            self.deliver(record.id, row, reply.status, reply.body, None, None, counted=False)
+            return
+        with self.lock:
+            over = self.inflight >= session.container_concurrency
+            if not over:
+                self.inflight += 1
+        if over:
+            reply = too_many_reply(record.path, session.container_concurrency)
+            self.deliver(record.id, row, reply.status, reply.body, None, None, counted=False)
             return
 
         def answer() -> None:
@@ -157,7 +180,11 @@ class _GatewayLink:
                 record.id, row, reply.status, reply.body, reply.served_by, reply.upstream_error
             )
 
-        session.submit(answer)
+        def cancelled(reason: str) -> None:
+            reply = cancelled_reply(record.path, reason)
+            self.deliver(record.id, row, reply.status, reply.body, None, None)
+
+        session.submit(answer, owner=self, cancelled=cancelled)
 
     def deliver(
         self,
@@ -167,8 +194,19 @@ class _GatewayLink:
         body: str,
         served_by: str | None,
         failure: str | None,
+        *,
+        counted: bool = True,
     ) -> None:
+        frame = encode_reply(request_id, status, body)
+        if len(frame) - frame.index(b"\n") - 1 > MAX_REPLY_BYTES:
+            # The harness could not take it whole: that call gets an error, the row and
+            # the job's channel carry on.
+            log.warning("a model reply of %d bytes was over the gateway's limit", len(frame))
+            reply = oversized_reply(len(body.encode()))
+            frame = encode_reply(request_id, reply.status, reply.body)
         with self.lock:
+            if counted:
+                self.inflight = max(0, self.inflight - 1)
             if failure is not None:
                 self.failures.setdefault(row, failure)
             if served_by:
@@ -176,7 +214,7 @@ class _GatewayLink:
             if not self.open:
                 return  # the job is over: the container (or its next job) never sees it
             with contextlib.suppress(OSError):
-                self.sock.sendall(encode_reply(request_id, status, body))
+                self.sock.sendall(frame)
 
     def outcome(self, record: RowRecord) -> RowRecord:
         """``record`` with the host's knowledge: the model that served it (a container's
@@ -212,8 +250,12 @@ class _GatewayLink:
             )
 
     def close(self) -> None:
+        """The job ended: no reply reaches the container any more, and its requests still
+        queued for a slot are dropped (those running upstream are not waited for)."""
         with self.lock:
             self.open = False
+        if self.session is not None:
+            self.session.cancel(self)
 
 
 def short_error(failure: str, check_error: str | None) -> str:

@@ -7,7 +7,8 @@ import hmac
 import secrets
 from dataclasses import dataclass
 
-from engine.errors import AuthError
+from engine import logs
+from engine.errors import AuthError, ForbiddenError
 from engine.storage import ApiKey, Tenant, TenantStore
 from engine.storage.cached import CachedStore
 
@@ -91,6 +92,7 @@ def authenticate_cached(store: CachedStore, authorization: str | None) -> Princi
 def _principal(key: ApiKey, tenant: Tenant) -> Principal:
     if key.revoked_at is not None:
         raise AuthError(f"API key {key.prefix}... was revoked: ask an operator for a new one")
+    logs.annotate(tenant=tenant.id)  # the request's log lines name the tenant from here on
     return Principal(tenant, key.id)
 
 
@@ -100,3 +102,16 @@ def is_admin(expected: str | None, authorization: str | None) -> bool:
         return False
     scheme, _, token = authorization.partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), expected)
+
+
+def authorize_admin(expected: str | None, authorization: str | None) -> None:
+    """Return if the ``Authorization`` header carries the operator's admin key; else
+    :class:`AuthError` (no bearer key) or :class:`ForbiddenError` (admin endpoints off,
+    or another key)."""
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthError("missing admin key: send `Authorization: Bearer <SCOREBOX_ADMIN_KEY>`")
+    if expected is None:
+        raise ForbiddenError("admin endpoints are off: set SCOREBOX_ADMIN_KEY to turn them on")
+    if not is_admin(expected, authorization):
+        raise ForbiddenError("this key is not the admin key")

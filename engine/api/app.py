@@ -12,7 +12,9 @@ from sqlalchemy import Engine as SAEngine
 
 from engine import web
 from engine.api import docs, openapi, problems
+from engine.api.gate import KeyGate
 from engine.api.guard import SurrogateGuard, reject_unknown_query
+from engine.api.request_ids import RequestContext
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
 from engine.api.services import Services
@@ -20,6 +22,7 @@ from engine.audit import api as audit_api
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
 from engine.hardening.body import BodyLimit, BodyLimits
+from engine.hardening.budget import BodyBudget
 from engine.hardening.nul import NulGuard
 from engine.okareo import routes as okareo
 from engine.runs.service import RunService
@@ -130,8 +133,13 @@ def create_app(
     problems.install(app)
     app.add_middleware(SurrogateGuard)  # a lone "\ud800" in any JSON body is a 422, not a 500
     app.add_middleware(NulGuard)  # a %00 in the path or query: PostgreSQL cannot hold it
+    # the caller is known from the headers before any layer reads the body: a junk key is
+    # a 401 with the body unread; bodies in flight are bounded per key and in total
+    app.add_middleware(KeyGate, budget=BodyBudget.from_settings(settings))
     # outermost: bodies are bounded before SurrogateGuard buffers them and before auth
     app.add_middleware(BodyLimit, limits=BodyLimits.from_settings(settings))
+    # around everything: each answer's X-Request-ID, and each log line's req= and tenant=
+    app.add_middleware(RequestContext)
     app.include_router(checks.router)
     app.include_router(generate.router)
     app.include_router(judge.router)

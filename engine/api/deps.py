@@ -8,9 +8,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from engine.api.gate import principal_of_scope
 from engine.api.services import Services
-from engine.auth import Principal, authenticate, authenticate_cached, is_admin
-from engine.errors import AuthError, ForbiddenError
+from engine.auth import Principal, authenticate, authenticate_cached, authorize_admin
 from engine.llm.client import LLMClient
 from engine.llm.openai_client import create_llm_client
 from engine.runs.service import RunService
@@ -53,9 +53,13 @@ def _header(credentials: HTTPAuthorizationCredentials | None) -> str | None:
     return f"{credentials.scheme} {credentials.credentials}"
 
 
-async def get_principal(store: StoreDep, credentials: Credentials) -> Principal:
-    """The caller, from the key cache on the event loop when it holds the key (no thread
-    hop, no database read), else :func:`authenticate` in a worker thread."""
+async def get_principal(request: Request, store: StoreDep, credentials: Credentials) -> Principal:
+    """The caller: as :class:`~engine.api.gate.KeyGate` resolved it before the body was read,
+    else from the key cache on the event loop when it holds the key (no thread hop, no
+    database read), else :func:`authenticate` in a worker thread."""
+    resolved = principal_of_scope(request.scope)
+    if resolved is not None:
+        return resolved
     header = _header(credentials)
     if isinstance(store, CachedStore):
         cached = authenticate_cached(store, header)
@@ -66,12 +70,7 @@ async def get_principal(store: StoreDep, credentials: Credentials) -> Principal:
 
 async def require_admin(settings: SettingsDep, credentials: Credentials) -> None:
     expected = settings.admin_key.get_secret_value() if settings.admin_key else None
-    if credentials is None:
-        raise AuthError("missing admin key: send `Authorization: Bearer <SCOREBOX_ADMIN_KEY>`")
-    if expected is None:
-        raise ForbiddenError("admin endpoints are off: set SCOREBOX_ADMIN_KEY to turn them on")
-    if not is_admin(expected, _header(credentials)):
-        raise ForbiddenError("this key is not the admin key")
+    authorize_admin(expected, _header(credentials))
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

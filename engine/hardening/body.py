@@ -9,7 +9,8 @@ plus one chunk of it. A body that trickles in is cut off with 408 once
 ``SCOREBOX_BODY_DEADLINE_SECONDS`` have passed since its first byte was awaited.
 A body for a ``/v1`` or ``/v0`` route (all of which need a key) that comes with no
 credentials header at all is a 401 before a byte of it is read, so an anonymous
-client cannot make the server hold even the limit.
+client cannot make the server hold even the limit; one with credentials that do not
+resolve is refused unread by :class:`engine.api.gate.KeyGate`, just inside this layer.
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ _CREDENTIAL_HEADERS = frozenset({b"authorization", b"api-key"})
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
-def _has_body(scope: Scope) -> bool:
+def has_body(scope: Scope) -> bool:
+    """Whether the request declares a body (a non-zero ``Content-Length``, or chunked)."""
     for name, value in scope.get("headers", ()):
         if name == b"transfer-encoding":
             return True
@@ -86,12 +88,13 @@ def uncredentialed(scope: Scope) -> bool:
     """A body for a keyed route with no credentials header at all: answer 401 unread."""
     if scope.get("method") not in _BODY_METHODS:
         return False
-    if not str(scope.get("path", "")).startswith(KEYED_PREFIXES) or not _has_body(scope):
+    if not str(scope.get("path", "")).startswith(KEYED_PREFIXES) or not has_body(scope):
         return False
     return not any(name in _CREDENTIAL_HEADERS for name, _ in scope.get("headers", ()))
 
 
-def _declared_length(scope: Scope) -> int | None:
+def declared_length(scope: Scope) -> int | None:
+    """The request's ``Content-Length``, or None when it has none (chunked) or it is junk."""
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
             try:
@@ -118,7 +121,7 @@ class BodyLimit:
             return
         path = str(scope.get("path", ""))
         limit, setting = self.limits.for_path(path)
-        declared = _declared_length(scope)
+        declared = declared_length(scope)
         if uncredentialed(scope):  # no key at all: nothing of the body is worth reading
             await send_problem(
                 send,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -74,15 +76,60 @@ def validate_command(
         requires_scenario_result=requires_scenario_result,
     )
     report = validate(source, policy, declared, entry=entry)
+    packages = declared_packages(source)
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        data = report.model_dump(mode="json")
+        if report.entrypoint is None:
+            data["format"] = None  # no format fits: do not name one
+        data["packages"] = packages
+        click.echo(json.dumps(data, indent=2))
     else:
-        click.echo(render_report(str(file), report))
+        click.echo(render_report(str(file), report, packages))
     ctx.exit(0 if report.valid else 1)
 
 
-def render_report(name: str, report: ValidationReport) -> str:
-    """Issues as ``FILE:LINE:COL: severity code: message``, then what the check is."""
+def declared_packages(source: str) -> dict[str, Any] | None:
+    """The PEP 723 block's requirements and whether their environment is built on this
+    Docker engine (``built``: true, false, or null when the engine cannot be asked);
+    None without a block."""
+    from engine.environments.spec import read_block  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    block = read_block(source)
+    if not block.present:
+        return None
+    out: dict[str, Any] = {
+        "requirements": list(block.requirements),
+        "line": block.line,
+        "built": None,
+        "image": None,
+        "note": None,
+    }
+    if not block.ok:
+        out["note"] = "the block has problems (above); nothing to build"
+        return out
+    from engine.errors import ScoreboxError  # noqa: PLC0415 (lazy)
+    from engine.settings import Settings  # noqa: PLC0415 (lazy)
+
+    try:
+        from engine.sandbox.docker.environments import docker_environments  # noqa: PLC0415 (lazy)
+
+        environments = docker_environments(Settings())
+        key = environments.key(block.requirements)
+        # the list, not a lookup by key: it fails when the engine is unreachable
+        record = next((r for r in environments.records() if r.key == key), None)
+    except ScoreboxError as exc:
+        out["note"] = f"cannot ask the Docker engine: {exc}"
+        return out
+    out["built"] = record is not None
+    out["image"] = record.image if record is not None else None
+    return out
+
+
+def render_report(
+    name: str, report: ValidationReport, packages: Mapping[str, Any] | None = None
+) -> str:
+    """Issues as ``FILE:LINE:COL: severity code: message``, then what the check is, and
+    its declared packages (PEP 723) with whether their environment is built."""
     lines = []
     for issue in report.issues:
         where = name
@@ -94,7 +141,7 @@ def render_report(name: str, report: ValidationReport) -> str:
     lines.append(f"{name}: {verdict} ({errors} error(s), {warnings} warning(s))")
     entry = report.entry or "evaluate"
     if report.entrypoint is not None:
-        lines.append(f"  format:      {FORMATS[report.format].title} ({report.format.value})")
+        lines.append(f"  format:      {_format_label(report)}")
     if report.entrypoint == "class":
         lines.append(f"  entrypoint:  class Check, evaluate ({report.method_kind})")
     elif report.entrypoint == "function":
@@ -111,7 +158,35 @@ def render_report(name: str, report: ValidationReport) -> str:
             f"scenario_result={_yes(report.requires_scenario_result)}"
         )
     lines.append(f"  policy:      {report.policy.value}")
+    if packages is not None:
+        lines += _packages_lines(name, packages)
     return "\n".join(lines)
+
+
+def _format_label(report: ValidationReport) -> str:
+    """The scorer format; a module-level ``evaluate`` is a plain function, which Okareo's
+    CodeBasedCheck shape also accepts."""
+    if report.format is Format.OKAREO and report.entrypoint == "function":
+        return "plain function (it also runs as an Okareo check)"
+    return f"{FORMATS[report.format].title} ({report.format.value})"
+
+
+def _packages_lines(name: str, packages: Mapping[str, Any]) -> list[str]:
+    requirements = packages.get("requirements") or []
+    lines = [
+        f"  packages:    {', '.join(requirements) or '(none)'} (PEP 723 block, line "
+        f"{packages.get('line')})"
+    ]
+    if packages.get("built") is True:
+        lines.append(f"  environment: built ({packages.get('image')})")
+    elif packages.get("built") is False:
+        lines.append(
+            "  environment: not built yet: the first run builds it, or build it now with "
+            f"`scorebox env build {name}`"
+        )
+    elif packages.get("note"):
+        lines.append(f"  environment: unknown ({packages['note']})")
+    return lines
 
 
 def _bindings(report: ValidationReport) -> dict[str, str]:

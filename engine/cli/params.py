@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import click
 
 from engine.suites.data import ROW_FIELDS
+from engine.suites.names import BUILTIN_PREFIX
 
 
 def parse_map(pairs: Iterable[str]) -> dict[str, str]:
@@ -39,3 +42,34 @@ def parse_thresholds(pairs: Iterable[str]) -> dict[str, float]:
             )
         out[name] = number
     return out
+
+
+def result_names(refs: Sequence[str | Mapping[str, Any]]) -> list[str]:
+    """The names a run's results carry, which ``--threshold`` names: a file's stem, a
+    built-in without ``builtin:``, a pushed check's name (and ``NAME@VERSION`` when pinned)."""
+    names: list[str] = []
+    for ref in refs:
+        name = ref if isinstance(ref, str) else str(ref["name"])
+        bare = name.removeprefix(BUILTIN_PREFIX)
+        names.append(bare.rsplit("/", 1)[-1].removesuffix(".py") if bare.endswith(".py") else bare)
+        if not isinstance(ref, str) and ref.get("version") is not None:
+            names.append(f"{names[-1]}@{ref['version']}")
+    return names
+
+
+def check_threshold_names(
+    thresholds: Mapping[str, float], refs: Sequence[str | Mapping[str, Any]]
+) -> None:
+    """Every ``--threshold`` (and suite threshold) names a check of the run: checked before
+    scoring, a usage error (exit 2) with a did-you-mean."""
+    known = result_names(refs)
+    for name in thresholds:
+        if name in known or (name.partition("@")[2] and name.partition("@")[0] in known):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise click.BadParameter(
+            f"{name}: the run has no check {name!r}; {hint}its checks are "
+            f"{', '.join(known)} (a .py check is named by its file's stem)",
+            param_hint="--threshold",
+        )

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from engine.cli.params import parse_map, parse_thresholds
+from engine.cli.params import check_threshold_names, parse_map, parse_thresholds
 from engine.cli.remote import Remote, server_options
 from engine.cli.run_manage import (
     remote_results,
@@ -221,9 +221,13 @@ def _fail_on(value: str) -> tuple[str, ...]:
     known = {s.value for s in Status}
     bad = [n for n in names if n not in known]
     if bad:
+        import difflib  # noqa: PLC0415 (lazy: only for the message)
+
+        close = difflib.get_close_matches(bad[0], sorted(known), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise click.BadParameter(
-            f"unknown status {', '.join(bad)}; use statuses from {', '.join(sorted(known))} "
-            "or none",
+            f"unknown status {', '.join(bad)}; {hint}use statuses from "
+            f"{', '.join(sorted(known))} or none",
             param_hint="--fail-on",
         )
     return names
@@ -369,6 +373,7 @@ def run(
                 f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
             )
     refs = check_refs(checks, parse_params(params))
+    check_threshold_names(gates.thresholds, refs)  # before scoring: a typo is a usage error
     rows = read_rows(data, parse_map(maps))  # later --map pairs win
     prepare_outputs(outputs)  # before scoring: a finished run is not lost to a typo
     progress = not no_progress and not as_json

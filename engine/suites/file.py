@@ -331,6 +331,10 @@ def _problem(where: str, root: Any, error: Mapping[str, Any]) -> str:
         close = difflib.get_close_matches(key, known, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         return f"{at}: {_key_path(loc)}: unknown key; {hint}known keys: {', '.join(known)}"
+    if kind == "enum" and loc[:1] == ("fail_on",) and isinstance(error.get("input"), str):
+        close = difflib.get_close_matches(error["input"], [s.value for s in Status], n=1)
+        if close:
+            message = f"{message}; did you mean {close[0]!r}?"
     if kind == "missing":
         message = "missing"
     elif "input" in error and not custom and not isinstance(error["input"], dict | list):

@@ -3,6 +3,7 @@ built-ins in process."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,30 @@ from engine.suites.names import BUILTIN_PREFIX as BUILTIN_PREFIX  # noqa: PLC041
 
 def _ref_name(ref: str | Mapping[str, Any]) -> str:
     return ref if isinstance(ref, str) else str(ref["name"])
+
+
+def _unknown(name: str, builtins: Mapping[str, Any]) -> str | None:
+    """Why a local run cannot score ``name`` (None when it can): a .py file that is not
+    there, or a name that is no built-in (with the closest ones)."""
+    bare = name.removeprefix(BUILTIN_PREFIX)
+    if not name.startswith(BUILTIN_PREFIX) and Path(name).suffix == ".py":
+        if Path(name).is_file():
+            return None
+        if Path(name).is_dir():
+            return f"{name} is a directory: name the check's .py file"
+        return (
+            f"file not found: {name} (a check file's path is relative to the current "
+            "directory, or to the suite file)"
+        )
+    if bare in builtins:
+        return None
+    close = difflib.get_close_matches(bare, list(builtins), n=3)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    return (
+        f"{name!r} is neither a .py file nor a built-in{hint}: without --server, "
+        "name check files or built-ins (`scorebox judge list` and "
+        "docs/checks.md list them); with --server, name checks pushed there"
+    )
 
 
 def run_local(
@@ -50,6 +75,10 @@ def run_local(
     summaries: list[dict[str, Any]] = []
     records: list[dict[str, Any]] = []
     try:
+        for ref in checks:  # every reference before the first row: a typo costs no run
+            problem = _unknown(_ref_name(ref), builtins)
+            if problem is not None:
+                raise InvalidRequestError(problem)
         with (
             Progress(
                 TextColumn("{task.description}"),
@@ -97,12 +126,8 @@ def run_local(
                         raise InvalidRequestError(f"{bare}: {exc}") from exc
                     bar.update(task, completed=len(row_list))
                     summaries.append(summarize(results, bare, kind=builtin.kind).model_dump())
-                else:
-                    raise InvalidRequestError(
-                        f"{name!r} is neither a .py file nor a built-in: without --server, "
-                        "name check files or built-ins (`scorebox judge list` and "
-                        "docs/checks.md list them); with --server, name checks pushed there"
-                    )
+                else:  # _unknown let it through: cannot happen
+                    raise InvalidRequestError(_unknown(name, builtins) or name)
                 records.extend(
                     record(i, r.model_dump(mode="json"), rows[i]) for i, r in enumerate(results)
                 )

@@ -82,7 +82,7 @@ output: [out/results.jsonl]
         ("checks: ['']\n", ["suite.yaml:1: checks[0]: String should have at least 1 character"]),
         (
             "checks: [is_json]\nfail_on: [error, bogus]\n",
-            ["suite.yaml:2: fail_on[1]: Input should be", '(got "bogus")', "[] for none"],
+            ["suite.yaml:2: fail_on[1]: Input should be", '(got "bogus")', "[] for neither"],
         ),
         (
             "checks: [is_json]\nmap:\n  answer: model_output\n",

@@ -177,6 +177,16 @@ def _interval(value: Mapping[str, Any] | None, scale: float = 1.0) -> str:
     )
 
 
+def _side(row: Mapping[str, Any], side: str) -> str:
+    """One side of a changed row: its status, its score rounded, pass or fail."""
+    score = row[f"score_{side}"]
+    text = f"{row[f'status_{side}']} {_fmt(score)}"
+    flag = row.get(f"passed_{side}")
+    if flag is None or isinstance(score, bool):  # a bool score is its own pass flag
+        return text
+    return f"{text} {'pass' if flag else 'fail'}"
+
+
 def _regressed(check: Mapping[str, Any]) -> bool:
     return any(
         (d := check.get(name)) is not None and d["significant"] and d["delta"] < 0
@@ -215,10 +225,10 @@ def run_compare(
             click.echo(f"{c['check']}: mean {_interval(c['mean_delta'])}")
             if c["pass_rate_delta"] is not None:
                 click.echo(f"{' ' * len(c['check'])}  pass rate {_interval(c['pass_rate_delta'])}")
-            for r in c["changed"][:20]:
+            for r in c["changed"][:20]:  # regressions (pass -> fail) first
                 click.echo(
-                    f"    {r['key']}: {r['kind']} ({r['status_a']} {r['score_a']} -> "
-                    f"{r['status_b']} {r['score_b']})"
+                    f"    {r['key']}: {r['kind'].replace('_to_', ' -> ')} "
+                    f"({_side(r, 'a')} -> {_side(r, 'b')})"
                 )
             if c["changed_total"] > 20:
                 click.echo(f"    ... {c['changed_total'] - 20} more changed rows")

@@ -52,6 +52,8 @@ class ChangedRow:
     score_a: bool | int | float | None
     score_b: bool | int | float | None
     kind: str  # pass_to_fail | fail_to_pass | status | score
+    passed_a: bool | None = None  # the pass flag (a check's own, else a bool score)
+    passed_b: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -109,13 +111,24 @@ def _number(result: StoredResult) -> float | None:
     return float(result.score)
 
 
-def _kind(a: StoredResult, b: StoredResult) -> str | None:
-    if isinstance(a.score, bool) and isinstance(b.score, bool) and a.status == b.status == "ok":
-        if a.score and not b.score:
-            return "pass_to_fail"
-        if b.score and not a.score:
-            return "fail_to_pass"
+def passed(result: StoredResult) -> bool | None:
+    """Whether an ok result passes: the check's own pass flag (promptfoo, graders) where it
+    has one, else a bool score; None for a number score or a row that did not score."""
+    if result.status != "ok":
         return None
+    if result.passed is not None:
+        return result.passed
+    return result.score if isinstance(result.score, bool) else None
+
+
+def _kind(a: StoredResult, b: StoredResult) -> str | None:
+    flag_a, flag_b = passed(a), passed(b)
+    if flag_a is not None and flag_b is not None:
+        if flag_a and not flag_b:
+            return "pass_to_fail"
+        if flag_b and not flag_a:
+            return "fail_to_pass"
+        return None if a.score == b.score else "score"
     if a.status != b.status:
         return "status"
     if a.score != b.score:
@@ -143,14 +156,24 @@ def compare_check(
         if x is not None and y is not None:
             xs.append(x)
             ys.append(y)
-            if isinstance(ra.score, bool) and isinstance(rb.score, bool):
-                pa.append(float(ra.score))
-                pb.append(float(rb.score))
+        flag_a, flag_b = passed(ra), passed(rb)
+        if flag_a is not None and flag_b is not None:
+            pa.append(float(flag_a))
+            pb.append(float(flag_b))
         kind = _kind(ra, rb)
         if kind is not None:
             changed.append(
                 ChangedRow(
-                    key, ra.row_index, rb.row_index, ra.status, rb.status, ra.score, rb.score, kind
+                    key,
+                    ra.row_index,
+                    rb.row_index,
+                    ra.status,
+                    rb.status,
+                    ra.score,
+                    rb.score,
+                    kind,
+                    flag_a,
+                    flag_b,
                 )
             )
     changed.sort(key=lambda c: (_ORDER[c.kind], c.row_a))

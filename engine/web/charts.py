@@ -30,6 +30,8 @@ LEFT = 40
 RIGHT = 10
 TOP = 18
 BOTTOM = 34
+#: A legend gets a band of its own above the plot, so a bar's label never runs under it.
+LEGEND_BAND = 16
 
 
 def fmt(value: float) -> str:
@@ -73,14 +75,17 @@ def _open(title: str, width: int, height: int) -> list[str]:
     ]
 
 
-def _count_axis(top: int, width: int, height: int, label: str) -> tuple[list[str], int]:
-    """Gridlines and tick labels of the count (y) axis; returns them and the axis's top."""
+def _count_axis(
+    top: int, width: int, height: int, label: str, margin: int = TOP
+) -> tuple[list[str], int]:
+    """Gridlines and tick labels of the count (y) axis; returns them and the axis's top.
+    ``margin``: the plot's top edge (room for the bars' labels, and the legend's band)."""
     ticks = nice_ticks(top)
     high = ticks[-1]
-    plot_h = height - TOP - BOTTOM
+    plot_h = height - margin - BOTTOM
     parts = []
     for tick in ticks:
-        y = TOP + plot_h * (1 - tick / high)
+        y = margin + plot_h * (1 - tick / high)
         parts.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{width - RIGHT}" y2="{y:.1f}" '
             f'stroke="{GRID_COLOUR}"/>'
@@ -88,24 +93,25 @@ def _count_axis(top: int, width: int, height: int, label: str) -> tuple[list[str
             f'class="tick-y">{tick}</text>'
         )
     parts.append(
-        f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{height - BOTTOM}" stroke="{AXIS_COLOUR}"/>'
+        f'<line x1="{LEFT}" y1="{margin}" x2="{LEFT}" y2="{height - BOTTOM}" '
+        f'stroke="{AXIS_COLOUR}"/>'
         f'<line x1="{LEFT}" y1="{height - BOTTOM}" x2="{width - RIGHT}" y2="{height - BOTTOM}" '
         f'stroke="{AXIS_COLOUR}"/>'
-        f'<text x="10" y="{TOP + plot_h / 2:.1f}" {FONT} text-anchor="middle" '
-        f'transform="rotate(-90 10 {TOP + plot_h / 2:.1f})">{escape(label)}</text>'
+        f'<text x="10" y="{margin + plot_h / 2:.1f}" {FONT} text-anchor="middle" '
+        f'transform="rotate(-90 10 {margin + plot_h / 2:.1f})">{escape(label)}</text>'
     )
     return parts, high
 
 
-def _bars(bars: Sequence[Bar], high: int, width: int, height: int) -> list[str]:
+def _bars(bars: Sequence[Bar], high: int, width: int, height: int, margin: int = TOP) -> list[str]:
     plot_w = width - LEFT - RIGHT
-    plot_h = height - TOP - BOTTOM
+    plot_h = height - margin - BOTTOM
     parts = []
     for bar in bars:
         x = LEFT + plot_w * bar.x0
         w = max(plot_w * (bar.x1 - bar.x0) - 1, 1)
         h = plot_h * bar.count / high
-        y = TOP + plot_h - h
+        y = margin + plot_h - h
         paint = (
             f'fill="none" stroke="{bar.colour}" stroke-width="2"'
             if bar.outline
@@ -146,8 +152,8 @@ def _legend(items: Sequence[tuple[str, str, bool]], width: int) -> list[str]:
     for colour, text, outline in items:
         paint = f'fill="none" stroke="{colour}" stroke-width="2"' if outline else f'fill="{colour}"'
         parts.append(
-            f'<rect x="{x:.1f}" y="4" width="9" height="9" {paint}/>'
-            f'<text x="{x + 12:.1f}" y="12" {FONT}>{escape(text)}</text>'
+            f'<rect x="{x:.1f}" y="4" width="9" height="9" {paint} class="legend"/>'
+            f'<text x="{x + 12:.1f}" y="12" {FONT} class="legend">{escape(text)}</text>'
         )
         x += 16 + 6 * len(text)
     return parts
@@ -164,12 +170,15 @@ def chart(
     width: int = WIDTH,
     height: int = HEIGHT,
 ) -> str:
-    """A bar chart with a count axis, x labels, an x-axis title and an optional legend."""
+    """A bar chart with a count axis, x labels, an x-axis title and an optional legend (in
+    a band of its own above the plot: the chart grows by :data:`LEGEND_BAND`)."""
     top = max((bar.count for bar in bars), default=0)
+    margin = TOP + (LEGEND_BAND if legend else 0)
+    height += margin - TOP
     parts = _open(title, width, height)
-    axis, high = _count_axis(top, width, height, y_title)
+    axis, high = _count_axis(top, width, height, y_title, margin)
     parts += axis
-    parts += _bars(bars, high, width, height)
+    parts += _bars(bars, high, width, height, margin)
     parts += _x_labels(x_labels, width, height)
     parts.append(
         f'<text x="{LEFT + (width - LEFT - RIGHT) / 2:.1f}" y="{height - 4}" '

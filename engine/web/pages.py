@@ -13,10 +13,13 @@ from engine.api.services import Services
 from engine.auth import Principal
 from engine.errors import NotFoundError
 from engine.storage import Run
+from engine.web import display
 from engine.web.session import COOKIE, Session, SessionStore, principal_of
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+templates.env.filters["num"] = display.number
+templates.env.globals["shown"] = display.shown
 
 
 class SignInRequired(Exception):

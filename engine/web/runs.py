@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -17,7 +16,7 @@ from fastapi.responses import (
     StreamingResponse,
 )
 
-from engine.hardening.cells import escape_cell
+from engine.runs.export import to_csv
 from engine.runs.summary import RunSummary, results_done
 from engine.storage import Run
 from engine.web import charts, table
@@ -221,22 +220,23 @@ def export(
     run = run_or_none(request, principal, run_id)
     if run is None or fmt not in ("csv", "jsonl"):
         return not_found(request, session, f"run {run_id}")
-    rows = table.iter_filtered(services_of(request).db, run.id, _filter(request, run))
+    chosen = _filter(request, run)
+    rows = table.iter_filtered(services_of(request).db, run.id, chosen)
+    check = run.checks[chosen.check_index]
+    records = (r.export_record(check.name, check.version) for r in rows)
 
-    def as_csv() -> Iterator[str]:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(table.EXPORT_FIELDS)
-        for r in rows:
-            writer.writerow(escape_cell(v) for v in r.export_record().values())
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-        yield buffer.getvalue()
+    def as_csv() -> Iterator[str]:  # the columns and cells of every other CSV export
+        header = True
+        while batch := list(itertools.islice(records, 500)):
+            text = to_csv(batch)
+            yield text if header else text.split("\r\n", 1)[1]
+            header = False
+        if header:
+            yield to_csv([])
 
     def as_jsonl() -> Iterator[str]:
-        for r in rows:
-            yield json.dumps(r.export_record()) + "\n"
+        for r in records:
+            yield json.dumps(r, ensure_ascii=False) + "\n"
 
     media = "text/csv" if fmt == "csv" else "application/x-ndjson"
     return StreamingResponse(
@@ -264,5 +264,4 @@ def row_page(request: Request, run_id: str, row_index: int) -> HTMLResponse:
         row_index=row_index,
         data=data,
         results=results,
-        metadata=json.dumps(data.get("metadata"), indent=2) if data.get("metadata") else None,
     )

@@ -21,6 +21,7 @@ from sqlalchemy import Engine, and_, or_, select
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
+from engine.runs.export import FIELDS, record
 from engine.storage.tables import ResultRow, RunInputRow
 
 SORTS = ("row", "score_asc", "score_desc")
@@ -53,22 +54,35 @@ class TableRow:
     score: Any
     explanation: str | None
     error: str | None
+    scenario_result: Any = None
+    passed: bool | None = None
+    model: str | None = None
+    metadata: Any = None
 
-    def export_record(self) -> dict[str, Any]:
-        """The row as the page's CSV and JSONL export write it: ``EXPORT_FIELDS``, in order."""
-        return {
-            "row_index": self.row_index,
+    def export_record(self, check: str, version: int | None) -> dict[str, Any]:
+        """The row as every export writes it (:data:`engine.runs.export.FIELDS`, in order)."""
+        result = {
             "row_id": self.row_id,
+            "check": check,
+            "version": version,
             "status": self.status,
             "score": self.score,
+            "passed": self.passed,
             "explanation": self.explanation,
             "error": self.error,
-            "model_output": self.model_output,
+            "model": self.model,
+            "metadata": self.metadata,
         }
+        inputs = {
+            "model_output": self.model_output,
+            "scenario_input": self.scenario_input,
+            "scenario_result": self.scenario_result,
+        }
+        return record(self.row_index, result, inputs)
 
 
 #: The export's columns, in order (the CSV header; the keys of ``TableRow.export_record``).
-EXPORT_FIELDS = ("row_index", "row_id", "status", "score", "explanation", "error", "model_output")
+EXPORT_FIELDS = FIELDS
 
 
 @dataclass(frozen=True)
@@ -214,6 +228,10 @@ def read_page(
             score=r.score,
             explanation=r.explanation,
             error=r.error,
+            scenario_result=d.get("scenario_result"),
+            passed=r.passed,
+            model=r.model,
+            metadata=r.result_metadata,
         )
         for r in results
     ]

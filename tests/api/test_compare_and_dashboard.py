@@ -111,19 +111,28 @@ def test_row_export_writes_the_same_columns_in_csv_and_jsonl(api: Api) -> None:
     a = api.tenant("a")
     _, run_b = _two_runs(api, a)
     _sign_in(api, a)
-    columns = ["row_index", "row_id", "status", "score", "explanation", "error", "model_output"]
+    from engine.runs.export import FIELDS
+
+    columns = list(FIELDS)  # the columns of every export (CLI, REST, dashboard)
     jsonl = api.client.get(f"/ui/runs/{run_b}/export.jsonl?status=ok&max=0")
     assert jsonl.headers["content-disposition"] == f'attachment; filename="{run_b}.jsonl"'
     records = [json.loads(line) for line in jsonl.text.splitlines()]
     assert len(records) == 20 and all(list(r) == columns for r in records)
     first = records[0]
     assert (first["row_index"], first["row_id"], first["status"]) == (20, "q20", "ok")
-    assert (first["score"], first["model_output"]) == (False, "no")
+    assert (first["score"], first["passed"], first["model_output"]) == (False, False, "no")
     exported = api.client.get(f"/ui/runs/{run_b}/export.csv?status=ok&max=0")
     assert exported.headers["content-type"].startswith("text/csv")
     header, *rows = list(csv.reader(exported.text.splitlines()))
     assert header == columns and len(rows) == 20
-    assert [rows[0][0], rows[0][1], rows[0][2], rows[0][-1]] == ["20", "q20", "ok", "no"]
+    got = dict(zip(header, rows[0], strict=True))
+    assert [got[k] for k in ("row_index", "row_id", "status", "passed", "model_output")] == [
+        "20",
+        "q20",
+        "ok",
+        "false",
+        "no",
+    ]
 
 
 def test_row_table_keyset_pages_cover_every_row_once_in_each_sort(api: Api) -> None:

@@ -161,7 +161,7 @@ def test_compare_two_runs_shows_the_changed_rows(
     expect(long_enough).to_contain_text("significant")
     expect(long_enough).not_to_contain_text("not significant")  # 6 of 30 rows pass -> fail
     changed = page.get_by_role("table", name="changed rows of long_enough")
-    expect(changed.get_by_role("row").nth(1)).to_contain_text("pass to fail")
+    expect(changed.get_by_role("row").nth(1)).to_contain_text("pass → fail")
     expect(changed).to_contain_text(re.compile(r"\br5\b"))  # "short!!": 7 > 5, not > 12
     # one chart per shared check, both runs overlaid, with the counts of each
     both = page.get_by_role("img", name="pass and fail of long_enough, A and B")
@@ -248,7 +248,7 @@ def test_scorebox_run_compare_prints_deltas_and_gates_on_regression(dashboard: D
     assert shown.exit_code == 0, shown.output
     assert "30 rows matched by id" in shown.output
     assert "pass rate -0.250" in shown.output and "significant" in shown.output
-    assert "r5: pass_to_fail (ok True -> ok False)" in shown.output
+    assert "r5: pass -> fail (ok True -> ok False)" in shown.output
     gated = CliRunner().invoke(main, [*args, "--fail-on-regression"], env=env)
     assert gated.exit_code == 3, gated.output
     improved = CliRunner().invoke(

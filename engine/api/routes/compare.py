@@ -36,6 +36,10 @@ class ChangedRowOut(BaseModel):
     score_a: bool | int | float | None
     score_b: bool | int | float | None
     kind: str = Field(description="pass_to_fail, fail_to_pass, status or score.")
+    passed_a: bool | None = Field(
+        default=None, description="The check's pass flag in A (its own, else a bool score)."
+    )
+    passed_b: bool | None = Field(default=None, description="The same in B.")
 
 
 class CheckComparisonOut(BaseModel):

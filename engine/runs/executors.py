@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
@@ -10,7 +9,7 @@ from typing import Protocol
 from engine.catalog import ResolvedCheck, judge_models
 from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError
-from engine.gateway.service import ModelGateway, gateway_session
+from engine.gateway.service import ModelGateway, gateway_session, quota_key
 from engine.judging.model_check import run_model_check
 from engine.llm.client import LLMClient
 from engine.models import IndexedRow, Limits, ResultCallback
@@ -109,9 +108,9 @@ class CodeExecutor:
         )
         session = None
         if self.gateway is not None:
-            # One run's spend is counted under its id; a /v1/score batch is its own.
-            run = labels.get("scorebox.run") or f"score-{secrets.token_hex(8)}"
-            session = self.gateway.session(labels.get("scorebox.tenant", ""), run)
+            # One run's spend is counted under its id; a /v1/score batch's (every check
+            # and chunk of it) under the batch's.
+            session = self.gateway.session(labels.get("scorebox.tenant", ""), quota_key(labels))
         with gateway_session(session):
             self.runners.get().run_batch(code, rows, limits, labels, on_result, on_block)
 

@@ -501,7 +501,8 @@ class RunService:
         row_list = list(row_list)
         results: list[list[RowResult | None]] = [[None] * len(row_list) for _ in resolved]
         group = f"score:{secrets.token_hex(6)}"
-        labels = {"scorebox.tenant": principal.tenant_id}
+        # The batch's label keys its one gateway quota: every check and chunk share it.
+        labels = {"scorebox.tenant": principal.tenant_id, "scorebox.batch": group}
         indexed = list(enumerate(row_list))
         size = self.settings.run_chunk_rows
         items: list[WorkItem] = []

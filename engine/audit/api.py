@@ -5,25 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from engine.api.deps import PrincipalDep, ServicesDep
+from engine.api.deps import PrincipalDep
 from engine.api.problems import responses
-from engine.audit.records import ACTIONS, AuditRecord
-from engine.audit.store import AuditLog
-from engine.errors import InvalidRequestError
+from engine.audit.deps import AuditDep
+from engine.audit.records import AuditRecord, valid_action
 
 router = APIRouter(prefix="/v1", tags=["audit"])
 
 TAG_DESCRIPTION = "Who changed what, and when: your tenant's audit log."
-
-
-def get_audit(services: ServicesDep) -> AuditLog:
-    return services.audit
-
-
-AuditDep = Annotated[AuditLog, Depends(get_audit)]
 
 
 class ActorOut(BaseModel):
@@ -57,14 +49,6 @@ class AuditPage(BaseModel):
     next_offset: int | None = Field(
         description="Pass as `offset` for the next page; null at the end."
     )
-
-
-def valid_action(action: str | None) -> str | None:
-    if action is not None and action not in ACTIONS:
-        raise InvalidRequestError(
-            f"action {action[:60]!r} is not one of {', '.join(sorted(ACTIONS))}"
-        )
-    return action
 
 
 @router.get(

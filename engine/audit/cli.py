@@ -6,6 +6,7 @@ import json
 
 import click
 
+from engine.audit.records import valid_action
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
@@ -20,7 +21,6 @@ def audit(
     tenant_ref: str | None, action: str | None, offset: int, limit: int, as_json: bool
 ) -> None:
     """Show the audit log: who changed what and when, oldest first."""
-    from engine.audit.api import valid_action  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.audit.store import AuditLog  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.storage import open_store  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 

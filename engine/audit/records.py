@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from engine.errors import InvalidRequestError
+
 if TYPE_CHECKING:
     from engine.auth import Principal
 
@@ -38,6 +40,16 @@ ACTIONS = frozenset(
         ENVIRONMENT_BUILT,
     }
 )
+
+
+def valid_action(action: str | None) -> str | None:
+    """``action`` if it is one of :data:`ACTIONS` (or None); else InvalidRequestError."""
+    if action is not None and action not in ACTIONS:
+        raise InvalidRequestError(
+            f"action {action[:60]!r} is not one of {', '.join(sorted(ACTIONS))}"
+        )
+    return action
+
 
 ActorKind = Literal["tenant", "operator"]
 #: Where the change came from: the API, the /v0 Okareo routes, the dashboard, the admin

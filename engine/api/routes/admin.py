@@ -9,7 +9,7 @@ from engine.api.deps import AdminDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import KeyOut, NewKeyOut, TenantCreate, TenantOut
 from engine.audit import hooks
-from engine.audit.api import AuditDep
+from engine.audit.deps import AuditDep
 from engine.runs.quotas import parse_overrides
 from engine.storage import ApiKey, Tenant
 

@@ -13,7 +13,7 @@ from engine.api.problems import responses
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.api.services import Services
 from engine.audit import hooks
-from engine.audit.api import AuditDep
+from engine.audit.deps import AuditDep
 from engine.audit.store import AuditLog
 from engine.builtins import describe
 from engine.catalog import CheckSpec

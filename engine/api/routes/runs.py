@@ -14,7 +14,7 @@ from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.audit import hooks
-from engine.audit.api import AuditDep
+from engine.audit.deps import AuditDep
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
 from engine.json_limits import FreeJSON, json_problem

@@ -10,7 +10,7 @@ from engine import catalog, generation
 from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
 from engine.audit import hooks
-from engine.audit.api import AuditDep
+from engine.audit.deps import AuditDep
 from engine.builtins import BUILTINS_CREATED_AT, BuiltinCheck, Builtins
 from engine.catalog import check_uuid
 from engine.contract import OutputType

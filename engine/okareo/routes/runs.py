@@ -18,7 +18,7 @@ from fastapi import APIRouter, File, Form, UploadFile
 from engine.api.deps import RunsDep, StoreDep
 from engine.api.problems import responses
 from engine.audit import hooks
-from engine.audit.api import AuditDep
+from engine.audit.deps import AuditDep
 from engine.catalog import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.hardening.text import nul_problem

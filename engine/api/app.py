@@ -14,6 +14,7 @@ from engine import web
 from engine.api import docs, openapi, problems
 from engine.api.gate import KeyGate
 from engine.api.guard import SurrogateGuard, reject_unknown_query
+from engine.api.http_metrics import HttpMetrics
 from engine.api.request_ids import RequestContext
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import compare as compare_routes
@@ -138,6 +139,7 @@ def create_app(
     app.add_middleware(KeyGate, budget=BodyBudget.from_settings(settings))
     # outermost: bodies are bounded before SurrogateGuard buffers them and before auth
     app.add_middleware(BodyLimit, limits=BodyLimits.from_settings(settings))
+    app.add_middleware(HttpMetrics)  # outermost of all: refused requests are counted too
     # around everything: each answer's X-Request-ID, and each log line's req= and tenant=
     app.add_middleware(RequestContext)
     app.include_router(checks.router)

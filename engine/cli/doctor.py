@@ -155,14 +155,36 @@ def check_distributed_mode(settings: Settings) -> list[Finding]:
             ),
         ]
     parts = []
+    runtimes: dict[str, list[str]] = {}
     for name, info in sorted(seen.items()):
         extra = info.get("scorebox") or {}
+        runtime = str(extra.get("runtime") or "unknown")
+        runtimes.setdefault(runtime, []).append(name)
         parts.append(
-            f"{name} ({info['celery_pool']} pool, {info['concurrency']} slots, warm pools "
-            f"{json.dumps(extra.get('warm_pools', {}))}, {extra.get('chunks_in_hand', 0)} "
-            "chunks in hand)"
+            f"{name} ({runtime} runtime, {info['celery_pool']} pool, {info['concurrency']} "
+            f"slots, warm pools {json.dumps(extra.get('warm_pools', {}))}, "
+            f"{extra.get('chunks_in_hand', 0)} chunks in hand)"
         )
-    return [*findings, Finding("workers", True, f"{len(seen)} seen: " + "; ".join(parts))]
+    findings.append(Finding("workers", True, f"{len(seen)} seen: " + "; ".join(parts)))
+    return [*findings, worker_runtimes_finding(runtimes)]
+
+
+def worker_runtimes_finding(runtimes: dict[str, list[str]]) -> Finding:
+    """A warning when workers' sandboxes use different runtimes (a check may run under either)."""
+    if len(runtimes) <= 1:
+        return Finding(
+            "worker runtimes", True, f"every worker uses {next(iter(runtimes), 'unknown')}", False
+        )
+    mix = "; ".join(f"{rt} on {', '.join(names)}" for rt, names in sorted(runtimes.items()))
+    return Finding(
+        "worker runtimes",
+        False,
+        f"workers use different sandbox runtimes ({mix}): a tenant's checks run under "
+        "whichever worker takes them. For untrusted code set SCOREBOX_RUNTIME=runsc on every "
+        "worker, or pin such tenants to the runsc workers (`scorebox tenant set-quota NAME "
+        "runsc_only=1`)",
+        False,
+    )
 
 
 @click.command()

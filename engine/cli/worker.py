@@ -24,17 +24,37 @@ from engine.settings import Settings
     "--queues",
     "-Q",
     default=None,
-    help="Comma-separated queues to consume (default: scorebox.score,scorebox.chunks).",
+    help="Comma-separated queues to consume (default: scorebox.score,scorebox.chunks; a runsc "
+    "worker also takes the runsc-only tenants' scorebox.score.runsc,scorebox.chunks.runsc).",
 )
 @click.option("--name", "-n", default=None, help="Worker node name (default: scorebox@HOST-PID).")
 @click.option("--log-level", default="info", show_default=True)
-def worker(concurrency: int | None, queues: str | None, name: str | None, log_level: str) -> None:
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve this worker's Prometheus metrics on this port (docs/operating/monitoring.md).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address of --metrics-port (0.0.0.0 for a Prometheus on another host).",
+)
+def worker(
+    concurrency: int | None,
+    queues: str | None,
+    name: str | None,
+    log_level: str,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
     """Score runs and /v1/score requests from the broker on this host's Docker engine.
 
     Needs SCOREBOX_BROKER_URL and SCOREBOX_DATABASE_URL (PostgreSQL), nothing else from the
     API nodes. It keeps its own warm sandbox pool.
     """
-    from engine.distributed.celery_app import QUEUES, create_celery, register_tasks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.distributed.celery_app import create_celery, queues_for, register_tasks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.distributed.preflight import check_distributed  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.distributed.worker import WorkerRuntime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.sandbox.docker.containers import check_runtime  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
@@ -57,14 +77,17 @@ def worker(concurrency: int | None, queues: str | None, name: str | None, log_le
     threads = concurrency or settings.max_parallel_jobs
     app = create_celery(settings)
     runtime = WorkerRuntime(settings, app)
+    runtime.concurrency = threads
     register_tasks(app, runtime.run_chunk, runtime.run_score, runtime.pools)
     runtime.warm()
+    if metrics_port is not None:
+        runtime.serve_metrics(metrics_host, metrics_port)
     node = name or f"scorebox@{socket.gethostname()}-{os.getpid()}"
     argv = [
         "worker",
         "--pool=threads",
         f"--concurrency={threads}",
-        f"--queues={queues or ','.join(QUEUES)}",
+        f"--queues={queues or ','.join(queues_for(runtime.runtime))}",
         f"--hostname={node}",
         f"--loglevel={log_level.upper()}",
         "--without-gossip",

@@ -20,8 +20,22 @@ from engine.settings import Settings
 CHUNK_QUEUE = "scorebox.chunks"
 SCORE_QUEUE = "scorebox.score"
 QUEUES = (SCORE_QUEUE, CHUNK_QUEUE)
+#: Queues only runsc workers consume: the work of tenants pinned to gVisor (``runsc_only``).
+RUNSC_SUFFIX = ".runsc"
 CHUNK_TASK = "scorebox.chunk"
 SCORE_TASK = "scorebox.score"
+
+
+def queues_for(runtime: str) -> tuple[str, ...]:
+    """The queues a worker whose sandboxes use ``runtime`` consumes, in polling order."""
+    if runtime == "runsc":
+        return (SCORE_QUEUE + RUNSC_SUFFIX, SCORE_QUEUE, CHUNK_QUEUE + RUNSC_SUFFIX, CHUNK_QUEUE)
+    return QUEUES
+
+
+def queue_of(queue: str, runsc_only: bool) -> str:
+    """``queue``, or its runsc-only twin for a tenant pinned to runsc workers."""
+    return queue + RUNSC_SUFFIX if runsc_only else queue
 
 
 def create_celery(settings: Settings) -> Celery:

@@ -8,9 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from engine.distributed.celery_app import CHUNK_QUEUE, queue_of
 from engine.distributed.ledger import ChunkKey, ChunkLedger
 from engine.errors import ScoreboxError
-from engine.runs.quotas import effective_quotas
+from engine.logs import Repeated
+from engine.runs.quotas import Quotas, default_quotas, effective_quotas
 from engine.settings import Settings
 from engine.storage import TenantStore
 
@@ -18,26 +20,36 @@ log = logging.getLogger("scorebox.distributed")
 
 
 class QuotaCache:
-    """Tenants' ``concurrent_jobs`` from PostgreSQL, cached for a few seconds."""
+    """Tenants' effective quotas from PostgreSQL, cached for a few seconds."""
 
     def __init__(self, settings: Settings, store: TenantStore, ttl_seconds: float = 5.0) -> None:
         self.settings = settings
         self.store = store
         self.ttl = ttl_seconds
-        self._cache: dict[str, tuple[float, int]] = {}
+        self._cache: dict[str, tuple[float, Quotas]] = {}
 
-    def concurrent_jobs(self, tenant_id: str) -> int:
+    def quotas(self, tenant_id: str) -> Quotas:
         hit = self._cache.get(tenant_id)
         if hit is not None and time.monotonic() - hit[0] < self.ttl:
             return hit[1]
         try:
-            value = effective_quotas(
-                self.settings, self.store.get_tenant(tenant_id).quotas
-            ).concurrent_jobs
+            value = effective_quotas(self.settings, self.store.get_tenant(tenant_id).quotas)
         except ScoreboxError:
-            value = self.settings.quota_concurrent_jobs
+            value = default_quotas(self.settings)
         self._cache[tenant_id] = (time.monotonic(), value)
         return value
+
+    def concurrent_jobs(self, tenant_id: str) -> int:
+        return self.quotas(tenant_id).concurrent_jobs
+
+    def runsc_only(self, tenant_id: str) -> bool:
+        """Whether the tenant's work goes to runsc workers only."""
+        return self.quotas(tenant_id).runsc_only > 0
+
+
+def chunk_queue(quotas: QuotaCache, message: dict[str, Any]) -> str:
+    """The broker queue of a dispatched chunk: runsc-only tenants' go where runsc workers look."""
+    return queue_of(CHUNK_QUEUE, quotas.runsc_only(str(message["spec"]["tenant_id"])))
 
 
 class Dispatcher:
@@ -60,6 +72,8 @@ class Dispatcher:
         self._send = send
         self._on_poison = on_poison
         self._before_pass = before_pass
+        # a database or broker outage fails every pass: one warning a minute, not a traceback
+        self._failures = Repeated(log, "dispatch pass", settings.log_repeat_seconds)
         self._on_requeued = on_requeued or (lambda reason, n: None)
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -115,5 +129,7 @@ class Dispatcher:
                 if self._before_pass is not None:
                     self._before_pass()
                 self.pass_once()
-            except Exception:  # the database may be restarting: try again next tick
-                log.exception("dispatch pass failed")
+            except Exception as exc:  # the database may be restarting: try again next tick
+                self._failures.failed(exc)
+            else:
+                self._failures.ok()

@@ -406,6 +406,25 @@ class ChunkLedger:
         with self._connect() as conn:
             return {str(state): int(n) for state, n in conn.execute(query.group_by(CHUNKS.c.state))}
 
+    def by_tenant(self) -> tuple[dict[tuple[str, str], int], float]:
+        """Chunks per (tenant, state) not yet done, and the oldest queued one's age (seconds)."""
+        query = (
+            select(
+                CHUNKS.c.tenant_id, CHUNKS.c.state, func.count(), func.min(CHUNKS.c.dispatched_at)
+            )
+            .where(CHUNKS.c.state.in_([PENDING, *INFLIGHT]))
+            .group_by(CHUNKS.c.tenant_id, CHUNKS.c.state)
+        )
+        counts: dict[tuple[str, str], int] = {}
+        oldest = 0.0
+        now = utcnow()
+        with self._connect() as conn:
+            for tenant, state, n, first in conn.execute(query):
+                counts[(str(tenant), str(state))] = int(n)
+                if state == QUEUED and first is not None:
+                    oldest = max(oldest, (now - first).total_seconds())
+        return counts, oldest
+
     def chunk_check(self, run_id: str, check_index: int) -> RunCheck | None:
         with self._connect() as conn:
             checks = conn.scalar(select(RUNS.c.checks).where(RUNS.c.id == run_id))

@@ -36,6 +36,12 @@ SOCKET_TIMEOUT_SECONDS = 5.0
 #: One blocking read waits at most this long (inside the socket timeout).
 BLOCK_SLICE_SECONDS = 2.0
 
+#: Workers announce themselves under this prefix (a key each, expiring).
+WORKER_PREFIX = "scorebox:worker:"
+
+#: A worker not heard from this long is not counted.
+WORKER_TTL_SECONDS = 30
+
 #: A key every node sets if missing: its absence means the broker lost its data (restarted
 #: without persistence, flushed), so the chunks it held must be sent again.
 MARKER_KEY = "scorebox:broker-marker"
@@ -132,6 +138,30 @@ class Replies:
         """
         with _broker(self.url):
             return bool(self._redis.set(MARKER_KEY, secrets.token_hex(8), nx=True))
+
+    def announce(self, name: str, info: dict[str, Any]) -> None:
+        """Say this worker is alive (and what it runs) for :data:`WORKER_TTL_SECONDS`."""
+        with _broker(self.url):
+            self._redis.set(WORKER_PREFIX + name, json.dumps(info), ex=WORKER_TTL_SECONDS)
+
+    def retire(self, name: str) -> None:
+        """This worker is stopping: stop counting it now."""
+        with _broker(self.url):
+            self._redis.delete(WORKER_PREFIX + name)
+
+    def announced(self) -> dict[str, dict[str, Any]]:
+        """The workers heard from in the last :data:`WORKER_TTL_SECONDS`, by name."""
+        with _broker(self.url):
+            keys = list(self._redis.scan_iter(match=WORKER_PREFIX + "*", count=500))
+            values = self._redis.mget(keys) if keys else []
+        out: dict[str, dict[str, Any]] = {}
+        for key, value in zip(keys, values, strict=True):
+            if value is None:
+                continue
+            name = (key.decode() if isinstance(key, bytes) else str(key))[len(WORKER_PREFIX) :]
+            info = json.loads(value)
+            out[name] = info if isinstance(info, dict) else {}
+        return out
 
     def ping(self) -> None:
         with _broker(self.url):

@@ -20,21 +20,21 @@ from engine.auth import Principal
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
 from engine.distributed.celery_app import (
-    CHUNK_QUEUE,
     CHUNK_TASK,
     SCORE_QUEUE,
     SCORE_TASK,
+    queue_of,
     send,
     workers_seen,
 )
-from engine.distributed.dispatch import Dispatcher, QuotaCache
+from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
 from engine.distributed.ledger import ChunkLedger
 from engine.distributed.preflight import masked_url
 from engine.distributed.replies import Replies, new_reply_key
 from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
 from engine.models import Row, RowResult
 from engine.runs.executors import Executors
-from engine.runs.metrics import Metrics
+from engine.runs.metrics import ClusterView, Metrics
 from engine.runs.scoring import ScoreOutcome
 from engine.runs.service import RunService
 from engine.settings import Settings
@@ -103,11 +103,12 @@ class DistributedRunService(RunService):
         self.celery = celery
         self.ledger = ChunkLedger(db)
         self.replies = Replies(settings.broker_url or "")
+        quotas = QuotaCache(settings, store)
         self.dispatcher = Dispatcher(
             settings,
             self.ledger,
-            QuotaCache(settings, store),
-            lambda m: send(celery, CHUNK_TASK, CHUNK_QUEUE, m),
+            quotas,
+            lambda m: send(celery, CHUNK_TASK, chunk_queue(quotas, m), m),
             on_poison=self._poisoned,
             before_pass=self._before_pass,
             on_requeued=lambda reason, n: metrics.chunks_requeued.labels(reason).inc(n),
@@ -117,6 +118,7 @@ class DistributedRunService(RunService):
 
     def start(self) -> None:
         """Start the dispatch loop (no sandbox workers here)."""
+        self.metrics.watch_cluster(self.cluster_view)
         self.dispatcher.start()
         self.dispatcher.nudge()
 
@@ -132,6 +134,22 @@ class DistributedRunService(RunService):
     def jobs_in_flight(self) -> int:
         """Chunks being scored on any worker."""
         return self._chunk_counts().get("running", 0)
+
+    def cluster_view(self) -> ClusterView | None:
+        """The ledger's and the broker's figures for ``/metrics`` (None: the database is away)."""
+        try:
+            chunks, oldest = self.ledger.by_tenant()
+        except ScoreboxError:
+            return None
+        try:
+            announced = self.replies.announced()
+        except ScoreboxError:
+            return ClusterView(chunks, oldest, None)
+        workers: dict[str, int] = {}
+        for info in announced.values():
+            runtime = str(info.get("runtime") or "default")
+            workers[runtime] = workers.get(runtime, 0) + 1
+        return ClusterView(chunks, oldest, workers)
 
     def workers(self) -> dict[str, dict[str, Any]] | None:
         """Workers that answer ``ping``, with their pools (what ``scorebox doctor`` lists)."""
@@ -291,7 +309,8 @@ class DistributedRunService(RunService):
             "reply": reply,
         }
         try:
-            send(self.celery, SCORE_TASK, SCORE_QUEUE, message, expires=wait)
+            queue = queue_of(SCORE_QUEUE, self.quotas(principal.tenant_id).runsc_only > 0)
+            send(self.celery, SCORE_TASK, queue, message, expires=wait)
         except Exception as exc:  # kombu's connection errors: the broker is down
             raise _Refused(
                 BROKER_UNREACHABLE,

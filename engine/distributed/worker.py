@@ -8,6 +8,7 @@ functions as the embedded scheduler (:mod:`engine.runs.work`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -19,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from engine.catalog import ResolvedCheck, unsaved_code_check
 from engine.contract import OutputType
-from engine.distributed.celery_app import CHUNK_QUEUE, CHUNK_TASK, send
-from engine.distributed.dispatch import Dispatcher, QuotaCache
+from engine.distributed.celery_app import CHUNK_TASK, send
+from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
 from engine.errors import ScoreboxError, StorageError
+from engine.logs import Repeated
 from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.summary import store_summary
 from engine.runs.wiring import build_scoring
@@ -43,6 +45,19 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def sandbox_runtime(settings: Settings) -> str:
+    """The OCI runtime this worker's sandboxes use: SCOREBOX_RUNTIME, else the engine's default."""
+    if settings.runtime:
+        return settings.runtime
+    from engine.sandbox.docker.containers import default_runtime  # noqa: PLC0415 (lazy: the docker SDK is the sandbox's)
+
+    return default_runtime(settings) or "runc"
+
+
+#: How often a worker renews its leases and announces itself (at most).
+BEAT_SECONDS = 5.0
+
+
 class WorkerRuntime:
     """Everything one worker process needs; thread-safe (Celery's threads pool calls it)."""
 
@@ -54,7 +69,11 @@ class WorkerRuntime:
         runner_factory: Callable[[Settings], SandboxRunner] | None = None,
     ) -> None:
         self.settings = settings
+        # a database outage fails every lease renewal: one warning a minute, not a traceback
+        self._renewals = Repeated(log, "renewing chunk leases", settings.log_repeat_seconds)
         self.name = worker_name()
+        self.runtime = sandbox_runtime(settings)
+        self.concurrency = 0  # set by ``scorebox worker`` before it starts consuming
         self.db = create_db_engine(settings.effective_database_url)
         self.store: Store = SqlStore(self.db)
         self.ledger = ChunkLedger(self.db)
@@ -67,11 +86,12 @@ class WorkerRuntime:
         self.runners = self.scoring.runners
         self.builtins = self.scoring.builtins
         self.executors = self.scoring.executors
+        quotas = QuotaCache(settings, self.store)
         self.dispatcher = Dispatcher(
             settings,
             self.ledger,
-            QuotaCache(settings, self.store),
-            lambda m: send(celery, CHUNK_TASK, CHUNK_QUEUE, m),
+            quotas,
+            lambda m: send(celery, CHUNK_TASK, chunk_queue(quotas, m), m),
             on_poison=self.fail_run,
             on_requeued=lambda reason, n: self.metrics.chunks_requeued.labels(reason).inc(n),
         )
@@ -93,6 +113,8 @@ class WorkerRuntime:
     def close(self) -> None:
         self._stop.set()
         self._heartbeat.join(timeout=10)
+        with contextlib.suppress(ScoreboxError):  # else the announcement expires on its own
+            self.replies.retire(self.name)
         self._pool.shutdown(wait=True)
         self.scoring.close()
         self.replies.close()
@@ -101,20 +123,51 @@ class WorkerRuntime:
     # ---- leases -------------------------------------------------------------------------
 
     def _beat(self) -> None:
-        interval = max(0.2, self.settings.chunk_lease_seconds / 3)
-        while not self._stop.wait(interval):
+        interval = max(0.2, min(BEAT_SECONDS, self.settings.chunk_lease_seconds / 3))
+        while True:
             with self._lock:
                 held = list(self._held.items())
             try:
                 self.ledger.renew(held, self.settings.chunk_lease_seconds)
-            except Exception:  # the database may be restarting; the next beat retries
-                log.exception("could not renew chunk leases")
+            except Exception as exc:  # the database may be restarting; the next beat retries
+                self._renewals.failed(exc)
+            else:
+                self._renewals.ok()
+            try:
+                self.replies.announce(self.name, self.announcement())
+            except ScoreboxError as exc:  # the broker may be restarting
+                log.debug("could not announce this worker: %s", exc)
+            if self._stop.wait(interval):
+                return
+
+    def announcement(self) -> dict[str, Any]:
+        """What ``/metrics`` on the API nodes counts this worker by."""
+        with self._lock:
+            held = len(self._held)
+        return {
+            "runtime": self.runtime,
+            "concurrency": self.concurrency,
+            "chunks_in_hand": held,
+        }
+
+    def serve_metrics(self, host: str, port: int) -> None:
+        """Serve this worker's metrics (``/metrics``) on ``host:port`` from a daemon thread."""
+        from prometheus_client import start_http_server  # noqa: PLC0415 (lazy: only with --metrics-port)
+
+        self.metrics.watch_worker(self.chunks_in_hand, self.runners.pool_sizes)
+        start_http_server(port, addr=host, registry=self.metrics.registry)
+        log.info("metrics on http://%s:%d/metrics", host, port)
+
+    def chunks_in_hand(self) -> int:
+        with self._lock:
+            return len(self._held)
 
     def pools(self) -> dict[str, Any]:
         with self._lock:
             held = len(self._held)
         return {
             "name": self.name,
+            "runtime": self.runtime,
             "warm_pools": dict(self.runners.pool_sizes()),
             "chunks_in_hand": held,
         }
@@ -180,7 +233,7 @@ class WorkerRuntime:
             )
             if outcome.usage:
                 self.store.add_run_usage(spec.run_id, outcome.usage)
-            log.info(
+            log.debug(
                 "chunk %s:%d:%d epoch %d: %d rows scored, %d already had results",
                 *key.as_tuple(),
                 epoch,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -30,6 +31,74 @@ class _Callbacks:
         )
         yield GaugeMetricFamily(
             "scorebox_jobs_in_flight", "Work items being scored.", value=self._inflight()
+        )
+        pool = GaugeMetricFamily(
+            "scorebox_pool_size", "Warm sandbox containers per profile.", labels=["profile"]
+        )
+        for profile, size in self._pools().items():
+            pool.add_metric([profile[:200]], size)
+        yield pool
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What an API node of distributed mode reads at scrape time (ledger and broker)."""
+
+    #: Chunks per (tenant id, state) for the states pending, queued and running.
+    chunks: Mapping[tuple[str, str], int]
+    #: Age of the chunk that has waited longest in the broker (state queued); 0 when none.
+    oldest_queued_seconds: float
+    #: Workers that announced themselves lately, per sandbox runtime; None: broker unreachable.
+    workers: Mapping[str, int] | None
+
+
+class _ClusterCallbacks:
+    """Scrape-time gauges of distributed mode (on API nodes)."""
+
+    def __init__(self, view: Callable[[], ClusterView | None]) -> None:
+        self._view = view
+
+    def collect(self) -> Iterator[Any]:
+        view = self._view()
+        if view is None:  # the database is away: no figures rather than wrong ones
+            return
+        chunks = GaugeMetricFamily(
+            "scorebox_tenant_chunks",
+            "Chunks of active runs per tenant and state (pending: not yet sent to the broker; "
+            "queued: in the broker; running: on a worker).",
+            labels=["tenant", "state"],
+        )
+        for (tenant, state), n in sorted(view.chunks.items()):
+            chunks.add_metric([tenant, state], n)
+        yield chunks
+        yield GaugeMetricFamily(
+            "scorebox_oldest_queued_chunk_age_seconds",
+            "How long the chunk waiting longest in the broker has waited (0: none waiting).",
+            value=view.oldest_queued_seconds,
+        )
+        if view.workers is not None:
+            workers = GaugeMetricFamily(
+                "scorebox_workers_seen",
+                "Workers that announced themselves in the last 30 s, per sandbox runtime.",
+                labels=["runtime"],
+            )
+            for runtime, n in sorted(view.workers.items()):
+                workers.add_metric([runtime], n)
+            yield workers
+
+
+class _WorkerCallbacks:
+    """Scrape-time gauges of one ``scorebox worker``."""
+
+    def __init__(self, in_hand: Callable[[], int], pools: Callable[[], Mapping[str, int]]) -> None:
+        self._in_hand = in_hand
+        self._pools = pools
+
+    def collect(self) -> Iterator[Any]:
+        yield GaugeMetricFamily(
+            "scorebox_worker_chunks_in_hand",
+            "Chunks this worker is scoring now.",
+            value=self._in_hand(),
         )
         pool = GaugeMetricFamily(
             "scorebox_pool_size", "Warm sandbox containers per profile.", labels=["profile"]
@@ -93,6 +162,20 @@ class Metrics:
             registry=self.registry,
         )
 
+        self.http_requests = Counter(
+            "scorebox_http_requests",
+            "HTTP requests answered, by method, route template and status code.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self.http_seconds = Histogram(
+            "scorebox_http_request_seconds",
+            "Wall clock of HTTP requests, by method and route template.",
+            ["method", "route"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+            registry=self.registry,
+        )
+
     def watch(
         self,
         depth: Callable[[], int],
@@ -101,6 +184,16 @@ class Metrics:
     ) -> None:
         """Register the scrape-time gauges."""
         self.registry.register(_Callbacks(depth, pools, inflight))
+
+    def watch_cluster(self, view: Callable[[], ClusterView | None]) -> None:
+        """Register distributed mode's gauges (an API node)."""
+        self.registry.register(_ClusterCallbacks(view))
+
+    def watch_worker(
+        self, in_hand: Callable[[], int], pools: Callable[[], Mapping[str, int]]
+    ) -> None:
+        """Register a worker's gauges."""
+        self.registry.register(_WorkerCallbacks(in_hand, pools))
 
     def render(self) -> bytes:
         return bytes(generate_latest(self.registry))

@@ -22,6 +22,8 @@ class Quotas:
     #: Distinct declared environments (PEP 723 requirement sets) among a tenant's checks.
     environments: int = 20
     llm_tokens_per_run: int = 0
+    #: 1: distributed mode sends this tenant's work to runsc (gVisor) workers only.
+    runsc_only: int = 0
 
     @classmethod
     def names(cls) -> list[str]:
@@ -29,7 +31,7 @@ class Quotas:
 
 
 #: Quotas for which 0 means "off" rather than "nothing may run" (issue 21).
-ZERO_ALLOWED: dict[str, int] = {"llm_tokens_per_run": 0}
+ZERO_ALLOWED: dict[str, int] = {"llm_tokens_per_run": 0, "runsc_only": 0}
 
 
 def default_quotas(settings: Settings) -> Quotas:

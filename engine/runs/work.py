@@ -33,6 +33,10 @@ from engine.storage import RunCheck, Store
 FLUSH_ROWS = 100
 FLUSH_SECONDS = 1.0
 
+#: Usage written by chunks' writers: one at a time per process (a run's totals are
+#: read, added to and written; PostgreSQL's row lock serialises processes).
+_USAGE_LOCK = threading.Lock()
+
 
 class ChunkStopped(Exception):
     """Raised from a result callback when the chunk's run was cancelled or failed meanwhile."""
@@ -115,7 +119,10 @@ class ResultWriter:
         check_index: int,
         metrics: Metrics,
         should_stop: Callable[[], bool] | None = None,
+        meter: UsageMeter | None = None,
     ) -> None:
+        """``meter``: the chunk's model usage, added to the run's with each write of results
+        (so a worker killed mid-chunk loses the usage of no result it stored)."""
         self.store = store
         self.run_id = run_id
         self.check_index = check_index
@@ -127,6 +134,8 @@ class ResultWriter:
         self._buffered = 0  # results in both buffers
         self._lock = threading.Lock()
         self._last = time.monotonic()
+        self.meter = meter
+        self._metered: dict[str, int] = {}  # the meter's counts already added to the run
 
     def add(self, index: int, result: RowResult) -> None:
         """Buffer the result of the run's row ``index``."""
@@ -168,6 +177,20 @@ class ResultWriter:
                 counts.update(block.status)
         for status, count in counts.items():
             self.metrics.rows.labels(status).inc(count)
+        self._write_usage()
+
+    def _write_usage(self) -> None:
+        if self.meter is None:
+            return
+        usage = self.meter.snapshot()
+        if not (usage.calls or usage.cached_calls):
+            return
+        now = usage.as_dict()
+        delta = {k: v - self._metered.get(k, 0) for k, v in now.items()}
+        if any(delta.values()):
+            with _USAGE_LOCK:
+                self.store.add_run_usage(self.run_id, delta)
+            self._metered = now
 
 
 @dataclass
@@ -207,11 +230,11 @@ def execute_chunk(
         return ChunkOutcome(0, 0, {})
     data = store.load_rows(spec.run_id, indices)
     rows = [(i, Row.stored(data[i])) for i in indices]
-    writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop)
+    meter = UsageMeter()
+    writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
     started = time.monotonic()
     outcome = "ok"
-    meter = UsageMeter()
     try:
         with metering(meter), cache_scope(spec.tenant_id):
             executor = executors.for_check(check)
@@ -231,9 +254,8 @@ def execute_chunk(
         writer.flush()
         metrics.jobs.labels(check.kind, outcome).inc()
         metrics.job_seconds.labels(check.kind).observe(time.monotonic() - started)
-    usage = meter.snapshot()
-    counts = usage.as_dict() if usage.calls or usage.cached_calls else {}
-    return ChunkOutcome(len(indices), writer.written, counts)
+    # the writer added the usage to the run with the results (its last flush above)
+    return ChunkOutcome(len(indices), writer.written, {})
 
 
 def score_batch(

@@ -79,10 +79,17 @@ class Cluster:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def start_worker(
-        self, name: str, concurrency: int = 2, wait: bool = True, queues: str | None = None
+        self,
+        name: str,
+        concurrency: int = 2,
+        wait: bool = True,
+        queues: str | None = None,
+        extra: list[str] | None = None,
+        **env: str,
     ) -> None:
-        args = ["worker", "--concurrency", str(concurrency), "-n", f"{name}@%h"]
-        proc = self._spawn(name, [*args, "--queues", queues] if queues else args)
+        """``scorebox worker``; ``extra``: more arguments, ``env``: this worker's settings."""
+        args = ["worker", "--concurrency", str(concurrency), "-n", f"{name}@%h", *(extra or [])]
+        proc = self._spawn(name, [*args, "--queues", queues] if queues else args, env)
         if wait:
             deadline = time.monotonic() + 120
             while " ready." not in self.log(name):

@@ -51,7 +51,6 @@ from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.blocks import BlockRecord
 from engine.sandbox.docker.containers import (
     LABEL_MANAGED,
-    LABEL_OWNER,
     LABEL_RUN,
     LABEL_TENANT,
     container_options,
@@ -62,6 +61,7 @@ from engine.sandbox.docker.containers import (
     require_runtime,
 )
 from engine.sandbox.docker.environments import DockerEnvironments
+from engine.sandbox.docker.owners import owner_gone
 from engine.sandbox.pool import CheckWorkers, WarmPool
 from engine.sandbox.protocol import (
     DoneRecord,
@@ -371,7 +371,7 @@ class DockerBackend:
                 self._trash.task_done()
 
     def reap_orphans(self) -> int:
-        """Remove containers left by scorebox processes on this host that are gone."""
+        """Remove containers left by gone scorebox processes of this host and PID namespace."""
         removed = 0
         host = socket.gethostname()
         with docker_errors(self.settings.docker_host):
@@ -379,9 +379,8 @@ class DockerBackend:
                 all=True, filters={"label": f"{LABEL_MANAGED}=1"}, ignore_removed=True
             )
         for container in containers:
-            owner = container.labels.get(LABEL_OWNER, "")
-            owner_host, _, pid = owner.rpartition(":")
-            if owner_host != host or not pid.isdigit() or _alive(int(pid)):
+            # host, PID, the maker's PID namespace and start time (sandbox/docker/owners.py)
+            if not owner_gone(container.labels, host):
                 continue
             self._discard(container)
             removed += 1

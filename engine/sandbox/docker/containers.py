@@ -26,6 +26,7 @@ from engine.errors import (
     SandboxError,
 )
 from engine.models import Limits
+from engine.sandbox.docker.owners import LABEL_OWNER_PROCESS, process_identity
 from engine.settings import Settings
 
 #: The harness is the container's PID 1 (the image's tini is bypassed): the process that
@@ -143,6 +144,23 @@ def check_runtime(settings: Settings) -> None:
     require_runtime(settings.runtime, offered, settings.docker_host)
 
 
+def default_runtime(settings: Settings) -> str | None:
+    """The Docker engine's default OCI runtime, or None when the engine cannot be asked."""
+    try:
+        with docker_errors(settings.docker_host):
+            client = (
+                docker.DockerClient(base_url=settings.docker_host)
+                if settings.docker_host
+                else docker.from_env()
+            )
+        try:
+            return engine_runtimes(client, settings.docker_host)[1]
+        finally:
+            client.close()
+    except SandboxError:
+        return None
+
+
 def harness_idle_exit(settings: Settings) -> float:
     """Seconds a harness waits for a job before exiting: past every host-side idle limit."""
     return max(settings.pool_idle_seconds, settings.worker_idle_seconds) + IDLE_EXIT_SLACK_SECONDS
@@ -221,6 +239,7 @@ def container_options(
         "labels": {
             LABEL_MANAGED: "1",
             LABEL_OWNER: owner_label(),
+            LABEL_OWNER_PROCESS: process_identity(),
             **settings.container_labels,
             **labels,
         },

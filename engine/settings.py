@@ -229,6 +229,17 @@ class Settings(BaseSettings):
     dispatch_interval_seconds: float = Field(
         default=0.5, gt=0, description="How often API nodes feed the broker and re-queue."
     )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="Log lines on every node: `text` (time, level, logger, req=, tenant=, "
+        "run=, message) or `json` (one object a line with the same fields).",
+    )
+    log_repeat_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="A failure repeating on every tick (a dispatch pass while the database "
+        "is down) is logged once per this many seconds, with a count and no traceback.",
+    )
     broker_visibility_seconds: float = Field(
         default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
     )

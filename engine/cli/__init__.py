@@ -21,6 +21,7 @@ from engine.cli.suite import init
 from engine.cli.tenant import tenant
 from engine.cli.worker import worker
 from engine.errors import ScoreboxError
+from engine.logs import configure_logging, env_log_format
 from engine.runs.export import EXIT_INTERRUPTED
 
 
@@ -69,6 +70,8 @@ class _Main(click.Group):
 @click.version_option(package_name="scorebox")
 def main() -> None:
     """scorebox: score LLM outputs with sandboxed checks."""
+    # the nodes' log format for every command (serve and worker set their own level)
+    configure_logging("WARNING", env_log_format())
 
 
 main.add_command(check)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from engine.errors import ConfigurationError, RuntimeUnavailableError
+from engine.logs import configure_logging
 from engine.settings import Settings
 
 
@@ -35,7 +36,15 @@ def serve(host: str | None, port: int | None, log_level: str) -> None:
             raise click.ClickException(str(exc)) from exc
     else:
         _check_runtime(settings)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level)
+    configure_logging(log_level, settings.log_format, settings.log_repeat_seconds)
+    # log_config=None: uvicorn's lines go through engine.logs' format like every other
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        log_config=None,
+    )
 
 
 def _check_runtime(settings: Settings) -> None:

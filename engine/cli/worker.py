@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 
 import click
 
 from engine.errors import ConfigurationError, StorageError
+from engine.logs import configure_logging
 from engine.settings import Settings
 
 
@@ -73,9 +73,10 @@ def worker(
         check_schema_at_start(create_db_engine(settings.effective_database_url))
     except (ConfigurationError, StorageError) as exc:
         raise click.ClickException(str(exc)) from exc
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    configure_logging(log_level, settings.log_format, settings.log_repeat_seconds)
     threads = concurrency or settings.max_parallel_jobs
     app = create_celery(settings)
+    app.conf.worker_hijack_root_logger = False  # Celery's lines in engine.logs' format too
     runtime = WorkerRuntime(settings, app)
     runtime.concurrency = threads
     register_tasks(app, runtime.run_chunk, runtime.run_score, runtime.pools)

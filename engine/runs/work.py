@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine import logs
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
 from engine.errors import NotFoundError
@@ -236,7 +237,11 @@ def execute_chunk(
     started = time.monotonic()
     outcome = "ok"
     try:
-        with metering(meter), cache_scope(spec.tenant_id):
+        with (
+            metering(meter),
+            cache_scope(spec.tenant_id),
+            logs.bound(tenant=spec.tenant_id, run=spec.run_id),  # on each line it logs
+        ):
             executor = executors.for_check(check)
             if isinstance(executor, CodeExecutor):  # the sandbox's blocks go in as columns
                 executor.score(

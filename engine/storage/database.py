@@ -22,7 +22,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.selectable import TypedReturnsRows
 
@@ -33,8 +33,11 @@ from engine.errors import (
     ScoreboxError,
     StorageError,
 )
+from engine.logs import Repeated
 
 log = logging.getLogger("scorebox.storage")
+#: a database that does not answer, logged once per SCOREBOX_LOG_REPEAT_SECONDS
+_unreachable = Repeated(log, "a database call")
 T = TypeVar("T")
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -209,7 +212,12 @@ def database_error(exc: SQLAlchemyError) -> ScoreboxError:
         return InvalidRequestError(
             "a value holds a NUL character (\\u0000), which the database cannot store: remove it"
         )
-    log.error("database error: %s", exc)
+    if isinstance(exc, OperationalError | InterfaceError):
+        # the server is away (restarting, unreachable): every call fails alike until it is
+        # back, so one warning per interval, not one error per call
+        _unreachable.failed(exc)
+    else:
+        log.error("database error: %s", exc)
     text_of_cause = str(cause).lower()
     if any(sign in text_of_cause for sign in _DISK_FULL):
         return StorageError(

@@ -18,6 +18,7 @@ import hashlib
 import json
 import re
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -213,14 +214,16 @@ def check_environments(
     spec: CheckSpec,
     quotas: Quotas,
     packages: PackageRules | None = None,
+    building: Collection[tuple[str, ...]] = (),
 ) -> None:
-    """The tenant's quota of distinct declared environments, counting this check's."""
+    """The tenant's quota of distinct declared environments, counting this check's and the
+    requirement sets it has being built (``building``)."""
     if spec.kind != "code" or not spec.source or BLOCK_MARKER not in spec.source:
         return
     declared = read_block(spec.source, packages)
     if not declared.requirements:
         return
-    sets = {declared.requirements}
+    sets = {declared.requirements, *building}
     for check in store.list_checks(tenant_id):
         if check.name != spec.name and check.source and BLOCK_MARKER in check.source:
             other = read_block(check.source).requirements
@@ -228,10 +231,11 @@ def check_environments(
                 sets.add(other)
     if len(sets) > quotas.environments:
         raise QuotaExceededError(
-            f"this check would make {len(sets)} distinct declared environments, over this "
-            f"tenant's quota of {quotas.environments}: declare the same `dependencies` as "
-            "an existing check, delete checks you no longer use, or ask the operator to "
-            "raise the quota `environments`",
+            f"this check would make {len(sets)} distinct declared environments (counting "
+            f"{len(building)} being built), over this tenant's quota `environments` of "
+            f"{quotas.environments}: declare the same `dependencies` as an existing check, "
+            "wait for the builds in flight, delete checks you no longer use, or ask the "
+            "operator to raise the quota",
             retry_after_seconds=3600,
         )
 
@@ -242,15 +246,17 @@ def save_check(
     spec: CheckSpec,
     quotas: Quotas,
     packages: PackageRules | None = None,
+    building: Collection[tuple[str, ...]] = (),
 ) -> SaveOutcome:
     """Create or update: identical content returns the latest version, else version N+1.
 
-    ``packages``: the operator's allow/deny rules for a PEP 723 block (None: any).
+    ``packages``: the operator's allow/deny rules for a PEP 723 block (None: any);
+    ``building``: requirement sets the tenant has being built (the ``environments`` quota).
     """
     report, spec = validate_spec(spec, quotas, packages)
     if not report.valid:
         raise CheckValidationError(f"check {spec.name!r} is not valid", report)
-    check_environments(store, principal.tenant_id, spec, quotas, packages)
+    check_environments(store, principal.tenant_id, spec, quotas, packages, building)
     digest = content_sha256(spec)
     tenant_id = principal.tenant_id
     for _ in range(5):

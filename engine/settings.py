@@ -274,7 +274,28 @@ class Settings(BaseSettings):
         "the next use waits this long before it tries again (other failures: 300 s).",
     )
     quota_environments: int = Field(
-        default=20, ge=1, description="Distinct environments one tenant's checks may declare."
+        default=20,
+        ge=1,
+        description="Distinct environments one tenant's checks may declare, counting its "
+        "builds in flight: a push past it is refused (429).",
+    )
+    env_max_concurrent_builds: int = Field(
+        default=2,
+        ge=1,
+        description="Environment builds at once in one process; more wait, served in turn "
+        "across tenants.",
+    )
+    env_prune_unused_days: float = Field(
+        default=30.0,
+        ge=0,
+        description="An environment no job used for this many days is removed (after each "
+        "build and by `scorebox env prune`); 0: never by age.",
+    )
+    env_max_total_mb: int = Field(
+        default=20480,
+        ge=0,
+        description="Total size of the built environments; past it the least recently used "
+        "are removed (after each build and by `scorebox env prune`); 0: no cap.",
     )
 
     # --- security round 3 (issue 27): request bodies, LLM call deadline ---

@@ -31,11 +31,12 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from engine.environments.admission import FairSlots, InFlight
 from engine.environments.pip_output import (
     INDEX_UNREACHABLE,
     NO_WHEEL,
@@ -43,6 +44,7 @@ from engine.environments.pip_output import (
     for_tenant,
     no_wheel_message,
 )
+from engine.environments.prune import PruneItem, plan_prune
 from engine.environments.spec import (
     SANDBOX_PYTHON,
     Declared,
@@ -50,7 +52,7 @@ from engine.environments.spec import (
     environment_key,
     read_block,
 )
-from engine.errors import EnvironmentBuildError, PackageIndexError
+from engine.errors import EnvironmentBuildError, PackageIndexError, ScoreboxError
 from engine.redact import mask_credentials
 from engine.settings import Settings
 
@@ -60,10 +62,14 @@ log = logging.getLogger(__name__)
 ENV_REPOSITORY = "scorebox-env"
 #: Where an environment lives inside its image (the harness puts it first on sys.path).
 ENV_PATH = "/opt/scorebox-env"
+#: A job's use of an environment is written down at most this often per key and process.
+USE_MARK_SECONDS = 60.0
 #: Seconds a failed build is remembered before a job may try it again.
 FAILURE_TTL_SECONDS = 300.0
 #: The newest glibc whose manylinux wheels run on the sandbox (Debian bookworm: 2.36).
 SANDBOX_GLIBC = (2, 36)
+
+
 @dataclass(frozen=True)
 class EnvironmentRecord:
     """A built environment: what was asked, what resolved, how big, how long it took."""
@@ -115,6 +121,20 @@ class RememberedFailure:
     error: str
     retryable: bool
     seconds_left: float
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """One build attempt, for listeners (the audit log): who asked, what, how it ended."""
+
+    key: str
+    requirements: tuple[str, ...]
+    tenant: str | None  # None: not on a tenant's behalf (the CLI, a worker's first use)
+    outcome: str  # "built" or "failed"
+    seconds: float
+    size_bytes: int | None = None
+    resolved: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
 
 
 class Installer(Protocol):
@@ -208,6 +228,13 @@ class Environments:
         self._declared_cache: dict[str, Declared] = {}
         #: Builds this process ran (keys), for tests and the bench.
         self.built: list[str] = []
+        #: Requirement sets being built per tenant (the ``environments`` quota counts them).
+        self.in_flight = InFlight()
+        #: SCOREBOX_ENV_MAX_CONCURRENT_BUILDS slots, served in turn across tenants.
+        self.slots = FairSlots(settings.env_max_concurrent_builds)
+        #: Called after every build attempt (name -> listener; the API adds the audit log).
+        self.listeners: dict[str, Callable[[BuildOutcome], None]] = {}
+        self._used: dict[str, float] = {}
 
     # -- keys and paths ------------------------------------------------------------------
 
@@ -228,7 +255,7 @@ class Environments:
 
     # -- use -----------------------------------------------------------------------------
 
-    def image_for(self, source: str) -> str | None:
+    def image_for(self, source: str, tenant: str | None = None) -> str | None:
         """The image a check's job runs in: None without a block, else its built env.
 
         Builds on first use (waiting for another builder up to ``env_wait_seconds``).
@@ -248,13 +275,17 @@ class Environments:
             )
         if not declared.requirements:
             return None
-        return self.ensure(declared.requirements).image
+        return self.ensure(declared.requirements, tenant).image
 
-    def ensure(self, requirements: Sequence[str]) -> EnvironmentRecord:
-        """The built environment of ``requirements``: found, or built here once."""
+    def ensure(self, requirements: Sequence[str], tenant: str | None = None) -> EnvironmentRecord:
+        """The built environment of ``requirements``: found, or built here once.
+
+        ``tenant``: on whose behalf (its turn for a build slot, the audit record).
+        """
         key = self.key(requirements)
         cached = self._ready.get(key)
         if cached is not None:
+            self.mark_used(key)
             return cached
         with self._key_lock(key):
             record = self.installer.find_environment(key)
@@ -266,9 +297,29 @@ class Environments:
                         "SCOREBOX_PACKAGES_OFFLINE is set: build it in advance with `scorebox "
                         "env build CHECK_FILE` on this host"
                     )
-                record = self._build(key, requirements)
+                record = self._build_in_turn(key, requirements, tenant)
         self._ready[key] = record
+        self.mark_used(key)
         return record
+
+    def mark_used(self, key: str) -> None:
+        """Note that a job used ``key`` now (pruning removes the long unused first)."""
+        now = time.time()
+        if now - self._used.get(key, 0.0) < USE_MARK_SECONDS:
+            return
+        self._used[key] = now
+        path = self.root / "used" / key
+        with contextlib.suppress(OSError):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+
+    def last_used(self, record: EnvironmentRecord) -> float:
+        """When a job last used ``record`` on this host (its build time if never)."""
+        try:
+            used = (self.root / "used" / record.key).stat().st_mtime
+        except OSError:
+            used = 0.0
+        return max(used, record.built_at)
 
     def forget_image(self, image: str) -> None:
         """Drop a cached record whose image vanished (pruned): the next use looks again."""
@@ -299,6 +350,64 @@ class Environments:
         return BuildState(key, "missing", requirements=tuple(requirements))
 
     # -- build ---------------------------------------------------------------------------
+
+    def _build_in_turn(
+        self, key: str, requirements: Sequence[str], tenant: str | None
+    ) -> EnvironmentRecord:
+        """Wait for a build slot (in turn across tenants), build, tell the listeners."""
+        if not self.slots.acquire(tenant or "", self.settings.env_wait_seconds):
+            raise EnvironmentBuildError(  # not remembered: the next use may find a slot
+                f"environment {key} waited SCOREBOX_ENV_WAIT_SECONDS="
+                f"{self.settings.env_wait_seconds:.0f} for one of the server's "
+                f"{self.slots.size} build slots (SCOREBOX_ENV_MAX_CONCURRENT_BUILDS): "
+                "try again later"
+            )
+        started = time.monotonic()
+        try:
+            record = self._build(key, requirements)
+        except EnvironmentBuildError as exc:
+            self._tell(
+                BuildOutcome(
+                    key,
+                    tuple(requirements),
+                    tenant,
+                    "failed",
+                    round(time.monotonic() - started, 3),
+                    error=str(exc),
+                )
+            )
+            raise
+        finally:
+            self.slots.release()
+        self._tell(
+            BuildOutcome(
+                key,
+                tuple(requirements),
+                tenant,
+                "built",
+                round(time.monotonic() - started, 3),
+                record.size_bytes,
+                dict(record.resolved),
+            )
+        )
+        self._prune_after_build(key)
+        return record
+
+    def _tell(self, outcome: BuildOutcome) -> None:
+        for name, listener in list(self.listeners.items()):
+            try:
+                listener(outcome)
+            except Exception:  # a listener (the audit log) must not fail the build
+                log.exception("environment build listener %s failed", name)
+
+    def _prune_after_build(self, key: str) -> None:
+        try:
+            removed = self.prune_unused(keep=(key,))
+        except ScoreboxError as exc:
+            log.warning("pruning environments after a build failed: %s", exc)
+            return
+        if removed:
+            log.info("pruned environments %s", ", ".join(p.key for p in removed))
 
     def _build(self, key: str, requirements: Sequence[str]) -> EnvironmentRecord:
         log_file = self.log_path(key)
@@ -516,4 +625,29 @@ class Environments:
             if stale and self.installer.remove_environment(record.key):
                 removed.append(record.key)
                 self._ready.pop(record.key, None)
+        return removed
+
+    def prune_unused(
+        self, *, keep: Sequence[str] = (), dry_run: bool = False, all_bases: bool = False
+    ) -> list[PruneItem]:
+        """Remove other base images' environments, the long unused, then the least
+        recently used past SCOREBOX_ENV_MAX_TOTAL_MB (:func:`~.prune.plan_prune`)."""
+        plan = plan_prune(
+            self.installer.list_environments(),
+            self.last_used,
+            image=self.settings.image,
+            now=time.time(),
+            unused_days=self.settings.env_prune_unused_days,
+            max_total_bytes=self.settings.env_max_total_mb * 1024 * 1024,
+            keep=keep,
+            all_bases=all_bases,
+        )
+        if dry_run:
+            return plan
+        removed = []
+        for item in plan:
+            if self.installer.remove_environment(item.key):
+                removed.append(item)
+                self._ready.pop(item.key, None)
+                (self.root / "used" / item.key).unlink(missing_ok=True)
         return removed

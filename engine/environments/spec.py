@@ -8,6 +8,7 @@ so validation can report it like any other issue.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -17,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.specifiers import InvalidSpecifier, Specifier, SpecifierSet
+from packaging.utils import canonicalize_name, canonicalize_version
+from packaging.version import InvalidVersion, Version
 
 #: PEP 723's reference regular expression (https://peps.python.org/pep-0723/).
 BLOCK_REGEX = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
@@ -205,12 +207,54 @@ def read_block(source: str, rules: PackageRules | None = None) -> Declared:
         normalised[str(requirement)] = None
     return Declared(
         present=True,
-        requirements=tuple(sorted(normalised)),
+        requirements=canonical_requirements(normalised),
         requires_python=requires_python if isinstance(requires_python, str) else None,
         problems=tuple(problems),
         line=line,
         names=frozenset(names),
     )
+
+
+#: Operators whose version may lose trailing ``.0``s without changing what they admit
+#: (``>=0`` and ``>=0.0`` are one bound); ``~=`` counts its release segments, ``===`` is
+#: a string, and a wildcard keeps its prefix.
+_ZERO_PADDED = frozenset({"==", "!=", "<", "<=", ">", ">="})
+
+
+def canonical_specifier(specifier: Specifier) -> str:
+    """``>=0.0`` -> ``>=0``; ``==01.2`` -> ``==1.2``; ``~=1.0``, ``===x``, ``==1.*`` kept."""
+    operator, version = specifier.operator, specifier.version
+    if operator in _ZERO_PADDED and not version.endswith(".*"):
+        with contextlib.suppress(InvalidVersion):
+            version = canonicalize_version(Version(version), strip_trailing_zero=True)
+    elif operator == "~=":
+        with contextlib.suppress(InvalidVersion):
+            version = str(Version(version))
+    return f"{operator}{version}"
+
+
+def canonical_requirements(requirements: Sequence[str] | dict[str, None]) -> tuple[str, ...]:
+    """One spelling per requirement set: names canonical, entries of one distribution and
+    marker merged (extras united, specifiers joined), specifiers canonical and sorted.
+
+    So ``x>=0`` and ``X>=0.0``, or ``["x>=1", "x<2"]`` and ``["x<2,>=1"]``, make one
+    environment key.
+    """
+    merged: dict[tuple[str, str], tuple[set[str], set[str]]] = {}
+    for text in requirements:
+        requirement = Requirement(text)
+        marker = str(requirement.marker) if requirement.marker else ""
+        extras, specifiers = merged.setdefault(
+            (canonicalize_name(requirement.name), marker), (set(), set())
+        )
+        extras.update(canonicalize_name(e) for e in requirement.extras)
+        specifiers.update(canonical_specifier(s) for s in requirement.specifier)
+    out = []
+    for (name, marker), (extras, specifiers) in merged.items():
+        text = name + (f"[{','.join(sorted(extras))}]" if extras else "")
+        text += ",".join(sorted(specifiers))
+        out.append(text + (f"; {marker}" if marker else ""))
+    return tuple(sorted(out))
 
 
 def environment_key(requirements: Sequence[str], base_image: str) -> str:

@@ -92,19 +92,31 @@ def status_of(source: str | None, environments: Environments | None) -> Environm
     )
 
 
-def build_in_background(source: str, environments: Environments) -> threading.Thread | None:
-    """Start building ``source``'s environment in a daemon thread (None: nothing to build)."""
+def build_in_background(
+    source: str, environments: Environments, tenant: str | None = None
+) -> threading.Thread | None:
+    """Start building ``source``'s environment in a daemon thread (None: nothing to build).
+
+    The build counts among ``tenant``'s builds in flight (``environments.in_flight``) from
+    now until it ends, so the ``environments`` quota of its next push sees it.
+    """
     declared = environments.declared(source)
     if declared.problems or not declared.requirements:
         return None
     if environments.settings.packages_offline:
         return None
+    requirements = declared.requirements
+    if tenant is not None:
+        environments.in_flight.add(tenant, requirements)
 
     def build() -> None:
         try:
-            environments.ensure(declared.requirements)
+            environments.ensure(requirements, tenant)
         except ScoreboxError as exc:  # remembered with its log; every row will say so
             log.warning("background build failed: %s", exc)
+        finally:
+            if tenant is not None:
+                environments.in_flight.done(tenant, requirements)
 
     thread = threading.Thread(target=build, name="scorebox-env-build", daemon=True)
     thread.start()

@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 
+from engine.audit import ENVIRONMENT_BUILT
+from engine.audit.store import AuditLog
+from engine.auth import authenticate
 from engine.environments import environment_key, read_block
 from engine.sandbox.docker.environments import docker_environments
 from engine.settings import Settings
@@ -122,3 +125,9 @@ def test_an_index_token_never_reaches_the_tenant(
         assert secret not in json.dumps(failed) and secret not in scored.text, secret
     build_log = (tmp_path / "environments" / "logs" / f"{failed['key']}.log").read_text()
     assert "https://***@127.0.0.1" in build_log and token not in build_log
+    # the build is audited: the tenant, the environment's key, how it ended
+    tenant_id = authenticate(api.store, h["Authorization"]).tenant_id
+    [built] = AuditLog(api.store.engine).page(tenant_id, action=ENVIRONMENT_BUILT)
+    assert (built.target, built.detail["outcome"]) == (failed["key"], "failed")
+    assert built.detail["requirements"] == ["text-unidecode==1.2"]
+    assert token not in json.dumps(built.detail)

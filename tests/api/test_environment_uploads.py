@@ -58,7 +58,9 @@ def test_the_allow_list_refuses_what_it_does_not_name(make_api: AppFactory) -> N
 
 
 def test_the_tenant_quota_on_distinct_environments(make_api: AppFactory) -> None:
-    api = make_api()
+    # offline: no build starts, so only the checks' environments count (builds in flight
+    # count too: tests/api/test_environment_quota.py)
+    api = make_api(packages_offline=True)
     h = api.tenant(environments=2)
     for name, version in (("a", "0.7.4"), ("b", "0.7.3"), ("c", "0.7.4")):
         source = DECLARED.replace("0.7.4", version)
@@ -67,7 +69,7 @@ def test_the_tenant_quota_on_distinct_environments(make_api: AppFactory) -> None
     third = DECLARED.replace("0.7.4", "0.7.2")
     refused = api.client.post("/v1/checks", headers=h, json={"name": "d", "source": third})
     assert refused.status_code == 429, refused.text
-    assert "quota of 2" in refused.json()["detail"]
+    assert "quota `environments` of 2" in refused.json()["detail"]
     # a new version of `b` replaces b's environment: still two
     replaced = api.client.post("/v1/checks", headers=h, json={"name": "b", "source": third})
     assert replaced.status_code == 201, replaced.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import PurePath
 from typing import Annotated, Literal
 
@@ -14,6 +15,7 @@ from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.api.services import Services
 from engine.audit import hooks
 from engine.audit.deps import AuditDep
+from engine.audit.environments import environment_audit
 from engine.audit.store import AuditLog
 from engine.builtins import describe
 from engine.catalog import CheckSpec
@@ -38,7 +40,11 @@ def _environments(services: Services) -> Environments | None:
     except ScoreboxError:
         return None
     cache = getattr(backend, "environments", None)
-    return cache if isinstance(cache, Environments) else None
+    if not isinstance(cache, Environments):
+        return None
+    if "audit" not in cache.listeners:  # every build this node runs is audited
+        cache.listeners["audit"] = environment_audit(services.audit)
+    return cache
 
 
 def _save(
@@ -50,15 +56,22 @@ def _save(
     audit: AuditLog,
     services: Services | None = None,
 ) -> CheckOut:
-    outcome = catalog.save_check(
-        store, principal, spec, runs.quotas(principal.tenant_id), runs.packages
-    )
-    hooks.check_pushed(audit, principal, "api", outcome)
-    response.status_code = 201 if outcome.created else 200
+    tenant = principal.tenant_id
+    environments = None
     if services is not None and spec.source and BLOCK_MARKER in spec.source:
         environments = _environments(services)
-        if environments is not None:  # the push returns now; the build goes on
-            build_in_background(spec.source, environments)
+    # One push of a tenant at a time is admitted: the quota `environments` counts its builds
+    # in flight, which the build started below joins before the next push is counted.
+    admitting = environments.in_flight.admitting(tenant) if environments else nullcontext()
+    with admitting:
+        building = environments.in_flight.of(tenant) if environments else set()
+        outcome = catalog.save_check(
+            store, principal, spec, runs.quotas(tenant), runs.packages, building
+        )
+        if environments is not None and spec.source:  # the push returns now; the build goes on
+            build_in_background(spec.source, environments, tenant)
+    hooks.check_pushed(audit, principal, "api", outcome)
+    response.status_code = 201 if outcome.created else 200
     return CheckOut.of(outcome.check, catalog.save_warnings(outcome, runs.builtins))
 
 

@@ -1,0 +1,255 @@
+"""What bounds environment builds, without Docker: one key per requirement set however it is
+spelled, a global cap on builds served in turn across tenants, the audit of each build,
+and which environments pruning removes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from engine.environments import EnvironmentRecord, Environments, read_block
+from engine.environments.admission import FairSlots, InFlight
+from engine.environments.build import BuildOutcome
+from engine.environments.prune import RECENT_SECONDS, plan_prune
+from engine.environments.spec import canonical_requirements
+from engine.errors import EnvironmentBuildError
+from engine.settings import Settings
+
+
+def _block(*requirements: str) -> tuple[str, ...]:
+    listed = ", ".join(f'"{r}"' for r in requirements)
+    return read_block(f"# /// script\n# dependencies = [{listed}]\n# ///\n").requirements
+
+
+@pytest.mark.parametrize(
+    ("one", "two"),
+    [
+        (("x>=0",), ("x>=0.0",)),
+        (("x>=1.0.0",), ("X>=1",)),
+        (("rt4_under_score==2.0",), ("rt4-under-score==2",)),
+        (("x>=1", "x<2"), ("x<2.0,>=1.0",)),
+        (("x[b,a]>=1",), ("x[a]>=1", "x[B]")),
+        (("x!=1.0",), ("x != 1",)),
+    ],
+)
+def test_one_requirement_set_is_one_key_however_spelled(
+    one: tuple[str, ...], two: tuple[str, ...]
+) -> None:
+    assert _block(*one) == _block(*two)
+
+
+@pytest.mark.parametrize(
+    ("one", "two"),
+    [
+        (("x~=1.0",), ("x~=1.0.0",)),  # different ranges: <2 and <1.1
+        (("x==1.*",), ("x==1.0.*",)),
+        (("x>=1",), ("x>=1.1",)),
+    ],
+)
+def test_different_requirement_sets_stay_different(
+    one: tuple[str, ...], two: tuple[str, ...]
+) -> None:
+    assert _block(*one) != _block(*two)
+
+
+def test_canonical_requirements_keep_markers_apart() -> None:
+    merged = canonical_requirements(["x>=1", 'x<3; python_version < "3.12"', "x<2"])
+    assert merged == ("x<2,>=1", 'x<3; python_version < "3.12"')
+
+
+def test_fair_slots_serve_tenants_in_turn() -> None:
+    slots = FairSlots(1)
+    assert slots.acquire("holder", 1)
+    order: list[str] = []
+    threads = []
+    for tenant in ("a", "a", "a", "b"):  # a queues three before b queues one
+        thread = threading.Thread(
+            target=lambda t=tenant: (slots.acquire(t, 10), order.append(t), slots.release())
+        )
+        thread.start()
+        threads.append(thread)
+        time.sleep(0.05)
+    assert slots.waiting() == 4
+    slots.release()
+    for thread in threads:
+        thread.join(10)
+    assert order == ["a", "b", "a", "a"]  # b is not held behind a's whole queue
+    assert slots.busy == 0
+
+
+def test_a_slot_wait_gives_up_after_its_timeout() -> None:
+    slots = FairSlots(1)
+    assert slots.acquire("a", 1)
+    started = time.monotonic()
+    assert not slots.acquire("b", 0.2)
+    assert 0.15 < time.monotonic() - started < 2
+    assert slots.waiting() == 0
+
+
+def test_in_flight_counts_per_tenant() -> None:
+    flight = InFlight()
+    flight.add("t1", ("x>=1",))
+    flight.add("t1", ("x>=1",))
+    flight.add("t1", ("y",))
+    assert flight.of("t1") == {("x>=1",), ("y",)} and flight.of("t2") == set()
+    flight.done("t1", ("x>=1",))
+    assert flight.of("t1") == {("x>=1",), ("y",)}
+    flight.done("t1", ("x>=1",))
+    flight.done("t1", ("y",))
+    assert flight.of("t1") == set()
+
+
+class SlowInstaller:
+    """Builds take ``seconds``; records how many ran at once and in which order."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.images: dict[str, EnvironmentRecord] = {}
+        self.running = 0
+        self.most = 0
+        self.order: list[tuple[str, ...]] = []
+        self.lock = threading.Lock()
+
+    def find_environment(self, key: str) -> EnvironmentRecord | None:
+        return self.images.get(key)
+
+    def install_environment(
+        self,
+        key: str,
+        wheels: Path,
+        requirements: Sequence[str],
+        *,
+        timeout: float,
+        max_bytes: int,
+        log_file: Path,
+    ) -> EnvironmentRecord:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.order.append(tuple(requirements))
+        time.sleep(self.seconds)
+        with self.lock:
+            self.running -= 1
+        record = EnvironmentRecord(
+            key, tuple(requirements), {}, 1000, "img:1", time.time(), 0.1, f"scorebox-env:{key}"
+        )
+        self.images[key] = record
+        return record
+
+    def list_environments(self) -> list[EnvironmentRecord]:
+        return list(self.images.values())
+
+    def remove_environment(self, key: str) -> bool:
+        return self.images.pop(key, None) is not None
+
+
+def _offline_downloads(environments: Environments, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(environments, "_download", lambda *args: None)
+    monkeypatch.setattr(environments, "_download_pip", lambda *args: None)
+
+
+def test_builds_past_the_global_cap_wait_and_are_served_in_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1", env_max_concurrent_builds=1)
+    installer = SlowInstaller(0.3)
+    environments = Environments(settings, installer)
+    _offline_downloads(environments, monkeypatch)
+    outcomes: list[BuildOutcome] = []
+    environments.listeners["test"] = outcomes.append
+    asks = [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")]
+    threads = []
+    for tenant, package in asks:
+        thread = threading.Thread(target=environments.ensure, args=([package], tenant))
+        thread.start()
+        threads.append(thread)
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(30)
+    assert installer.most == 1  # never two builds at once
+    assert installer.order[:2] == [("a1",), ("b1",)], installer.order  # b is not held back
+    assert sorted((o.tenant, o.outcome) for o in outcomes) == [
+        ("a", "built"),
+        ("a", "built"),
+        ("a", "built"),
+        ("b", "built"),
+    ]
+    assert all(o.key and o.requirements and o.size_bytes == 1000 for o in outcomes)
+
+
+def test_a_build_that_finds_no_slot_fails_and_is_not_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(
+        data_dir=tmp_path, image="img:1", env_max_concurrent_builds=1, env_wait_seconds=0.2
+    )
+    environments = Environments(settings, SlowInstaller(0.0))
+    _offline_downloads(environments, monkeypatch)
+    assert environments.slots.acquire("other", 1)
+    with pytest.raises(EnvironmentBuildError, match="SCOREBOX_ENV_MAX_CONCURRENT_BUILDS"):
+        environments.ensure(["x"], "t")
+    assert environments.state(["x"]).state == "missing"  # not a remembered failure
+    environments.slots.release()
+    assert environments.ensure(["x"], "t").key == environments.key(["x"])
+
+
+def _rec(key: str, built_at: float, size_mb: int, base: str = "img:1") -> EnvironmentRecord:
+    return EnvironmentRecord(
+        key, (key,), {}, size_mb * 1024 * 1024, base, built_at, 1.0, f"scorebox-env:{key}"
+    )
+
+
+def test_prune_plan_other_base_then_unused_then_least_recently_used() -> None:
+    now = 1_000_000_000.0
+    day = 86400.0
+    records = [
+        _rec("old-base", now, 10, base="img:0"),
+        _rec("unused", now - 40 * day, 10),
+        _rec("lru", now - 5 * day, 300),
+        _rec("recent", now - 2 * day, 300),
+        _rec("now", now - RECENT_SECONDS / 2, 300),
+    ]
+    used = {"recent": now - day, "now": now - 10}
+    plan = plan_prune(
+        records,
+        lambda r: used.get(r.key, r.built_at),
+        image="img:1",
+        now=now,
+        unused_days=30,
+        max_total_bytes=400 * 1024 * 1024,
+    )
+    assert [(p.key, p.reason.split(" ")[0]) for p in plan] == [
+        ("old-base", "built"),
+        ("unused", "unused"),
+        ("lru", "least"),
+        ("recent", "least"),
+    ]
+    # one used a moment ago stays even past the total; kept keys are never planned
+    tight = plan_prune(
+        records,
+        lambda r: used.get(r.key, r.built_at),
+        image="img:1",
+        now=now,
+        unused_days=0,
+        max_total_bytes=1,
+        keep=("lru",),
+    )
+    assert [p.key for p in tight] == ["old-base", "unused", "recent"]
+
+
+def test_prune_unused_dry_run_removes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = Settings(data_dir=tmp_path, image="img:1", env_prune_unused_days=1)
+    installer = SlowInstaller(0.0)
+    environments = Environments(settings, installer)
+    installer.images = {"a": _rec("a", time.time() - 3 * 86400, 1), "b": _rec("b", time.time(), 1)}
+    assert [p.key for p in environments.prune_unused(dry_run=True)] == ["a"]
+    assert sorted(installer.images) == ["a", "b"]
+    environments.mark_used("a")  # a job used it: not unused any more
+    assert environments.prune_unused() == []
+    assert sorted(installer.images) == ["a", "b"]

@@ -113,8 +113,14 @@ ensure_image() {
             say "debootstrap is not installed; the build needs it (and root) unless debian:bookworm-slim can be pulled"
         fi
     fi
-    local built
-    built="$("$VENV/bin/scorebox" image build | tee /dev/stderr | tail -n 1)"
+    local built build_log
+    # The build's lines go to stderr as they come, through the descriptor this script
+    # already has (`tee /dev/stderr` would reopen a redirected log, `demo > log 2>&1`,
+    # with O_TRUNC and fill it with NUL bytes), and to a file for the tag on the last line.
+    build_log="$(mktemp)"
+    "$VENV/bin/scorebox" image build | tee "$build_log" >&2
+    built="$(tail -n 1 "$build_log")"
+    rm -f "$build_log"
     # This checkout's own content-hashed tag: `latest` is shared by every checkout on the
     # engine, and another one's build may retag it while this one's tests run.
     BUILT_IMAGE="${built%% *}"
@@ -197,6 +203,11 @@ run_demo() {
     local serve=()
     [[ -t 0 && "${CI:-}" != "true" ]] && serve=(--serve)
     "$VENV/bin/python" -m engine.demo --data-dir "$STATE/demo" "${serve[@]}"
+}
+
+say_path() {
+    # The virtualenv is not on PATH after setup: say how to call `scorebox` as the docs do.
+    say "scorebox is in $VENV/bin: run \`source $VENV/bin/activate\` (or call $VENV/bin/scorebox) to use the bare \`scorebox\` of the docs"
 }
 
 run_lint() {
@@ -327,8 +338,8 @@ main() {
     local command="${1:-}"
     [[ $# -gt 0 ]] && shift
     case "$command" in
-        setup) setup ;;
-        demo) setup; run_demo ;;
+        setup) setup; say_path ;;
+        demo) setup; run_demo; say_path ;;
         lint) ensure_venv; run_lint ;;
         test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; run_tests "$@" ;;
         test-fast) ensure_venv; run_fast_tests "$@" ;;

@@ -1,8 +1,10 @@
 """``python -m engine.demo``: start the service on the embedded defaults, push the example
 checks, score ``examples/rows.jsonl`` through the API and print the summary.
 
-The service runs in this process on a free local port with a temporary data
-directory (SQLite) unless ``--data-dir`` is given. Exits non-zero on failure.
+The service runs in this process on a free local port with a new data directory
+(SQLite; kept, and named at the end) unless ``--data-dir`` is given. The HTML report is
+written in the data directory (``--report`` to put it elsewhere), never to a path other
+users of the machine share. Exits non-zero on failure.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from engine.storage import open_store
 from engine.suites.data import read_rows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: The report's file name in the data directory.
+REPORT_NAME = "demo-report.html"
 
 
 def free_port() -> int:
@@ -44,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--report",
         type=Path,
-        default=Path(tempfile.gettempdir()) / "scorebox-demo-report.html",
-        help="Where to write the one-file HTML report of the run.",
+        default=None,
+        help=f"Where to write the one-file HTML report of the run (default: {REPORT_NAME} "
+        "in the data directory).",
     )
     parser.add_argument(
         "--serve",
@@ -54,8 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
-    temp = tempfile.TemporaryDirectory(prefix="scorebox-demo-")
-    data_dir = args.data_dir or Path(temp.name)
+    # a directory of this run's own (mkdtemp: private, never a fixed shared path), kept so
+    # its report and database can be looked at afterwards
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="scorebox-demo-"))
+    report = report_path(args.report, data_dir)
     port = free_port()
     settings = Settings(data_dir=data_dir, host="127.0.0.1", port=port)
     store = open_store(settings.effective_database_url)
@@ -108,33 +115,44 @@ def main(argv: list[str] | None = None) -> int:
                 record(int(item["row_index"]), item, rows[int(item["row_index"])])
                 for item in (json.loads(line) for line in results.text.splitlines() if line)
             ]
-            write_records(args.report, records, f"scorebox demo: run {run['id']}")
-            print(f"HTML report: {args.report}")
-            _print_dashboard(base, run["id"], key, args.data_dir, args.serve)
+            report.parent.mkdir(parents=True, exist_ok=True)
+            write_records(report, records, f"scorebox demo: run {run['id']}")
+            print(f"HTML report: {report}")
+            print(dashboard_lines(base, run["id"], key, data_dir, args.serve))
             if args.serve:
                 _serve_until_interrupted(thread)
             return 0 if run["status"] == "succeeded" else 1
     finally:
         server.should_exit = True
         thread.join(timeout=60)
-        temp.cleanup()
 
 
-def _print_dashboard(
-    base: str, run_id: str, key: str, data_dir: Path | None, serving: bool
-) -> None:
+def report_path(given: Path | None, data_dir: Path) -> Path:
+    """The report's path: ``--report``, else :data:`REPORT_NAME` in the data directory."""
+    return given if given is not None else data_dir / REPORT_NAME
+
+
+def scorebox_command() -> str:
+    """How to call ``scorebox`` from here: the one beside this Python (``.venv/bin/scorebox``,
+    relative when it is under the current directory), since the venv may not be on PATH."""
+    script = Path(sys.executable).parent / "scorebox"
+    if not script.exists():
+        return "scorebox"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def dashboard_lines(base: str, run_id: str, key: str, data_dir: Path, serving: bool) -> str:
     """The last lines: where to look at this run in the dashboard, and how to sign in."""
     if serving:
-        print(f"dashboard: {base}/ui/runs/{run_id}  (sign in with the key {key}; Ctrl-C stops)")
-    elif data_dir is not None:
-        print(
-            f"to browse it: SCOREBOX_DATA_DIR={data_dir} scorebox serve, sign in with the key "
-            f"{key}, then open"
-        )
-        print(f"dashboard: http://127.0.0.1:8000/ui/runs/{run_id}")
-    else:
-        print("(the demo's data was temporary: rerun with --serve to browse it)")
-        print(f"dashboard: {base}/ui/runs/{run_id}")
+        return f"dashboard: {base}/ui/runs/{run_id}  (sign in with the key {key}; Ctrl-C stops)"
+    return (
+        f"to browse it: SCOREBOX_DATA_DIR={data_dir} {scorebox_command()} serve, sign in with "
+        f"the key {key}, then open\n"
+        f"dashboard: http://127.0.0.1:8000/ui/runs/{run_id}"
+    )
 
 
 def _serve_until_interrupted(thread: threading.Thread) -> None:

@@ -11,13 +11,16 @@ from fastapi import Depends, FastAPI
 from sqlalchemy import Engine as SAEngine
 
 from engine import web
+from engine.admin_key import check_admin_key
 from engine.api import docs, openapi, problems
 from engine.api.gate import KeyGate
 from engine.api.guard import SurrogateGuard, reject_unknown_query
 from engine.api.http_metrics import HttpMetrics
 from engine.api.request_ids import RequestContext
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
+from engine.api.routes import agreement as agreement_routes
 from engine.api.routes import compare as compare_routes
+from engine.api.routes import labels as labels_routes
 from engine.api.services import Services
 from engine.audit import api as audit_api
 from engine.distributed.preflight import check_distributed
@@ -75,6 +78,7 @@ def create_app(
     runner_factory: Callable[[Settings], SandboxRunner] | None = None,
 ) -> FastAPI:
     """The scorebox HTTP API. Storage, workers and the sandbox start with the app's lifespan."""
+    check_admin_key(settings.admin_key.get_secret_value() if settings.admin_key else None)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -127,6 +131,7 @@ def create_app(
             {"name": "runs", "description": "Durable asynchronous runs of any size."},
             {"name": "admin", "description": "Tenants and keys (operator's admin key)."},
             {"name": "audit", "description": audit_api.TAG_DESCRIPTION},
+            {"name": "labels", "description": labels_routes.TAG_DESCRIPTION},
             {"name": "health", "description": "Liveness, readiness, metrics."},
             {"name": okareo.TAG, "description": okareo.TAG_DESCRIPTION},
         ],
@@ -148,6 +153,8 @@ def create_app(
     app.include_router(score.router)
     app.include_router(runs.router)
     app.include_router(compare_routes.router)
+    app.include_router(labels_routes.router)
+    app.include_router(agreement_routes.router)
     app.include_router(admin.router)
     app.include_router(audit_api.router)
     app.include_router(health.router)

@@ -226,3 +226,42 @@ class RunChunkRow(Base):
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     dispatched_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     worker: Mapped[str | None] = mapped_column(String(200))
+
+
+class LabelNameRow(Base):
+    """A label name's type, declared once per tenant (migration 0011): the question people
+    answer (``helpful``) and what an answer may be (bool, ordinal levels, float, categories)."""
+
+    __tablename__ = "label_names"
+    __table_args__ = (Index("uq_label_names_tenant_name", "tenant_id", "name", unique=True),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    type: Mapped[str] = mapped_column(String(16))
+    levels: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class LabelRow(Base):
+    """One person's label on one target (migration 0011). Never merged on write: several
+    annotators, or one annotator twice, make several rows. The target is a run's row
+    (``target_kind = "row"``); spans will add their own columns and kind."""
+
+    __tablename__ = "labels"
+    __table_args__ = (
+        Index("ix_labels_tenant_name_run_row", "tenant_id", "name", "run_id", "row_index"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    target_kind: Mapped[str] = mapped_column(String(8))
+    run_id: Mapped[str | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="CASCADE"), nullable=True
+    )
+    row_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    value: Mapped[Any] = mapped_column(JSON, nullable=True)
+    annotator: Mapped[str] = mapped_column(String(200))
+    comment: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

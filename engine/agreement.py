@@ -1,0 +1,164 @@
+"""Agreement of a stored check with stored labels: the glue between storage and the
+calibration core (``engine.calibration``), for the API and the dashboard.
+
+It finds the runs that applied the check to labelled rows, takes each row's result
+(``ok`` results only: an error is no verdict), gathers every annotator's label on the
+row, and hands the pairs to :func:`engine.calibration.report.agreement_report`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine import catalog
+from engine.calibration.labels import LabelType, declare, parse_value
+from engine.calibration.report import LabelledItem, LabelSpec, ReportOptions, agreement_report
+from engine.errors import InvalidRequestError, NotFoundError
+from engine.storage import Run, Store
+from engine.storage.label_sql import Label, LabelName, LabelStore, NewLabel
+
+#: The dashboard's row page (engine/web/runs.py), where a disagreement links to.
+ROW_PAGE = "/ui/runs/{run}/rows/{row}"
+
+
+def row_link(run_id: str, row: int) -> str:
+    """The dashboard page of one run row."""
+    return ROW_PAGE.format(run=run_id, row=row)
+
+
+def label_type(name: LabelName) -> LabelType:
+    """A stored name's type."""
+    return LabelType(name.type, tuple(name.levels or ()))
+
+
+@dataclass(frozen=True)
+class LabelInput:
+    """A label as a caller gives it, before its value and target are checked."""
+
+    name: str
+    run: str
+    row: int
+    value: Any
+    annotator: str
+    comment: str | None = None
+
+
+def add_labels(
+    store: Store, labels: LabelStore, tenant_id: str, given: Sequence[LabelInput]
+) -> list[Label]:
+    """Check every label (its name is declared, its value fits, its run row exists) and
+    store them all, or none: the error names the label by its position."""
+    types: dict[str, LabelType] = {}
+    runs: dict[str, Run] = {}
+    checked: list[NewLabel] = []
+    for i, item in enumerate(given):
+        where = f"labels[{i}]"
+        if item.name not in types:
+            types[item.name] = label_type(labels.get_name(tenant_id, item.name))
+        if item.run not in runs:
+            runs[item.run] = store.get_run(tenant_id, item.run)
+        run = runs[item.run]
+        if not 0 <= item.row < run.row_count:
+            raise InvalidRequestError(
+                f"{where}: run {run.id} has rows 0 to {run.row_count - 1}, not {item.row}"
+            )
+        try:
+            value = parse_value(types[item.name], item.value, item.name)
+        except InvalidRequestError as exc:
+            raise InvalidRequestError(f"{where}: {exc}") from exc
+        checked.append(NewLabel(item.name, run.id, item.row, value, item.annotator, item.comment))
+    return labels.add_labels(tenant_id, checked)
+
+
+def declare_name(
+    labels: LabelStore, tenant_id: str, name: str, type_: str, levels: Sequence[Any] | None
+) -> tuple[LabelName, bool]:
+    """Declare a label name's type (checked); ``True`` when it was created or changed."""
+    checked = declare(type_, levels)
+    return labels.declare_name(tenant_id, name, checked.type, list(checked.levels) or None)
+
+
+def _check_indexes(run: Run, name: str, version: int | None) -> list[int]:
+    return [
+        i
+        for i, c in enumerate(run.checks)
+        if c.name == name and (version is None or c.version == version)
+    ]
+
+
+def labelled_items(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    check_ref: str,
+    label_name: str,
+    run_id: str | None = None,
+) -> tuple[str, LabelSpec, list[LabelledItem]]:
+    """The check's label (``name@N``), the label's spec, and each labelled row's pairs."""
+    name, version = catalog.split_ref(check_ref)
+    if version is None:
+        latest = store.latest_check(tenant_id, name)
+        version = None if latest is None else latest.version
+    declared = labels.get_name(tenant_id, label_name)
+    spec = LabelSpec(declared.name, declared.type, tuple(declared.levels or ()))
+    by_row: dict[tuple[str, int], list[tuple[str, Any]]] = defaultdict(list)
+    for given_label in labels.list_labels(tenant_id, name=label_name, run_id=run_id):
+        by_row[(given_label.run_id, given_label.row)].append(
+            (given_label.annotator, given_label.value)
+        )
+    if run_id is not None:
+        store.get_run(tenant_id, run_id)  # 404 when the run is not the tenant's
+    items: list[LabelledItem] = []
+    seen_check = False
+    for rid in sorted({r for r, _ in by_row}):
+        run = store.get_run(tenant_id, rid)
+        indexes = _check_indexes(run, name, version)
+        if not indexes:
+            continue
+        seen_check = True
+        results = {
+            r.row_index: r
+            for r in store.results_page(rid, 0, run.row_count, check_index=indexes[0])
+        }
+        for (r_id, row), given in sorted(by_row.items()):
+            if r_id != rid:
+                continue
+            result = results.get(row)
+            ok = result is not None and result.status == "ok"
+            items.append(
+                LabelledItem(
+                    target={"run": rid, "row": row},
+                    labels=given,
+                    score=result.score if ok and result is not None else None,
+                    passed=result.passed if ok and result is not None else None,
+                    link=row_link(rid, row),
+                )
+            )
+    label = name if version is None else f"{name}@{version}"
+    if by_row and not seen_check:
+        raise NotFoundError(
+            f"no run with labels on {label_name!r} applied {label}: run it on the labelled "
+            "rows' runs first, or name the version the runs used (name@N)"
+        )
+    return label, spec, items
+
+
+def report(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    check_ref: str,
+    label_name: str,
+    run_id: str | None = None,
+    options: ReportOptions | None = None,
+) -> dict[str, Any]:
+    """The agreement report of ``check_ref`` against ``label_name`` (JSON-ready)."""
+    label, spec, items = labelled_items(store, labels, tenant_id, check_ref, label_name, run_id)
+    try:
+        out = agreement_report(items, spec, options)
+    except ValueError as exc:
+        raise InvalidRequestError(f"{label} against {label_name!r}: {exc}") from exc
+    return {"check": label, "run": run_id, **out}

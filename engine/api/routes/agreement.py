@@ -1,0 +1,45 @@
+"""``GET /v1/agreement``: can this check be trusted? Its results against human labels."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from engine import agreement
+from engine.api.deps import PrincipalDep, StoreDep
+from engine.api.problems import responses
+from engine.api.routes.labels import LabelStoreDep
+from engine.calibration.report import ReportOptions
+
+router = APIRouter(prefix="/v1", tags=["labels"])
+
+MAX_RESAMPLES = 20_000
+
+
+@router.get(
+    "/agreement",
+    summary="A check's agreement with human labels",
+    description="The check's stored results on the labelled rows, against the labels "
+    "(the majority where several people labelled a row). Every figure is "
+    '`{"value", "ci": [lo, hi]}`; `verdict` is `"too few labels"` below `min_per_class` '
+    "labels in any class, with `missing` saying how many of which. The `seed` "
+    "reproduces the intervals and the dev/test split exactly.",
+    responses=responses(401, 404, 422),
+)
+def get_agreement(
+    principal: PrincipalDep,
+    store: StoreDep,
+    labels_store: LabelStoreDep,
+    check: Annotated[str, Query(description="`name` or `name@N`", max_length=120)],
+    labels: Annotated[str, Query(description="The label name", max_length=100)],
+    run: Annotated[str | None, Query(description="Only this run's rows")] = None,
+    seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
+    resamples: Annotated[int, Query(ge=100, le=MAX_RESAMPLES)] = 2000,
+    min_per_class: Annotated[int, Query(ge=1, le=100_000)] = 30,
+    confidence: Annotated[float, Query(gt=0.5, lt=1.0)] = 0.95,
+) -> dict[str, Any]:
+    options = ReportOptions(
+        seed=seed, n_resamples=resamples, min_per_class=min_per_class, confidence=confidence
+    )
+    return agreement.report(store, labels_store, principal.tenant_id, check, labels, run, options)

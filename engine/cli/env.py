@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from engine.environments import Environments
+from engine.environments import BLOCK_MARKER, Environments
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
@@ -28,22 +28,75 @@ def env() -> None:
 @env.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_environments(as_json: bool) -> None:
-    """Every environment built on this Docker engine, newest first."""
+    """Every environment built on this Docker engine, newest first, and the checks using it."""
+    settings = Settings()
     try:
-        records = _environments(Settings()).records()
+        environments = _environments(settings)
+        records = environments.records()
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
+    users = _checks_by_key(settings, environments)
     if as_json:
-        click.echo(json.dumps([r.to_dict() for r in records], indent=2))
+        listed = [
+            {
+                **r.to_dict(),
+                "last_used": environments.last_used(r),
+                "checks": users.get(r.key, []) if users is not None else None,
+            }
+            for r in records
+        ]
+        click.echo(json.dumps(listed, indent=2))
         return
     if not records:
         click.echo("no environments built")
+        return
+    click.echo(f"{'KEY':<20}  {'SIZE':>9}  {'BUILT':<16}  {'LAST USED':<16}  CHECKS  REQUIREMENTS")
     for record in records:
-        built = time.strftime("%Y-%m-%d %H:%M", time.gmtime(record.built_at))
+        checks = users.get(record.key, []) if users is not None else None
         click.echo(
-            f"{record.key}  {record.size_bytes / 1e6:7.1f} MB  {built}  "
-            f"{', '.join(record.requirements)}"
+            f"{record.key:<20}  {record.size_bytes / 1e6:6.1f} MB  {_when(record.built_at)}  "
+            f"{_when(environments.last_used(record))}  "
+            f"{'?' if checks is None else len(checks):>6}  {', '.join(record.requirements)}"
         )
+        for check in checks or []:
+            click.echo(f"{'':<22}used by {check}")
+    if users is None:
+        click.echo("(checks: the database could not be read; CHECKS shows ?)")
+
+
+def _when(moment: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(moment))
+
+
+def _checks_by_key(settings: Settings, environments: Environments) -> dict[str, list[str]] | None:
+    """Environment key -> the checks (``tenant/name@version``, latest versions) declaring it;
+    None when the database cannot be read."""
+    import sqlalchemy  # noqa: PLC0415 (lazy: the database layer)
+
+    from engine.storage import open_store  # noqa: PLC0415
+
+    try:
+        store = open_store(settings.effective_database_url, migrate=False)
+        if not sqlalchemy.inspect(store.engine).has_table("tenants"):
+            store.engine.dispose()
+            return {}  # no tenant, no check yet
+    except Exception:  # no database here (a worker host): the list works without it
+        return None
+    users: dict[str, list[str]] = {}
+    try:
+        for tenant in store.list_tenants():
+            for check in store.list_checks(tenant.id):
+                if not check.source or BLOCK_MARKER not in check.source:
+                    continue
+                declared = environments.declared(check.source)
+                if declared.requirements and not declared.problems:
+                    key = environments.key(declared.requirements)
+                    users.setdefault(key, []).append(f"{tenant.name}/{check.name}@{check.version}")
+    except Exception:  # an unmigrated or foreign database: say so rather than fail
+        return None
+    finally:
+        store.engine.dispose()
+    return users
 
 
 @env.command("show")
@@ -125,14 +178,21 @@ def build(check_file: Path) -> None:
 
 
 @env.command("prune")
-@click.option("--all", "everything", is_flag=True, help="Also those of the current image.")
-def prune(everything: bool) -> None:
-    """Remove environments built on other sandbox images (or every one with --all)."""
+@click.option("--all", "everything", is_flag=True, help="Remove every environment.")
+@click.option("--dry-run", is_flag=True, help="Say what would be removed; remove nothing.")
+def prune(everything: bool, dry_run: bool) -> None:
+    """Remove environments of other sandbox images, those unused for
+    SCOREBOX_ENV_PRUNE_UNUSED_DAYS, then the least recently used past
+    SCOREBOX_ENV_MAX_TOTAL_MB (or every one with --all)."""
     try:
-        removed = _environments(Settings()).prune(all_bases=everything)
+        plan = _environments(Settings()).prune_unused(all_bases=everything, dry_run=dry_run)
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"removed {len(removed)} environment(s)" + "".join(f"\n  {k}" for k in removed))
+    verb = "would remove" if dry_run else "removed"
+    total = sum(item.size_bytes for item in plan) / 1e6
+    click.echo(f"{verb} {len(plan)} environment(s), {total:.1f} MB")
+    for item in plan:
+        click.echo(f"  {item.key}  {item.size_bytes / 1e6:6.1f} MB  {item.reason}")
 
 
 @env.command("wheel")

@@ -284,9 +284,32 @@ def test_local_run_env_commands_and_offline_mode(
     rows = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
     assert [(r["status"], r["score"]) for r in rows] == [("ok", True), ("ok", False)], scored.output
 
-    kept = cli.invoke(main, ["env", "prune"])  # only environments of other images
+    kept = cli.invoke(main, ["env", "prune"])  # other images, long unused, past the total
     assert kept.exit_code == 0 and key not in kept.output
     assert docker_environments(docker_settings).installer.find_environment(key) is not None
+    would = cli.invoke(main, ["env", "prune", "--all", "--dry-run"])
+    assert would.exit_code == 0 and "would remove" in would.output and key in would.output
+    assert docker_environments(docker_settings).installer.find_environment(key) is not None
+
+    # `env list` has a header and names the checks that declare each environment
+    from engine import auth, catalog
+    from engine.catalog import CheckSpec
+    from engine.runs.quotas import default_quotas
+    from engine.storage import open_store
+
+    settings = Settings()
+    store = open_store(settings.effective_database_url)
+    try:
+        new = auth.create_tenant(store, "acme")
+        principal = auth.authenticate(store, f"Bearer {new.secret}")
+        spec = CheckSpec(name="slug", source=source)
+        catalog.save_check(store, principal, spec, default_quotas(settings))
+    finally:
+        store.engine.dispose()
+    listed_text = cli.invoke(main, ["env", "list"]).output
+    assert listed_text.splitlines()[0].split()[:2] == ["KEY", "SIZE"], listed_text
+    assert "CHECKS" in listed_text.splitlines()[0]
+    assert "used by acme/slug@1" in listed_text, listed_text
 
 
 def test_the_real_okareo_wins_over_the_stand_in_once_its_wheels_are_approved(

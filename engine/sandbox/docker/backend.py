@@ -398,7 +398,7 @@ class DockerBackend:
             image = None
             if BLOCK_MARKER in job.source:
                 try:  # builds on first use; waits for another builder up to a bound
-                    image = self.environments.image_for(job.source)
+                    image = self.environments.image_for(job.source, labels.get(LABEL_TENANT))
                 except SandboxError as exc:
                     yield JobEnd(Termination.SANDBOX_ERROR, str(exc))
                     return

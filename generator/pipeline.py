@@ -38,7 +38,12 @@ from generator.models import (
     ExampleResult,
     GenerationResult,
 )
-from generator.prompts import GenerationSpec, feedback_message, initial_messages
+from generator.prompts import (
+    GenerationSpec,
+    feedback_message,
+    feedback_problems,
+    initial_messages,
+)
 
 #: Runs a code check on rows: ``(source, output_type, rows) -> one result per row``.
 RunRows = Callable[[str, OutputType, Sequence[Row]], list[RowResult]]
@@ -394,15 +399,18 @@ def _summary(best: Attempt | None, attempts: Sequence[Attempt], spec: Generation
             parts.append("examples not evaluated (LLM-judged checks are not available)")
         return "; ".join(parts) + "."
     report = best.report
+    errors = len(report.errors) if report else 0
     state = (
         "validates"
         if report is not None and report.valid
-        else f"fails validation ({len(report.errors) if report else 0} errors)"
+        else f"fails validation ({errors} {'error' if errors == 1 else 'errors'})"
     )
+    wrong = feedback_problems(best.feedback) if best.feedback else (best.error or "")
+    tries = f"{len(attempts)} attempt" + ("" if len(attempts) == 1 else "s")
     return (
-        f"not accepted after {len(attempts)} attempts; best is attempt {best.n}: it {state} and "
+        f"not accepted after {tries}; best is attempt {best.n}: it {state} and "
         f"agrees with {best.agreement.passed} of {total} examples. What is still wrong:\n"
-        f"{best.feedback or best.error or ''}"
+        f"{wrong}"
     )
 
 

@@ -196,12 +196,21 @@ def _short(value: Any) -> str:
     return text
 
 
+def _compact(value: Any) -> Any:
+    """A field for :func:`render_row`: text shortened; an object (``metadata``) kept an
+    object, unless it is too long, then its shortened JSON text."""
+    if isinstance(value, str):
+        return _short(value)
+    text = json.dumps(value, ensure_ascii=False)
+    return value if len(text) <= MAX_VALUE_CHARS else _short(text)
+
+
 def render_row(example: Example) -> str:
-    """A row's non-empty fields as compact JSON."""
+    """A row's non-empty fields as compact JSON (``metadata`` as an object, not a string)."""
     fields = example.row.model_dump(exclude_none=True, exclude={"id"})
     if not fields.get("metadata"):
         fields.pop("metadata", None)
-    return json.dumps({k: _short(v) for k, v in fields.items()}, ensure_ascii=False)
+    return json.dumps({k: _compact(v) for k, v in fields.items()}, ensure_ascii=False)
 
 
 def render_expected(value: bool | int | float) -> str:
@@ -301,7 +310,10 @@ _STATUS_HINTS: dict[Status, str] = {
 
 def render_issue(issue: Issue) -> str:
     """``line 3, col 5: error forbidden_import: ...``."""
-    where = f"line {issue.line}, col {issue.col}: " if issue.line is not None else ""
+    where = ""
+    if issue.line is not None:
+        col = f", col {issue.col}" if issue.col is not None else ""
+        where = f"line {issue.line}{col}: "
     return f"- {where}{issue.severity} {issue.code}: {issue.message}"
 
 
@@ -326,7 +338,10 @@ def feedback_message(
     total: int = 0,
     kind: str = "code",
 ) -> str:
-    """The user message after a failed attempt: every problem found, then what to send back."""
+    """The user message after a failed attempt: every problem found, then what to send back.
+
+    Its first and last paragraphs speak to the model; :func:`feedback_problems` gives the
+    rest, for people."""
     what = "template" if kind == "model" else "check"
     fence = "text" if kind == "model" else "python"
     parts = [f"Attempt {attempt} is not acceptable yet. Fix every problem below."]
@@ -343,4 +358,13 @@ def feedback_message(
             f"({passed} agreed):\n" + "\n".join(render_example_failure(r, ex) for r, ex in failures)
         )
     parts.append(f"Reply with the complete corrected {what} in a single ```{fence} block.")
+    return "\n\n".join(parts)
+
+
+def feedback_problems(feedback: str) -> str:
+    """The problems of a :func:`feedback_message`, for people: without its first paragraph
+    (``Attempt N is not acceptable yet...``) and its last (the reply instruction)."""
+    parts = feedback.split("\n\n")
+    if len(parts) >= 2 and parts[0].startswith("Attempt ") and parts[-1].startswith("Reply with"):
+        parts = parts[1:-1]
     return "\n\n".join(parts)

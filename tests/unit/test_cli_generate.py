@@ -93,7 +93,7 @@ def test_not_accepted_exits_1_and_writes_nothing(
     )
     assert result.exit_code == 1
     assert not out.exists()
-    assert "not accepted after 1 attempts" in result.output
+    assert "not accepted after 1 attempt;" in result.output
 
 
 def test_unconfigured_llm_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

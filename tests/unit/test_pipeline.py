@@ -247,3 +247,37 @@ def test_model_check_is_judged_on_the_examples(fake_llm: FakeLLM) -> None:
     assert result.prompt_template == "Does {model_output} say yes?"
     assert (result.agreement.passed, result.agreement.total) == (2, 2)
     assert "agrees with all 2 examples" in result.message
+
+
+# --- messages: metadata stays an object for the model; the summary speaks to people --------
+
+
+def test_feedback_keeps_metadata_an_object_not_a_json_string(fake_llm: FakeLLM) -> None:
+    examples = [
+        {"row": {"model_output": "yes", "metadata": {"lang": "fr", "n": 2}}, "expected": True},
+        {"row": {"model_output": "no way", "metadata": {"lang": "en"}}, "expected": False},
+    ]
+    fake_llm.reply(WRONG).reply(GOOD)
+    result = generate(fake_llm, examples=examples)
+    assert result.accepted
+    feedback = fake_llm.last_message(1)
+    # was: "metadata": "{\"lang\": \"en\"}" (JSON text inside JSON)
+    assert 'example 2: row {"model_output": "no way", "metadata": {"lang": "en"}}' in feedback
+
+
+def test_the_summary_for_people_leaves_out_the_words_for_the_model(fake_llm: FakeLLM) -> None:
+    broken = "```python\nimport socket\ndef evaluate(model_output) -> bool:\n    return True\n```"
+    fake_llm.reply(broken).reply(broken)
+    result = generate(fake_llm, options=GeneratorOptions(max_attempts=2))
+    assert not result.accepted
+    message = result.message
+    assert message == (
+        "not accepted after 2 attempts; best is attempt 2: it fails validation (1 error) and "
+        "agrees with 0 of 0 examples. What is still wrong:\nValidation of the check failed:\n"
+        "- line 1: error forbidden_import: socket"
+    )
+    assert "(1 errors)" not in message
+    assert "Reply with the complete corrected" not in message
+    assert "is not acceptable yet" not in message
+    # the model still gets both
+    assert "Reply with the complete corrected check" in (result.attempts[0].feedback or "")

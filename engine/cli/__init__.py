@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from engine.audit.cli import audit
+from engine.cli.agreement import agreement
 from engine.cli.check import check
 from engine.cli.check_remote import list_checks, push, rm, show
 from engine.cli.db import db
@@ -15,6 +16,7 @@ from engine.cli.env import env
 from engine.cli.generate import generate
 from engine.cli.image import image
 from engine.cli.judge import judge
+from engine.cli.labels import labels
 from engine.cli.run import run
 from engine.cli.serve import serve
 from engine.cli.suite import init
@@ -58,7 +60,7 @@ class _Main(click.Group):
             from engine.setting_values import SettingValueError  # noqa: PLC0415 (lazy)
 
             if isinstance(exc.__cause__, SettingValueError):  # a command wrapped it: still 2
-                exc.exit_code = _SettingsProblem.exit_code
+                raise _SettingsProblem(exc.message) from exc.__cause__
             raise
         except OSError as exc:  # a file that cannot be read or written: one line, not a traceback
             from engine.suites.outputs import describe_os_error  # noqa: PLC0415 (lazy)
@@ -86,8 +88,10 @@ main.add_command(env)
 main.add_command(judge)
 main.add_command(worker)
 main.add_command(audit)
+main.add_command(labels)
 check.add_command(push)
 check.add_command(list_checks)
 check.add_command(show)
 check.add_command(rm)
 check.add_command(generate)
+check.add_command(agreement)

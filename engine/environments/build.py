@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Protocol
 
 from engine.environments.admission import FairSlots, InFlight
+from engine.environments.downloaded import check_downloaded
 from engine.environments.pip_output import (
     INDEX_UNREACHABLE,
     NO_WHEEL,
@@ -451,16 +452,11 @@ class Environments:
         wheels = dest
         wheels.mkdir(exist_ok=True)
         command = download_command(requirements, wheels, self.settings)
-        output = self._pip(command, log_file, "download")
-        total = sum(p.stat().st_size for p in wheels.glob("*.whl"))
-        limit = self.settings.env_max_mb * 1024 * 1024
-        if total > limit:
-            raise EnvironmentBuildError(
-                f"its wheels alone are {total / 1e6:.1f} MB, past SCOREBOX_ENV_MAX_MB="
-                f"{self.settings.env_max_mb}: declare fewer or smaller packages, or ask the "
-                "operator to raise the limit"
-            )
-        del output
+        self._pip(command, log_file, "download")
+        # what resolved (dependencies too) against the rules, and its unpacked size
+        check_downloaded(
+            sorted(wheels.glob("*.whl")), requirements, self.rules, self.settings.env_max_mb
+        )
 
     def _download_pip(self, dest: Path, log_file: Path) -> None:
         """pip's own wheel, which installs the others inside the container (no pip there)."""

@@ -44,6 +44,11 @@ class BlockProblem:
     col: int
 
 
+def canonical_glob(pattern: str) -> str:
+    """A name glob spelled like a PEP 503 name: lower case, runs of ``-_.`` as one ``-``."""
+    return re.sub(r"[-_.]+", "-", pattern.strip().lower())
+
+
 @dataclass(frozen=True)
 class PackageRules:
     """The operator's allow/deny globs over canonical distribution names (deny wins)."""
@@ -53,8 +58,9 @@ class PackageRules:
 
     @classmethod
     def of(cls, allow: Sequence[str], deny: Sequence[str]) -> PackageRules:
-        """Rules from SCOREBOX_PACKAGES_ALLOW / SCOREBOX_PACKAGES_DENY values."""
-        return cls(tuple(p.strip().lower() for p in allow), tuple(p.strip().lower() for p in deny))
+        """Rules from SCOREBOX_PACKAGES_ALLOW / SCOREBOX_PACKAGES_DENY values, their globs
+        canonical like the names they match (``rt4_under_score`` denies ``rt4-under-score``)."""
+        return cls(tuple(canonical_glob(p) for p in allow), tuple(canonical_glob(p) for p in deny))
 
     def refusal(self, name: str) -> str | None:
         """Why ``name`` may not be declared, or None."""

@@ -123,5 +123,5 @@ def test_a_dependency_the_operator_denies_stops_the_build(
         return ""
 
     monkeypatch.setattr(environments, "_pip", fake_pip)
-    with pytest.raises(EnvironmentBuildError, match="denies `text-unidecode`.*a dependency"):
+    with pytest.raises(EnvironmentBuildError, match=r"denies `text-unidecode`.*a dependency"):
         environments.ensure(["python-slugify==8.0.4"])

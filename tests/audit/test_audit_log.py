@@ -17,7 +17,7 @@ from engine.sandbox.fake import fake_engine_factory
 from tests.api.conftest import TRIVIAL_CHECK, Api, AppFactory
 from tests.hardening.test_v0_half_writes import _setup
 
-ADMIN = {"Authorization": "Bearer admin-secret"}
+ADMIN = {"Authorization": "Bearer admin-secret-for-the-audit-tests"}
 
 
 def _audit(api: Api, headers: dict[str, str], **params: Any) -> dict[str, Any]:
@@ -32,7 +32,7 @@ def _actions(api: Api, headers: dict[str, str]) -> list[str]:
 
 def test_a_tenants_changes_are_recorded_with_who_and_what(make_api: AppFactory) -> None:
     factory = fake_engine_factory(row_seconds=0.05)
-    api = make_api(runner_factory=factory, admin_key="admin-secret")
+    api = make_api(runner_factory=factory, admin_key="admin-secret-for-the-audit-tests")
     made = api.client.post("/v1/admin/tenants", headers=ADMIN, json={"name": "acme"})
     assert made.status_code == 201, made.text
     a = {"Authorization": f"Bearer {made.json()['api_key']}"}

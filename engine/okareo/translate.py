@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,7 @@ from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.models import Row
 from engine.okareo.store import ScenarioPoint, TestPoint, new_uuid
-from engine.storage import RunStatus, StoredResult
+from engine.storage import RunStatus, StoredResult, moments
 
 NAME_HELP = (
     "use 1 to 100 letters, digits, spaces, '_', '.' or '-', starting with a letter or digit "
@@ -235,7 +234,7 @@ def model_metrics(
             if outcome.value is not None:
                 scores[name].append(float(outcome.value))
         by_row.append(entry)
-    means = {name: (statistics.fmean(v) if v else None) for name, v in scores.items()}
+    means = {name: moments.mean(v) for name, v in scores.items()}  # never overflows
     return {"mean_scores": means, "scores_by_row": by_row}
 
 

@@ -14,7 +14,6 @@ the CLI polling a million-row run do not each rescan it every half second.
 from __future__ import annotations
 
 import logging
-import statistics
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -26,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from engine.contract import Status
 from engine.errors import ScoreboxError
 from engine.models import RowResult
-from engine.storage import Run, RunStore, ScoreStats
+from engine.storage import Run, RunStore, ScoreStats, moments
 
 log = logging.getLogger("scorebox.runs")
 
@@ -80,10 +79,10 @@ def score_stats(results: Iterable[RowResult]) -> ScoreStats:
     return ScoreStats(
         counts=dict(counts),
         ok_count=len(scores),
-        mean=statistics.fmean(scores) if scores else None,
+        mean=moments.mean(scores),  # never overflows, and splits as the database does
         min=min(scores) if scores else None,
         max=max(scores) if scores else None,
-        p50=statistics.median(scores) if scores else None,
+        p50=moments.median(scores),
         bool_scores=bools,
         flagged=flagged,
         passes=passes,

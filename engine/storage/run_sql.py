@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from engine.errors import NotFoundError, StorageError
 from engine.hardening.text import without_nul
 from engine.models import ResultColumns, RowResult
+from engine.storage import moments
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (
     Run,
@@ -365,10 +367,13 @@ class SqlRuns(SqlSessions):
             }
             ok = (*where, ResultRow.status == "ok", ResultRow.score_num.is_not(None))
             is_bool = cast(ResultRow.score, String).in_(("true", "false"))  # JSON true/false
-            n, mean, low, high, bools, flagged, passes = s.execute(
+            large = func.abs(ResultRow.score_num) >= moments.LARGE  # summed scaled: no overflow
+            # sums, not AVG: PostgreSQL's AVG also sums squares, which overflow sooner
+            n, small_sum, large_sum, low, high, bools, flagged, passes = s.execute(
                 select(
                     func.count(),
-                    func.avg(ResultRow.score_num),
+                    func.sum(case((large, 0.0), else_=ResultRow.score_num)),
+                    func.sum(case((large, ResultRow.score_num * moments.SCALE), else_=0.0)),
                     func.min(ResultRow.score_num),
                     func.max(ResultRow.score_num),
                     func.sum(case((is_bool, 1), else_=0)),
@@ -387,11 +392,14 @@ class SqlRuns(SqlSessions):
                         .limit(2 if n % 2 == 0 else 1)
                     )
                 )
-                p50 = sum(middle) / len(middle)
+                p50 = middle[0] if len(middle) == 1 else moments.midpoint(*middle)
+            mean = None
+            if n and small_sum is not None and large_sum is not None:
+                mean = moments.combine(float(small_sum) / n, float(large_sum) / n)
             return ScoreStats(
                 counts=counts,
                 ok_count=int(n),
-                mean=None if mean is None else float(mean),
+                mean=mean,
                 min=None if low is None else float(low),
                 max=None if high is None else float(high),
                 p50=p50,
@@ -422,6 +430,9 @@ class SqlRuns(SqlSessions):
                 return [(low, int(n or 0))]
             width = (high - low) / bins
             scaled = (ResultRow.score_num - low) / width
+            if not math.isfinite(width):  # scores past half the largest float, both signs
+                width = high / bins - low / bins
+                scaled = ResultRow.score_num / width - low / width
             bucket: Any
             if self._dialect == "postgresql":
                 bucket = func.least(func.floor(scaled), bins - 1)
@@ -431,7 +442,9 @@ class SqlRuns(SqlSessions):
                 int(b): int(n)
                 for b, n in s.execute(select(bucket, func.count()).where(*ok).group_by(bucket))
             }
-        return [(low + i * width, counts.get(i, 0)) for i in range(bins)]
+        if math.isfinite(high - low):
+            return [(low + i * width, counts.get(i, 0)) for i in range(bins)]
+        return [(low * (1 - i / bins) + high * (i / bins), counts.get(i, 0)) for i in range(bins)]
 
     def save_run_summary(self, run_id: str, summary: Mapping[str, Any], done: int) -> bool:
         """Store a run's summary if it still has ``done`` results (no write came in between)."""

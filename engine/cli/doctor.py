@@ -77,6 +77,17 @@ def _environments_detail(backend: Any, settings: Settings) -> str:
     return detail
 
 
+def check_packages(settings: Settings) -> Finding:
+    """A warning when a private or extra package index is open to every tenant."""
+    from engine.environments.wheels import private_index_warning  # noqa: PLC0415 (lazy)
+
+    warning = private_index_warning(settings)
+    if warning is None:
+        rules = "an allow list" if settings.packages_allow else "PyPI only"
+        return Finding("packages", True, f"declared packages: {rules}", required=False)
+    return Finding("packages", False, warning, required=False)
+
+
 def check_database(settings: Settings) -> Finding:
     from engine.storage.database import create_db_engine, current_revision, head_revision, ping  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
@@ -195,7 +206,12 @@ def doctor(as_json: bool) -> None:
     In distributed mode (SCOREBOX_BROKER_URL set) also the broker and the workers it sees.
     """
     settings = Settings()
-    findings = [*check_sandbox(settings), check_database(settings), check_llm(settings)]
+    findings = [
+        *check_sandbox(settings),
+        check_packages(settings),
+        check_database(settings),
+        check_llm(settings),
+    ]
     if settings.broker_url:
         # an API node needs no Docker engine; the workers' own doctor runs check theirs
         findings = [

@@ -270,3 +270,31 @@ def store_wheel(built: BuiltWheel, name: str, wheelhouse: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def private_index_warning(settings: Settings) -> str | None:
+    """Why any tenant could install whatever a private index serves, or None.
+
+    An index other than PyPI (SCOREBOX_PACKAGE_INDEX_URL, or pip's own ``index-url`` or
+    ``extra-index-url``) with no SCOREBOX_PACKAGES_ALLOW: every package it serves, the
+    operator's private ones included, is one `dependencies` line away for every tenant.
+    """
+    if settings.packages_allow:
+        return None
+    indexes = [
+        url
+        for url in (
+            settings.package_index_url,
+            pip_config("global.index-url"),
+            pip_config("global.extra-index-url"),
+        )
+        if url and url.rstrip("/") != DEFAULT_INDEX
+    ]
+    if not indexes:
+        return None
+    shown = ", ".join(mask_credentials(url) for url in indexes)
+    return (
+        f"packages come from {shown} as well as or instead of PyPI, and no allow list is "
+        "set: any tenant can declare any package it serves, private ones included. Set "
+        "SCOREBOX_PACKAGES_ALLOW to the names tenants may use"
+    )

@@ -392,8 +392,9 @@ def test_quota_zero_turns_the_gateway_off(
 def test_a_spent_quota_stops_further_calls(
     runner: SandboxRunner, docker_settings: Settings, fake_llm: FakeLLM
 ) -> None:
-    fake_llm.reply("yes")
-    gateway = make_gateway(fake_llm, docker_settings, quota_llm_tokens_per_run=5)
+    # The first call may take what is left of 200 tokens, and the upstream gives it all.
+    fake_llm.responder = lambda body: Reply(text="abcd" * int(body["max_tokens"]))
+    gateway = make_gateway(fake_llm, docker_settings, quota_llm_tokens_per_run=200)
     prompt = "a prompt long enough to cost more than five tokens " * 3
     rows = [{"model_output": prompt}, {"model_output": prompt + "again"}]
     first, second = score(runner, gateway, CALL_OPENAI, rows, run="spent")

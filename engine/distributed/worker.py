@@ -302,7 +302,8 @@ class WorkerRuntime:
             tenant_id = str(message["tenant_id"])
             rows = [(i, Row.model_validate(r)) for i, r in enumerate(message["rows"])]
             size = max(1, int(message.get("chunk_rows") or len(rows)))
-            labels = {"scorebox.tenant": tenant_id}
+            # One gateway quota for the batch (its reply key is its own): every check and chunk.
+            labels = {"scorebox.tenant": tenant_id, "scorebox.batch": reply}
             results: list[list[dict[str, Any] | None]] = [
                 [None] * len(rows) for _ in message["checks"]
             ]

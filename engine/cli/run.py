@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from engine.cli.agreement import check_agreement, min_agreement_option
 from engine.cli.params import check_threshold_names, parse_map, parse_thresholds
 from engine.cli.remote import Remote, server_options
 from engine.cli.run_manage import (
@@ -305,6 +306,7 @@ def _fail_on(value: str) -> tuple[str, ...]:
 @click.option("--no-cache", is_flag=True, help="Local runs: do not use the judge cache.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("--no-progress", is_flag=True)
+@min_agreement_option
 @server_options
 @click.pass_context
 def run(
@@ -323,6 +325,7 @@ def run(
     no_cache: bool,
     as_json: bool,
     no_progress: bool,
+    min_agreement: tuple[str, ...],
     server: str | None,
     api_key: str | None,
 ) -> None:
@@ -373,6 +376,7 @@ def run(
                 f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
             )
     refs = check_refs(checks, parse_params(params))
+    check_agreement(None if local else server, api_key, refs, min_agreement)
     check_threshold_names(gates.thresholds, refs)  # before scoring: a typo is a usage error
     rows = read_rows(data, parse_map(maps))  # later --map pairs win
     prepare_outputs(outputs)  # before scoring: a finished run is not lost to a typo

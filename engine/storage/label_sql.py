@@ -181,7 +181,7 @@ class LabelStore(SqlSessions):
         limit: int = MAX_PAGE,
         offset: int = 0,
     ) -> list[Label]:
-        """Labels in the order they were given, filtered."""
+        """Labels in the order they were given (a batch in row order), filtered."""
         query = select(LabelRow).where(LabelRow.tenant_id == tenant_id)
         if name is not None:
             query = query.where(LabelRow.name == name)
@@ -191,7 +191,11 @@ class LabelStore(SqlSessions):
             query = query.where(LabelRow.row_index == row)
         if annotator is not None:
             query = query.where(LabelRow.annotator == annotator)
-        query = query.order_by(LabelRow.created_at, LabelRow.id).limit(limit).offset(offset)
+        query = (
+            query.order_by(LabelRow.created_at, LabelRow.run_id, LabelRow.row_index, LabelRow.id)
+            .limit(limit)
+            .offset(offset)
+        )
         with self._session() as s:
             return [_label(r) for r in s.scalars(query)]
 

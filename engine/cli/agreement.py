@@ -1,0 +1,191 @@
+"""``scorebox check agreement`` and the ``--min-agreement`` gate of ``scorebox run``.
+
+Both read ``GET /v1/agreement`` on the server (the labels live there): the command prints
+the report, the gate judges it by the intervals' lower bounds
+(:mod:`engine.calibration.gate`): exit 3 below a minimum, 2 when there are too few labels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from engine.cli.remote import Remote, with_remote
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_TOO_FEW_LABELS = 2
+EXIT_BELOW = 3
+
+
+def _fig(fig: Mapping[str, Any] | None) -> str:
+    if not fig or fig.get("value") is None:
+        return "n/a"
+    lo, hi = fig["ci"]
+    ci = "" if lo is None else f"  [{lo:.3f}, {hi:.3f}]"
+    return f"{fig['value']:.3f}{ci}"
+
+
+def render_report(report: Mapping[str, Any]) -> str:
+    """The report as text: counts, the confusion matrix, figures with intervals, verdict."""
+    lines = [
+        f"{report['check']} against labels {report['labels']!r} ({report['label_type']}): "
+        f"n = {report['n']}, " + ", ".join(f"{k}: {v}" for k, v in report["per_class"].items()),
+    ]
+    confusion = report.get("confusion")
+    if confusion:
+        cols = confusion.get("check_labels", confusion["labels"])
+        width = max(8, *(len(str(c)) + 2 for c in cols))
+        lines.append("confusion (rows: people, columns: the check)")
+        lines.append(" " * 10 + "".join(f"{c:>{width}}" for c in cols))
+        for label, row in zip(confusion["labels"], confusion["matrix"], strict=True):
+            lines.append(f"{label:>10}" + "".join(f"{v:>{width}}" for v in row))
+    names = [
+        "tpr", "tnr", "accuracy", "f1", "mcc", "kappa", "auc", "spearman", "kendall_tau_b", "mae",
+    ]  # fmt: skip
+    for name in names:
+        if name in report:
+            lines.append(f"  {name:<14}{_fig(report[name])}")
+    for kind, fig in (report.get("weighted_kappa") or {}).items():
+        lines.append(f"  {kind + ' kappa':<14}{_fig(fig)}")
+    chosen = report.get("suggested_threshold")
+    if chosen and chosen.get("value") is not None:
+        test = chosen.get("test", {})
+        lines.append(
+            f"  threshold     {chosen['value']:g} (chosen on {chosen['split']['dev']} rows; "
+            f"on the {chosen['split']['test']} others: tpr {_fig(test.get('tpr'))}, "
+            f"tnr {_fig(test.get('tnr'))})"
+        )
+    annotators = report.get("annotators")
+    if annotators:
+        lines.append(
+            f"  alpha         {_fig(annotators['alpha'])} ({len(annotators['names'])} people)"
+        )
+        for pair in annotators["pairwise_kappa"]:
+            lines.append(
+                f"    kappa {pair['a']} / {pair['b']} (n = {pair['n']}): {_fig(pair['kappa'])}"
+            )
+    lines.append(f"verdict: {report['message']}")
+    dis = report.get("disagreements") or []
+    if dis:
+        lines.append(f"disagreements ({len(dis)}, most confident first):")
+        for d in dis[:10]:
+            lines.append(
+                f"  run {d['target']['run']} row {d['target']['row']}: people {d['human']!r}, "
+                f"check {d['check']!r}  {d.get('link') or ''}"
+            )
+    lines.append(f"seed {report['seed']} (pass --seed to reproduce)")
+    return "\n".join(lines)
+
+
+def fetch_report(
+    remote: Remote,
+    check: str,
+    labels: str,
+    run_id: str | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """``GET /v1/agreement`` for one check and label name."""
+    params: dict[str, Any] = {"check": check, "labels": labels, **options}
+    if run_id is not None:
+        params["run"] = run_id
+    report: dict[str, Any] = remote.json("GET", "/v1/agreement", params=params)
+    return report
+
+
+@click.command("agreement")
+@click.argument("name")
+@click.option("--labels", "label_name", required=True, help="The label name, e.g. helpful.")
+@click.option("--run", "run_id", default=None, help="Only this run's labelled rows.")
+@click.option("--seed", type=int, default=0, show_default=True, help="The bootstrap's seed.")
+@click.option("--resamples", type=click.IntRange(100, 20_000), default=2000, show_default=True)
+@click.option(
+    "--min-per-class",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help='Below this many labels in a class the verdict is "too few labels".',
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@with_remote
+def agreement(
+    name: str,
+    label_name: str,
+    run_id: str | None,
+    seed: int,
+    resamples: int,
+    min_per_class: int,
+    as_json: bool,
+    remote: Remote,
+) -> None:
+    """Can check NAME (or NAME@N) be trusted? Its results against human labels."""
+    report = fetch_report(
+        remote,
+        name,
+        label_name,
+        run_id,
+        seed=seed,
+        resamples=resamples,
+        min_per_class=min_per_class,
+    )
+    click.echo(json.dumps(report, indent=2) if as_json else render_report(report))
+
+
+def min_agreement_option(func: F) -> F:
+    """``--min-agreement LABELS:FIGURE=MIN[,...]`` (repeatable) for ``scorebox run``."""
+    return click.option(
+        "--min-agreement",
+        "min_agreement",
+        multiple=True,
+        metavar="LABELS:FIGURE=MIN",
+        help="Refuse the run's checks unless they agree with human labels: the lower bound "
+        "of each figure's interval must reach MIN, e.g. helpful:kappa=0.6 or "
+        "helpful:tpr=0.8,tnr=0.8. Exit 3 below it, 2 with too few labels. Needs a server.",
+    )(func)
+
+
+def check_agreement(
+    server: str | None,
+    api_key: str | None,
+    refs: Iterable[str | Mapping[str, Any]],
+    requirements: Sequence[str],
+) -> None:
+    """Judge every check of ``refs`` (the run's references: names or JSON objects) against
+    every requirement, before scoring; exit 3 (below) or 2 (too few labels) with the
+    verdicts on stderr, else print one line per check on stderr and return."""
+    if not requirements:
+        return
+    check_names = [
+        (ref if isinstance(ref, str) else str(ref["name"])).removeprefix("builtin:") for ref in refs
+    ]
+    from engine.calibration.gate import BELOW, judge, parse_requirement  # noqa: PLC0415 (lazy)
+    from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy)
+
+    try:
+        parsed = [parse_requirement(text) for text in requirements]
+    except InvalidRequestError as exc:
+        raise click.BadParameter(str(exc), param_hint="--min-agreement") from exc
+    if not server:
+        raise click.UsageError(
+            "--min-agreement needs a server, where the labels are: pass --server "
+            "(or set SCOREBOX_SERVER) and name checks pushed there"
+        )
+    remote = Remote(server, api_key)
+    worst = 0
+    for check in check_names:
+        for requirement in parsed:
+            report = fetch_report(remote, check, requirement.labels)
+            result = judge(report, requirement)
+            if result.status == BELOW:
+                worst = EXIT_BELOW
+                click.echo(f"FAILED agreement: {result.message}", err=True)
+            elif result.status != "passed":
+                worst = max(worst, EXIT_TOO_FEW_LABELS)
+                click.echo(f"FAILED agreement: {result.message}", err=True)
+            else:
+                click.echo(f"agreement: {result.message}", err=True)
+    if worst:
+        raise SystemExit(worst)

@@ -1,0 +1,184 @@
+"""``scorebox labels import|export``: human labels on a run's rows, from and to files.
+
+A file is CSV (columns ``row``, ``value``, and optionally ``annotator`` and ``comment``)
+or JSON lines (the same keys), keyed by the row's index in the run. Labels go to the
+server in batches; every one is checked there against the label name's type.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from engine.cli.remote import Remote, with_remote
+
+BATCH = 5000
+EXPORT_COLUMNS = ("run", "row", "name", "value", "annotator", "comment", "created_at")
+
+
+def _levels(text: str | None) -> list[Any] | None:
+    if not text:
+        return None
+    out: list[Any] = []
+    for raw in text.split(","):
+        part = raw.strip()
+        try:
+            number = float(part)
+        except ValueError:
+            out.append(part)
+            continue
+        out.append(int(number) if number.is_integer() else number)
+    return out
+
+
+def read_label_file(path: Path) -> Iterator[dict[str, Any]]:
+    """The file's labels as ``{"row", "value", "annotator"?, "comment"?}``; the error names
+    the line to fix."""
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise click.ClickException(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            if not isinstance(record, dict):
+                raise click.ClickException(f"{path}:{number}: give an object with row and value")
+            yield _label_record(record, f"{path}:{number}")
+    elif path.suffix.lower() in (".csv", ".tsv"):
+        delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+        reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+        if not reader.fieldnames or not {"row", "value"} <= set(reader.fieldnames):
+            raise click.ClickException(
+                f"{path}: the header must name the columns row and value "
+                f"(and optionally annotator, comment); it has {reader.fieldnames}"
+            )
+        for number, record in enumerate(reader, start=2):
+            yield _label_record(record, f"{path}:{number}")
+    else:
+        raise click.ClickException(f"{path}: use a .csv, .tsv or .jsonl file")
+
+
+def _label_record(record: dict[str, Any], where: str) -> dict[str, Any]:
+    if "row" not in record or "value" not in record:
+        raise click.ClickException(f"{where}: give row and value")
+    try:
+        row = int(record["row"])
+    except (TypeError, ValueError):
+        raise click.ClickException(
+            f"{where}: row {record['row']!r} is not a row index (0, 1, 2...)"
+        ) from None
+    out: dict[str, Any] = {"row": row, "value": record["value"]}
+    for key in ("annotator", "comment"):
+        if record.get(key) not in (None, ""):
+            out[key] = str(record[key])
+    return out
+
+
+@click.group("labels")
+def labels() -> None:
+    """Human labels on run rows: import and export (see docs/calibration.md)."""
+
+
+@labels.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--name", required=True, help="The label name, e.g. helpful.")
+@click.option("--run", "run_id", required=True, help="The run whose rows the file labels.")
+@click.option(
+    "--type",
+    "type_",
+    type=click.Choice(["bool", "ordinal", "float", "category"]),
+    default=None,
+    help="Declare the name's type first (once; the same type again is fine).",
+)
+@click.option("--levels", default=None, help="Ordinal or category levels, in order: 1,2,3,4,5.")
+@click.option("--annotator", default=None, help="For rows of the file that name none.")
+@with_remote
+def import_labels(
+    file: Path,
+    name: str,
+    run_id: str,
+    type_: str | None,
+    levels: str | None,
+    annotator: str | None,
+    remote: Remote,
+) -> None:
+    """Import labels from FILE (CSV or JSON lines: row, value, annotator, comment)."""
+    records = list(read_label_file(file))
+    if type_ is not None:
+        remote.json(
+            "PUT", f"/v1/label-names/{name}", json={"type": type_, "levels": _levels(levels)}
+        )
+    stored = 0
+    for start in range(0, len(records), BATCH):
+        batch = []
+        for record in records[start : start + BATCH]:
+            item = {"target": {"run": run_id, "row": record["row"]}, "name": name, **record}
+            item.pop("row")
+            if "annotator" not in item and annotator:
+                item["annotator"] = annotator
+            batch.append(item)
+        stored += len(remote.json("POST", "/v1/labels", json={"labels": batch})["labels"])
+    click.echo(f"imported {stored} labels of {name!r} on run {run_id}")
+
+
+@labels.command("export")
+@click.option("--name", default=None, help="Only this label name.")
+@click.option("--run", "run_id", default=None, help="Only this run's rows.")
+@click.option("--annotator", default=None, help="Only this annotator's labels.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A .csv or .jsonl file (default: JSON lines on stdout).",
+)
+@with_remote
+def export_labels(
+    name: str | None,
+    run_id: str | None,
+    annotator: str | None,
+    output: Path | None,
+    remote: Remote,
+) -> None:
+    """Export labels, one per line, every annotator's kept apart."""
+    params: dict[str, Any] = {"limit": 10_000}
+    for key, value in (("name", name), ("run", run_id), ("annotator", annotator)):
+        if value is not None:
+            params[key] = value
+    rows: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = remote.json("GET", "/v1/labels", params={**params, "offset": offset})["labels"]
+        rows += [
+            {
+                "run": x["target"]["run"],
+                "row": x["target"]["row"],
+                **{k: x[k] for k in EXPORT_COLUMNS[2:]},
+            }
+            for x in page
+        ]
+        if len(page) < params["limit"]:
+            break
+        offset += len(page)
+    if output is not None and output.suffix.lower() == ".csv":
+        with output.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=EXPORT_COLUMNS)
+            writer.writeheader()
+            for r in rows:
+                writer.writerow({**r, "value": json.dumps(r["value"])})
+    else:
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            output.write_text(text, encoding="utf-8")
+    if output is not None:
+        click.echo(f"wrote {len(rows)} labels to {output}", err=True)

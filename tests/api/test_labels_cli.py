@@ -1,0 +1,175 @@
+"""``scorebox labels import|export``, ``scorebox check agreement`` and ``scorebox run
+--min-agreement`` against the app (in process, SQLite and PostgreSQL): the CLI's HTTP
+client is the app's test client."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from engine.cli import main
+from engine.cli.agreement import check_agreement
+from engine.cli.remote import Remote
+from tests.api.conftest import Api
+from tests.api.test_labels import _run, _tenant
+
+ENV = {"SCOREBOX_SERVER": "http://testserver", "SCOREBOX_API_KEY": "unused"}
+
+
+@pytest.fixture
+def cli(api: Api, monkeypatch: pytest.MonkeyPatch) -> tuple[Api, str]:
+    """The CLI talking to ``api`` as a new tenant; returns the app and the tenant id."""
+    headers, tenant_id = _tenant(api)
+
+    def remote_init(
+        self: Remote, server: str | None, api_key: str | None, timeout: float = 0
+    ) -> None:
+        self.server = "http://testserver"
+        self.client = api.client  # type: ignore[assignment]
+
+    api.client.headers.update(headers)
+    monkeypatch.setattr(Remote, "__init__", remote_init)
+    return api, tenant_id
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner(env=ENV).invoke(main, list(args), catch_exceptions=False)
+
+
+def test_import_csv_and_jsonl_then_export(cli: tuple[Api, str], tmp_path: Path) -> None:
+    api, tid = cli
+    run = _run(api, tid, [True, False, True])
+    (tmp_path / "a.csv").write_text("row,value,annotator\n0,yes,ann\n1,no,ann\n2,true,\n")
+    r = _cli(
+        "labels",
+        "import",
+        str(tmp_path / "a.csv"),
+        "--name",
+        "helpful",
+        "--run",
+        run,
+        "--type",
+        "bool",
+        "--annotator",
+        "default-person",
+    )
+    assert r.exit_code == 0, r.output
+    assert "imported 3 labels" in r.output
+    (tmp_path / "b.jsonl").write_text(
+        json.dumps({"row": 0, "value": False, "annotator": "bob", "comment": "too short"}) + "\n"
+    )
+    r = _cli("labels", "import", str(tmp_path / "b.jsonl"), "--name", "helpful", "--run", run)
+    assert r.exit_code == 0, r.output
+    out = tmp_path / "out.csv"
+    r = _cli("labels", "export", "--name", "helpful", "--run", run, "-o", str(out))
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(out.open()))
+    assert [(x["row"], x["value"], x["annotator"]) for x in rows] == [
+        ("0", "true", "ann"),
+        ("1", "false", "ann"),
+        ("2", "true", "default-person"),
+        ("0", "false", "bob"),
+    ]
+    assert rows[3]["comment"] == "too short"
+    # the export imports again as it is
+    r = _cli("labels", "import", str(out), "--name", "helpful", "--run", run)
+    assert r.exit_code == 0 and "imported 4 labels" in r.output
+    jsonl = _cli("labels", "export", "--annotator", "bob")
+    assert [json.loads(line)["value"] for line in jsonl.output.splitlines()] == [False, False]
+
+
+def test_import_errors_name_the_fix(cli: tuple[Api, str], tmp_path: Path) -> None:
+    api, tid = cli
+    run = _run(api, tid, [True, False])
+    (tmp_path / "bad.csv").write_text("row,value\n0,yes\nx,no\n")
+    r = _cli(
+        "labels",
+        "import",
+        str(tmp_path / "bad.csv"),
+        "--name",
+        "helpful",
+        "--run",
+        run,
+        "--type",
+        "bool",
+    )
+    assert r.exit_code == 1 and "bad.csv:3: row 'x' is not a row index" in r.output
+    (tmp_path / "v.csv").write_text("row,value\n0,maybe\n")
+    r = _cli(
+        "labels",
+        "import",
+        str(tmp_path / "v.csv"),
+        "--name",
+        "helpful",
+        "--run",
+        run,
+        "--type",
+        "bool",
+    )
+    assert r.exit_code == 1 and "'maybe' is not true or false" in r.output
+    (tmp_path / "u.csv").write_text("row,value\n0,yes\n")
+    r = _cli("labels", "import", str(tmp_path / "u.csv"), "--name", "other", "--run", run)
+    assert r.exit_code == 1 and "PUT /v1/label-names/other" in r.output
+
+
+def _labelled(api: Api, tid: str, good: bool, per_class: int = 35) -> str:
+    human = [True] * per_class + [False] * per_class
+    check = human if good else [not h if i % 3 else h for i, h in enumerate(human)]
+    run = _run(api, tid, list(check))
+    api.client.put("/v1/label-names/helpful", json={"type": "bool"})
+    labels = [
+        {"target": {"run": run, "row": i}, "name": "helpful", "value": h, "annotator": "ann"}
+        for i, h in enumerate(human)
+    ]
+    assert api.client.post("/v1/labels", json={"labels": labels}).status_code == 201
+    return run
+
+
+def test_check_agreement_json_is_the_api_report(cli: tuple[Api, str]) -> None:
+    api, tid = cli
+    _labelled(api, tid, good=True)
+    r = _cli(
+        "check", "agreement", "is_helpful", "--labels", "helpful", "--json", "--resamples", "500"
+    )
+    assert r.exit_code == 0, r.output
+    via_api = api.client.get(
+        "/v1/agreement", params={"check": "is_helpful", "labels": "helpful", "resamples": 500}
+    ).json()
+    assert json.loads(r.output) == via_api
+    text = _cli("check", "agreement", "is_helpful", "--labels", "helpful", "--resamples", "500")
+    assert "confusion (rows: people, columns: the check)" in text.output
+    assert "kappa" in text.output and "verdict: enough labels" in text.output
+
+
+def test_min_agreement_gate_exit_codes(cli: tuple[Api, str], tmp_path: Path) -> None:
+    api, tid = cli
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"model_output": "x"}) + "\n")
+    base = ["run", "--check", "is_helpful", "--data", str(data)]
+    # too few labels: exit 2, before scoring, with the verdict
+    _labelled(api, tid, good=True, per_class=10)
+    r = _cli(*base, "--min-agreement", "helpful:kappa=0.6")
+    assert r.exit_code == 2, r.output
+    assert "too few labels: 20 more 'false', 20 more 'true'" in r.output
+    # enough labels, poor agreement: exit 3, naming the lower bound
+    api.client.delete("/v1/labels", params={"name": "helpful"})
+    _labelled(api, tid, good=False)
+    r = _cli(*base, "--min-agreement", "helpful:tpr=0.8,tnr=0.8")
+    assert r.exit_code == 3, r.output
+    assert "tpr" in r.output and "its lower bound is below 0.8" in r.output
+    bad = _cli(*base, "--min-agreement", "helpful:kapa=0.6")
+    assert bad.exit_code == 2 and "'kapa' is not one of" in bad.output
+
+
+def test_min_agreement_passes_on_the_lower_bound(cli: tuple[Api, str]) -> None:
+    api, tid = cli
+    _labelled(api, tid, good=True)
+    check_agreement("http://testserver", "k", ["is_helpful"], ["helpful:kappa=0.6,tpr=0.8"])
+    # TNR is 35/35 = 1.0, but its Wilson interval's lower bound is 0.90: not 0.99
+    with pytest.raises(SystemExit) as exc:
+        check_agreement("http://testserver", "k", ["is_helpful"], ["helpful:kappa=1.0,tnr=0.99"])
+    assert exc.value.code == 3

@@ -25,6 +25,7 @@ from engine.errors import (
     ScoreboxError,
     StorageError,
 )
+from engine.row_errors import request_row, row_problem
 from engine.validation import ValidationReport
 
 log = logging.getLogger("scorebox.api")
@@ -99,17 +100,32 @@ async def _scorebox_error(request: Request, exc: Exception) -> JSONResponse:
     return problem(status, title, str(exc), headers, **extra)
 
 
+def _row_message(body: Any, index: int, fallback: str) -> str:
+    """A bad row of a request's ``rows``, worded as the CLI words a data file's row."""
+    rows = body.get("rows") if isinstance(body, dict) else None
+    raw = rows[index] if isinstance(rows, list) and index < len(rows) else None
+    found = row_problem(raw) if raw is not None else None
+    return f"{request_row(index)}: {found or fallback}"
+
+
 async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = [
-        {
-            "code": str(e.get("type", "invalid")),
-            "message": f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}",
-            "line": None,
-            "col": None,
-        }
-        for e in exc.errors()
-    ]
+    errors: list[dict[str, Any]] = []
+    rows_told: set[int] = set()
+    for e in exc.errors():
+        loc = tuple(e.get("loc", ()))
+        message = str(e.get("msg", "")).removeprefix("Value error, ")
+        if loc[:2] == ("body", "rows") and len(loc) > 2 and isinstance(loc[2], int):
+            if loc[2] in rows_told:  # one message a row, naming all that is wrong with it
+                continue
+            rows_told.add(loc[2])
+            where = ".".join(str(p) for p in loc[3:])
+            text = _row_message(exc.body, loc[2], f"{where}: {message}" if where else message)
+        else:
+            text = f"{'.'.join(str(p) for p in loc)}: {message}"
+        errors.append(
+            {"code": str(e.get("type", "invalid")), "message": text, "line": None, "col": None}
+        )
     detail = "; ".join(str(e["message"]) for e in errors[:5]) or "the request is not valid"
     return problem(422, "Invalid request", detail, errors=errors)
 

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 from engine.contract import SCORE_KINDS, Status
 from engine.errors import InvalidRequestError
 from engine.models import IndexedRow, Row, RowResult, unchecked
+from engine.row_errors import request_row, shape_problem, value_problem
 from engine.sandbox.blocks import STATUS_INDEX, STATUS_NAMES, ResultBlock, python_score
 
 #: Score kinds as names ("" for a row without a score), for ``output_type``.
@@ -187,8 +188,9 @@ def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
         return row
     try:
         return Row.model_validate(row)
-    except ValueError as exc:
-        raise InvalidRequestError(f"row {index}: {exc}") from exc
+    except ValidationError as exc:
+        problem = shape_problem(row) or value_problem(exc)
+        raise InvalidRequestError(f"{request_row(index)}: {problem}") from exc
 
 
 def _column_chunks(columns: Mapping[str, Sequence[Any]], size: int) -> Iterator[list[Row]]:
@@ -236,7 +238,8 @@ def _checked(name: str, values: Any, start: int) -> list[Any]:
     except ValidationError as exc:
         error = exc.errors()[0]
         at = error["loc"][0] if error["loc"] and isinstance(error["loc"][0], int) else 0
-        raise InvalidRequestError(f"row {start + at}: {name}: {error['msg']}") from exc
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise InvalidRequestError(f"{request_row(start + at)}: {name}: {message}") from exc
 
 
 def _as_list(values: Any) -> list[Any]:

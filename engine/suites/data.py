@@ -15,16 +15,15 @@ from pathlib import Path
 from typing import Any, get_args
 
 from engine.errors import InvalidRequestError
+from engine.row_errors import expected, shape_problem
 from engine.suites.file import RowField
 
 #: The row fields a data file's columns may name (scorebox.yaml's ``map`` keys too).
 ROW_FIELDS: tuple[str, ...] = get_args(RowField)
 #: Fields that hold JSON: a CSV/TSV cell holding them is parsed.
 JSON_FIELDS = ("metadata", "messages", "item", "sample", "vars")
-EXPECTED = (
-    "expected columns: model_output (required), id, scenario_input, scenario_result, "
-    "model_input, metadata, messages, item, sample, vars, ground_truth"
-)
+#: The row errors' wording is the API's too (:mod:`engine.row_errors`).
+EXPECTED = expected("column")
 SUFFIXES = (".jsonl", ".ndjson", ".json", ".csv", ".tsv", ".parquet")
 
 
@@ -32,23 +31,17 @@ def _apply(
     path: Path, where: str, record: Mapping[str, Any], mapping: Mapping[str, str]
 ) -> dict[str, Any]:
     renamed = {column: field for field, column in mapping.items()}
-    row: dict[str, Any] = {}
-    unknown: list[str] = []
-    for key, value in record.items():
-        field = renamed.get(key, key)
-        if field not in ROW_FIELDS:
-            unknown.append(str(key))
-            continue
-        row[field] = value
-    if unknown:
-        raise InvalidRequestError(
-            f"{path}:{where}: unknown column(s) {', '.join(sorted(unknown))}; {EXPECTED}. "
-            "Rename them, or map them with --map FIELD=COLUMN "
-            f"(e.g. --map model_output={sorted(unknown)[0]})"
+    row: dict[str, Any] = {renamed.get(key, key): value for key, value in record.items()}
+    problem = shape_problem(row, "column")
+    if problem is not None:
+        unknown = sorted(str(key) for key in row if key not in ROW_FIELDS)
+        hint = (
+            ". Rename them, or map them with --map FIELD=COLUMN "
+            f"(e.g. --map model_output={unknown[0]})"
+            if unknown
+            else ""
         )
-    if not isinstance(row.get("model_output"), str):
-        missing = "missing" if row.get("model_output") is None else "not a string"
-        raise InvalidRequestError(f"{path}:{where}: model_output is {missing}; {EXPECTED}")
+        raise InvalidRequestError(f"{path}:{where}: {problem}{hint}")
     for name in JSON_FIELDS:
         value = row.get(name)
         if isinstance(value, str):
@@ -140,6 +133,6 @@ def read_rows(path: Path, mapping: Mapping[str, str] | None = None) -> list[dict
     rows: list[dict[str, Any]] = []
     for where, record in records:
         if not isinstance(record, dict):
-            raise InvalidRequestError(f"{path}:{where}: expected a JSON object; {EXPECTED}")
+            raise InvalidRequestError(f"{path}:{where}: {shape_problem(record, 'column')}")
         rows.append(_apply(path, where, record, mapping))
     return rows

@@ -178,7 +178,7 @@ def test_score_table_names_a_bad_row(runners: tuple[SandboxRunner, SandboxRunner
     from engine.errors import InvalidRequestError
 
     blocks, _ = runners
-    with pytest.raises(InvalidRequestError, match="row 2"):
+    with pytest.raises(InvalidRequestError, match=r"row 3 \(rows\[2\]\): model_output"):
         blocks.score_table(CHECK, {"model_output": ["a", "b", 3]}, LIMITS)
     with pytest.raises(InvalidRequestError, match="differ in length"):
         blocks.score_table(CHECK, {"model_output": ["a"], "scenario_input": []}, LIMITS)

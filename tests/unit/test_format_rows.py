@@ -36,7 +36,7 @@ def test_unknown_row_field_names_the_accepted_ones() -> None:
     with pytest.raises(InvalidRequestError) as err:
         as_row(3, {"model_output": "x", "expected": "y"})
     message = str(err.value)
-    assert "row 3" in message and "unknown row field(s) expected" in message
+    assert message.startswith("row 4 (rows[3]): unknown field(s) expected; expected fields:")
     for name in ("model_output", "messages", "item", "sample", "vars", "ground_truth"):
         assert name in message
 

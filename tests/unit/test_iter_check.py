@@ -65,7 +65,10 @@ def test_a_bad_row_raises_after_the_results_before_it() -> None:
         yield from _source(5, [])
 
     got: list[Any] = []
-    with _runner(FakeBackend()) as runner, pytest.raises(InvalidRequestError, match="row 35"):
+    with (
+        _runner(FakeBackend()) as runner,
+        pytest.raises(InvalidRequestError, match=r"row 36 \(rows\[35\]\)"),
+    ):
         for result in runner.iter_check("def evaluate(model_output): ...", rows(), jobs_ahead=1):
             got.append(result)
     assert [r.row_id for r in got] == list(range(35))  # every row before the bad one
@@ -79,7 +82,10 @@ def test_a_bad_row_raises_after_the_results_before_it_however_far_ahead_rows_are
         yield {"model_output": 3}  # not a string
 
     got: list[Any] = []
-    with _runner(FakeBackend()) as runner, pytest.raises(InvalidRequestError, match="row 25"):
+    with (
+        _runner(FakeBackend()) as runner,
+        pytest.raises(InvalidRequestError, match=r"row 26 \(rows\[25\]\)"),
+    ):
         for result in runner.iter_check("def evaluate(model_output): ...", rows(), jobs_ahead=8):
             got.append(result)
     assert [r.row_id for r in got] == list(range(25))

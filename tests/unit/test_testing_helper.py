@@ -132,7 +132,7 @@ def test_a_misused_helper_says_what_is_wrong() -> None:
         assert_scores(ROWS, ["no_such_check"])
     with pytest.raises(InvalidRequestError, match="pattern"):
         assert_scores(ROWS, ["regex_match"])
-    with pytest.raises(InvalidRequestError, match="row 0"):
+    with pytest.raises(InvalidRequestError, match=r"row 1 \(rows\[0\]\): model_output is missing"):
         assert_scores([{"scenario_input": "no output"}], ["is_json"])
 
 

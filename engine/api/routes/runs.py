@@ -18,6 +18,7 @@ from engine.audit.deps import AuditDep
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
 from engine.json_limits import FreeJSON, json_problem
+from engine.row_errors import shape_problem
 from engine.runs.export import INPUTS, record, to_csv
 from engine.storage import Run, RunStatus, RunStore
 
@@ -105,11 +106,13 @@ def _ndjson_rows(data: bytes) -> list[dict[str, Any]]:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidRequestError(f"rows line {number}: not JSON: {exc.msg}") from exc
-        if not isinstance(value, dict):
-            raise InvalidRequestError(f"rows line {number}: expected a JSON object")
         problem = json_problem(value, f"rows line {number}", max_depth=None)
         if problem is not None:
             raise InvalidRequestError(problem)
+        # the CLI's wording of a data file's row; a field's value is checked with the run
+        shape = shape_problem(value)
+        if shape is not None:
+            raise InvalidRequestError(f"rows line {number}: {shape}")
         rows.append(value)
     return rows
 

@@ -14,6 +14,7 @@ referenced, but runs that already used them keep their results.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -425,6 +426,22 @@ def save_warnings(outcome: SaveOutcome, builtins: Builtins) -> list[Issue]:
     return warnings
 
 
+def unknown_check(
+    store: CheckStore, tenant_id: str, ref: str, builtins: Builtins, message: str
+) -> str:
+    """A not-found ``message`` about check ``ref``, with the tenant's and the built-ins'
+    names closest to it when the name itself is unknown (not just a version of it)."""
+    if ref.startswith("chk_") or check_id_from_uuid(ref):
+        return message
+    name = ref.partition("@")[0]
+    known = {c.name for c in store.list_checks(tenant_id)} | set(builtins)
+    if name in known:
+        return message
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
+    return f"{message}{hint}: GET /v1/checks lists your checks, GET /v1/builtins the built-ins"
+
+
 def resolve(
     store: Store, tenant_id: str, ref: str | CheckRef | dict[str, Any], builtins: Builtins
 ) -> ResolvedCheck:
@@ -454,10 +471,10 @@ def resolve(
         return ResolvedCheck(builtin.kind, builtin.name, None, None, params, None, builtin)
     try:
         check = get_check(store, tenant_id, key, version)
-    except NotFoundError:
+    except NotFoundError as exc:
         builtin = builtins.get(key) if version is None else None
         if builtin is None:
-            raise
+            raise NotFoundError(unknown_check(store, tenant_id, key, builtins, str(exc))) from None
         builtin.validate_params(params)
         return ResolvedCheck(builtin.kind, builtin.name, None, None, params, None, builtin)
     if check.kind == "model":

@@ -235,10 +235,13 @@ def get_check(
     try:
         found = catalog.get_check(store, principal.tenant_id, ref, version, include_deleted=True)
         return CheckOut.of(found)
-    except NotFoundError:
+    except NotFoundError as exc:
         builtin = runs.builtins.get(ref) if version is None else None
         if builtin is None:
-            raise
+            message = catalog.unknown_check(
+                store, principal.tenant_id, ref, runs.builtins, str(exc)
+            )
+            raise NotFoundError(message) from None
         [item] = describe({builtin.name: builtin})
         return CheckOut.of_builtin(item)
 

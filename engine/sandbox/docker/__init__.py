@@ -1,4 +1,5 @@
-"""Docker's part of the sandbox: the :class:`~engine.sandbox.docker.backend.DockerBackend`
-(the only module that imports ``docker``), container settings and hardening
-(:mod:`engine.sandbox.docker.containers`) and the sandbox image build
+"""Docker's part of the sandbox (the only package that imports ``docker``): the
+:class:`~engine.sandbox.docker.backend.DockerBackend`, container settings and hardening
+(:mod:`engine.sandbox.docker.containers`), declared environments' images and sdist builds
+(:mod:`engine.sandbox.docker.environments`) and the sandbox image build
 (:mod:`engine.sandbox.docker.image`)."""

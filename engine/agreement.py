@@ -162,3 +162,60 @@ def report(
     except ValueError as exc:
         raise InvalidRequestError(f"{label} against {label_name!r}: {exc}") from exc
     return {"check": label, "run": run_id, **out}
+
+
+def corrected_pass_rates(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    run_id: str,
+    label_name: str,
+    options: ReportOptions | None = None,
+) -> dict[str, Any]:
+    """Each pass/fail check of the run: its measured pass rate beside the rate corrected for
+    the check's TPR and TNR against ``label_name`` (Rogan-Gladen, with its interval).
+
+    ``corrected`` is None where the check has no agreement report on the label (no
+    labelled rows it scored), where the report has too few labels of a class to measure
+    TPR and TNR, or where the check is no better than chance (TPR + TNR <= 1).
+    """
+    from engine.calibration.prevalence import rogan_gladen  # noqa: PLC0415 (lazy: scipy)
+    from engine.runs.summary import run_summary  # noqa: PLC0415 (lazy)
+
+    run = store.get_run(tenant_id, run_id)
+    summary = run_summary(store, run)
+    opts = options or ReportOptions()
+    out: list[dict[str, Any]] = []
+    for check in summary.checks:
+        entry: dict[str, Any] = {
+            "check": check.check if check.version is None else f"{check.check}@{check.version}",
+            "measured": check.pass_rate,
+            "scored": check.scored,
+            "corrected": None,
+            "reason": None,
+        }
+        out.append(entry)
+        if check.pass_rate is None:
+            entry["reason"] = "not a pass/fail check"
+            continue
+        try:
+            rep = report(store, labels, tenant_id, entry["check"], label_name, None, opts)
+        except (NotFoundError, InvalidRequestError) as exc:
+            entry["reason"] = str(exc)
+            continue
+        tpr, tnr = rep.get("tpr") or {}, rep.get("tnr") or {}
+        matrix = (rep.get("confusion") or {}).get("matrix")
+        if tpr.get("value") is None or tnr.get("value") is None or not matrix:
+            entry["reason"] = "the agreement report measures no TPR and TNR: " + rep["message"]
+            continue
+        n_fail, n_pass = sum(matrix[0]), sum(matrix[1])
+        fixed = rogan_gladen(
+            check.pass_rate, check.scored, tpr["value"], tnr["value"], n_pass, n_fail,
+            opts.confidence,
+        )  # fmt: skip
+        entry["tpr"], entry["tnr"], entry["verdict"] = tpr, tnr, rep["verdict"]
+        if fixed.value is None or fixed.ci is None:
+            entry["reason"] = "the check is no better than chance (TPR + TNR <= 1)"
+            continue
+        entry["corrected"] = {"value": round(fixed.value, 6), "ci": [round(x, 6) for x in fixed.ci]}
+    return {"run": run_id, "labels": label_name, "checks": out}

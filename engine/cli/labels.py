@@ -182,3 +182,29 @@ def export_labels(
             output.write_text(text, encoding="utf-8")
     if output is not None:
         click.echo(f"wrote {len(rows)} labels to {output}", err=True)
+
+
+@labels.command("corrected")
+@click.argument("run_id")
+@click.option("--labels", "label_name", required=True, help="The label name, e.g. helpful.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@with_remote
+def corrected(run_id: str, label_name: str, as_json: bool, remote: Remote) -> None:
+    """A run's pass rates, measured and corrected for each check's TPR and TNR (Rogan-Gladen)."""
+    body = remote.json(
+        "GET", f"/v1/runs/{run_id}/corrected-pass-rates", params={"labels": label_name}
+    )
+    if as_json:
+        click.echo(json.dumps(body, indent=2))
+        return
+    click.echo(f"run {run_id}, pass rates corrected by the labels {label_name!r}")
+    for c in body["checks"]:
+        measured = "n/a" if c["measured"] is None else f"{c['measured']:.3f}"
+        line = f"  {c['check']}: measured {measured} of {c['scored']}"
+        fixed = c["corrected"]
+        if fixed is not None:
+            lo, hi = fixed["ci"]
+            line += f", corrected {fixed['value']:.3f} [{lo:.3f}, {hi:.3f}]"
+        else:
+            line += f", not corrected: {c['reason']}"
+        click.echo(line)

@@ -173,3 +173,41 @@ def test_min_agreement_passes_on_the_lower_bound(cli: tuple[Api, str]) -> None:
     with pytest.raises(SystemExit) as exc:
         check_agreement("http://testserver", "k", ["is_helpful"], ["helpful:kappa=1.0,tnr=0.99"])
     assert exc.value.code == 3
+
+
+def test_corrected_pass_rates(cli: tuple[Api, str]) -> None:
+    """Rogan-Gladen beside the measured rate, from the check's TPR and TNR on the labels."""
+    from engine.calibration.prevalence import rogan_gladen
+
+    api, tid = cli
+    # labelled: 40 people-pass (check passes 36), 40 people-fail (check fails 32)
+    human = [True] * 40 + [False] * 40
+    check = [True] * 36 + [False] * 4 + [False] * 32 + [True] * 8
+    labelled = _run(api, tid, check)
+    api.client.put("/v1/label-names/helpful", json={"type": "bool"})
+    labels = [
+        {"target": {"run": labelled, "row": i}, "name": "helpful", "value": h}
+        for i, h in enumerate(human)
+    ]
+    assert api.client.post("/v1/labels", json={"labels": labels}).status_code == 201
+    # an unlabelled production run: 60 of 100 pass
+    production = _run(api, tid, [True] * 60 + [False] * 40)
+    body = api.client.get(
+        f"/v1/runs/{production}/corrected-pass-rates", params={"labels": "helpful"}
+    ).json()
+    (entry,) = body["checks"]
+    assert entry["measured"] == pytest.approx(0.6)
+    expected = rogan_gladen(0.6, 100, 36 / 40, 32 / 40, 40, 40)
+    assert expected.value is not None and expected.ci is not None
+    assert entry["corrected"]["value"] == pytest.approx(expected.value, abs=1e-6)
+    assert entry["corrected"]["ci"] == pytest.approx(list(expected.ci), abs=1e-6)
+    # (0.6 + 0.8 - 1) / (0.9 + 0.8 - 1) = 0.571
+    assert entry["corrected"]["value"] == pytest.approx(0.4 / 0.7, abs=1e-6)
+    text = _cli("labels", "corrected", production, "--labels", "helpful")
+    assert text.exit_code == 0, text.output
+    assert "is_helpful@1: measured 0.600 of 100, corrected 0.571" in text.output
+    other = api.client.get(
+        f"/v1/runs/{production}/corrected-pass-rates", params={"labels": "nope"}
+    ).json()
+    assert other["checks"][0]["corrected"] is None
+    assert "not declared" in other["checks"][0]["reason"]

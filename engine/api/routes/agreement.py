@@ -43,3 +43,27 @@ def get_agreement(
         seed=seed, n_resamples=resamples, min_per_class=min_per_class, confidence=confidence
     )
     return agreement.report(store, labels_store, principal.tenant_id, check, labels, run, options)
+
+
+@router.get(
+    "/runs/{run_id}/corrected-pass-rates",
+    summary="Pass rates corrected for the checks' agreement with labels",
+    description="Each pass/fail check of the run: the measured pass rate, and the rate "
+    "corrected for the check's TPR and TNR against the labels (Rogan-Gladen), with its "
+    "interval (delta method). `corrected` is null, with a `reason`, where no agreement "
+    "report on the label measures TPR and TNR.",
+    responses=responses(401, 404, 422),
+)
+def get_corrected_pass_rates(
+    run_id: str,
+    principal: PrincipalDep,
+    store: StoreDep,
+    labels_store: LabelStoreDep,
+    labels: Annotated[str, Query(description="The label name", max_length=100)],
+    seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
+    min_per_class: Annotated[int, Query(ge=1, le=100_000)] = 30,
+) -> dict[str, Any]:
+    options = ReportOptions(seed=seed, n_resamples=500, min_per_class=min_per_class)
+    return agreement.corrected_pass_rates(
+        store, labels_store, principal.tenant_id, run_id, labels, options
+    )

@@ -105,10 +105,10 @@ class FairSlots:
                     return True
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    queue = self._queues.get(tenant)
-                    if queue is not None:
-                        queue.remove(ticket)
-                        if not queue:
+                    waiting = self._queues.get(tenant)
+                    if waiting is not None:
+                        waiting.remove(ticket)
+                        if not waiting:
                             self._queues.pop(tenant)
                     self._cond.notify_all()
                     return False

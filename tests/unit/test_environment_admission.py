@@ -66,10 +66,14 @@ def test_fair_slots_serve_tenants_in_turn() -> None:
     assert slots.acquire("holder", 1)
     order: list[str] = []
     threads = []
+
+    def take(tenant: str) -> None:
+        assert slots.acquire(tenant, 10)
+        order.append(tenant)
+        slots.release()
+
     for tenant in ("a", "a", "a", "b"):  # a queues three before b queues one
-        thread = threading.Thread(
-            target=lambda t=tenant: (slots.acquire(t, 10), order.append(t), slots.release())
-        )
+        thread = threading.Thread(target=take, args=(tenant,))
         thread.start()
         threads.append(thread)
         time.sleep(0.05)

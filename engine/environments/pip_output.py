@@ -62,11 +62,16 @@ def listed_versions(output: str) -> list[Version]:
 
 
 def nearest_versions(wanted: str, versions: Sequence[Version]) -> list[Version]:
-    """Up to :data:`NEAREST` versions either side of ``wanted`` among sorted ``versions``."""
+    """Up to :data:`NEAREST` versions either side of ``wanted`` among sorted ``versions``
+    (releases only, unless ``wanted`` is a pre-release or there are none)."""
     try:
-        at = bisect.bisect_left(versions, Version(wanted))
+        target: Version | None = Version(wanted)
     except InvalidVersion:
-        at = len(versions)
+        target = None
+    releases = [v for v in versions if not v.is_prerelease]
+    if releases and not (target and target.is_prerelease):
+        versions = releases
+    at = bisect.bisect_left(versions, target) if target else len(versions)
     return list(versions[max(0, at - NEAREST) : at + NEAREST])
 
 

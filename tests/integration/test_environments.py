@@ -361,3 +361,22 @@ def test_the_real_okareo_wins_over_the_stand_in_once_its_wheels_are_approved(
         engine.close()
     assert approved == ["nkeys", "docstring-parser"]
     assert (result.status, result.score) == (Status.OK, 1.0), result.error
+
+
+def test_a_pin_to_a_version_that_does_not_exist_names_the_nearest(tmp_path: Path) -> None:
+    """pip's real "No matching distribution found (from versions: ...)" for a wrong pin is
+    said as a wrong pin with the nearest versions, not as a package with no wheel."""
+    from engine.environments import Environments
+    from engine.errors import EnvironmentBuildError
+
+    class NeverInstalled:
+        def find_environment(self, key: str) -> None:
+            return None
+
+    environments = Environments(Settings(data_dir=tmp_path), NeverInstalled())  # type: ignore[arg-type]
+    with pytest.raises(EnvironmentBuildError) as caught:
+        environments.ensure(["textstat==99.0"])
+    message = str(caught.value)
+    assert "no version of `textstat` matching `textstat==99.0`" in message, message
+    assert "No matching distribution found" in message and "nearest: 0.7." in message
+    assert "scorebox env wheel" not in message

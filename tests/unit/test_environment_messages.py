@@ -15,7 +15,7 @@ from engine.settings import Settings
 MISSING_PIN = (
     "Looking in indexes: https://user:****@pypi.example/simple\n"
     "ERROR: Could not find a version that satisfies the requirement textstat==99.0 (from "
-    "versions: 0.1.6, 0.7.3, 0.7.4, 0.7.10, 0.7.2, 0.6.1)\n"
+    "versions: 0.1.6, 0.7.3, 0.7.4, 0.7.10, 0.7.2, 0.6.1, 1.0.0a1)\n"
     "ERROR: No matching distribution found for textstat==99.0\n"
 )
 
@@ -24,7 +24,7 @@ def test_a_pin_to_a_version_that_does_not_exist_is_said_as_such() -> None:
     message = no_wheel_message(MISSING_PIN, ["textstat==99.0"])
     assert "no version of `textstat` matching `textstat==99.0`" in message
     assert "No matching distribution found" in message
-    assert "nearest: 0.7.4, 0.7.10" in message  # the newest below 99.0, in version order
+    assert "nearest: 0.7.4, 0.7.10)" in message  # the newest releases below 99.0, in order
     assert "fix the version in `dependencies`" in message
     assert "scorebox env wheel" not in message  # not an sdist-only package
 

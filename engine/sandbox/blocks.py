@@ -12,8 +12,12 @@ operations:
   ``crashed``, ``judge_error`` and ``sandbox_error`` have no code, so a check cannot forge
   them; the host derives those itself;
 * an ``ok`` row has a finite score of its kind (a bool is 0 or 1, an int is whole and fits
-  64 bits), no error; any other row has no score, no pass flag, no metadata, and an error;
-* durations are finite and not negative; extras name rows of the block, once each.
+  64 bits, and past 2**53 comes with its exact value in the row's extras, which agrees
+  with the column), no error; any other row has no score, no pass flag, no metadata, and
+  an error;
+* durations are finite and not negative; extras name rows of the block, once each;
+* no duration is longer than the job could have run (:func:`duration_fault`, checked by
+  the runner, which knows the job's wall time).
 
 Anything else is a protocol fault (the check's doing: its row is ``crashed``).
 """
@@ -44,6 +48,10 @@ _BOOL, _INT, _FLOAT = (SCORE_KINDS.index(kind) for kind in OutputType)
 STATUS_NAMES = np.array([status.value for status in ALL_STATUSES])
 #: Rows one block may carry (the record's size bounds it far below this).
 MAX_BLOCK_ROWS = 100_000
+#: Ints past this magnitude travel exactly in a row's extras (a float64 column loses them).
+EXACT_FLOAT_INT = 2**53
+#: The 64-bit range as floats: the column of an int score never lies outside it.
+_INT_BOUND = float(2**63)
 
 
 class RowExtras(BaseModel):
@@ -233,14 +241,22 @@ def decode(record: BlockRecord) -> ResultBlock:
     ints = scores[is_int]
     if (np.floor(ints) != ints).any():
         raise ValueError("an int score that is not whole")
+    if (np.abs(ints) > _INT_BOUND).any():
+        raise ValueError("an int score past 64 bits")
+    for k in np.flatnonzero(is_int & (np.abs(scores) > EXACT_FLOAT_INT)).tolist():
+        exact = extras[k].score if k in extras else None
+        if exact is None:  # the harness sends these exactly: the column alone is forged
+            raise ValueError("an int score past 2**53 without its exact value")
     for k, extra in extras.items():
         if codes[k] == 0:
             if extra.error is not None:
                 raise ValueError("an ok row with an error")
             if extra.score is not None and (
-                kinds[k] != _INT or not INT_MIN <= extra.score <= INT_MAX
+                kinds[k] != _INT
+                or not INT_MIN <= extra.score <= INT_MAX
+                or float(extra.score) != scores[k]
             ):
-                raise ValueError("an exact score for a row without an int score")
+                raise ValueError("an exact score for a row without that int score")
         elif extra.error is None or (
             extra.passed is not None or extra.metadata is not None or extra.score is not None
         ):
@@ -251,3 +267,18 @@ def decode(record: BlockRecord) -> ResultBlock:
     statuses = _FROM_WIRE[codes]
     scores = np.where(ok, scores, np.nan)
     return ResultBlock(record.i, statuses, kinds, scores, ms, extras)
+
+
+def duration_fault(ms: npt.NDArray[np.float64] | float, wall_seconds: float) -> str | None:
+    """Why a row's duration is forged (longer than its job's wall time), or None.
+
+    The container is stopped at its wall time, so no row of it can have run longer: a
+    duration past it was written by the check, not measured by the harness.
+    """
+    longest = float(np.max(ms)) if np.size(ms) else 0.0
+    if longest <= wall_seconds * 1000:
+        return None
+    return (
+        f"a row's duration of {longest:.6g} ms is longer than the job's wall time "
+        f"({wall_seconds:g} s)"
+    )

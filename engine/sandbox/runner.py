@@ -26,7 +26,7 @@ from engine.errors import InvalidRequestError, SandboxError
 from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
-from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock
+from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock, duration_fault
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.sandbox.table import ScoreTable, TablePart, as_row, assemble, row_chunks
 from engine.settings import Settings
@@ -455,6 +455,7 @@ class SandboxRunner:
         )
         done = 0
         loaded = False
+        wall_seconds = limits.job_wall_seconds(len(job.rows))  # no row can have run longer
         required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
         self_skips = False  # a format whose None return skips the row (Braintrust's)
         with self._slots:
@@ -468,7 +469,9 @@ class SandboxRunner:
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
                         skipped = event.status is Status.SKIPPED
-                        fault = _skip_fault(skipped, _missing(row, required), self_skips)
+                        fault = _skip_fault(
+                            skipped, _missing(row, required), self_skips
+                        ) or duration_fault(event.ms, wall_seconds)
                         if fault is not None:
                             # Closing ``events`` below destroys the container.
                             detail = "the check broke the result protocol: " + fault
@@ -477,7 +480,9 @@ class SandboxRunner:
                         done += 1
                     elif isinstance(event, BlockRecord):
                         rows = pending[event.i : event.i + event.n]
-                        fault = _skips_disagree(event.block, rows, required, self_skips)
+                        fault = _skips_disagree(
+                            event.block, rows, required, self_skips
+                        ) or duration_fault(event.block.ms, wall_seconds)
                         if fault is not None:
                             detail = "the check broke the result protocol: " + fault
                             return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded

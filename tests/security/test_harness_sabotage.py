@@ -273,3 +273,57 @@ def test_a_status_written_into_the_block_is_refused(engine: SandboxRunner, code:
     assert Status.CRASHED in statuses, results  # the check broke the protocol: its fault
     assert all(r.status in (Status.OK, Status.CRASHED) for r in results), results
     assert any("not one a check may report" in (r.error or "") for r in results), results
+
+
+#: On the first row, writes every row of the block as ``ok`` with score kind ``KIND``, score
+#: ``SCORE`` and duration ``MS`` (columns: counter, scores 8n, ms 8n, codes n, kinds n),
+#: counts 3 rows done, and exits: the harness's parent sends the forged columns.
+FORGE_COLUMNS = textwrap.dedent(
+    """
+    import ctypes, os, struct
+
+    def shared_blocks():
+        found = []
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                span, perms = parts[0], parts[1]
+                if perms.startswith("rw") and perms.endswith("s"):
+                    start, end = (int(x, 16) for x in span.split("-"))
+                    found.append((start, end))
+        return found
+
+    def evaluate(model_output: str) -> bool:
+        if int(model_output) == 1:
+            rows = 3
+            for start, end in shared_blocks():
+                ctypes.memmove(start + 8, struct.pack("<ddd", *[SCORE] * rows), 8 * rows)
+                ctypes.memmove(start + 8 + 8 * rows, struct.pack("<ddd", *[MS] * rows), 8 * rows)
+                ctypes.memmove(start + 8 + 16 * rows, bytes([0] * rows), rows)
+                ctypes.memmove(start + 8 + 17 * rows, bytes([KIND] * rows), rows)
+                ctypes.memmove(start, (3).to_bytes(8, "little"), 8)
+            os._exit(0)
+        return True
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "score", "ms", "message"),
+    [
+        (2, "1e300", "0.5", "past 64 bits"),  # an int score of 301 digits
+        (2, "2.0 ** 60", "0.5", "without its exact value"),
+        (1, "1.0", "1.7e308", "longer than the job's wall time"),
+    ],
+    ids=["int-1e300", "int-no-exact", "duration-1.7e308"],
+)
+def test_forged_block_columns_are_refused(
+    engine: SandboxRunner, kind: int, score: str, ms: str, message: str
+) -> None:
+    source = FORGE_COLUMNS.replace("KIND", str(kind)).replace("SCORE", score)
+    results = run(engine, source.replace("MS", ms))
+    assert all(r.status in (Status.OK, Status.CRASHED) for r in results), results
+    assert Status.CRASHED in [r.status for r in results], results  # the check's fault
+    assert any(message in (r.error or "") for r in results), results
+    for r in results:
+        assert r.status is not Status.OK or (r.score is True and r.duration_ms < 60_000), r

@@ -22,7 +22,7 @@ import pytest
 from pydantic import ValidationError
 
 from engine.contract import CHECK_STATUSES, Status
-from engine.sandbox.blocks import BlockRecord
+from engine.sandbox.blocks import BlockRecord, duration_fault
 from engine.sandbox.protocol import RowRecord, parse_records
 
 HARNESS = Path(__file__).resolve().parents[2] / "sandbox_images" / "python" / "harness.py"
@@ -164,6 +164,10 @@ def test_host_statuses_have_no_code_at_all() -> None:
         ("scores", np.float64, 3, 1.5, "not whole"),
         ("ms", np.float64, 0, -1.0, "duration"),
         ("ms", np.float64, 0, math.nan, "duration"),
+        ("scores", np.float64, 3, 1e300, "past 64 bits"),  # a 301-digit int once got through
+        ("scores", np.float64, 3, -1e300, "past 64 bits"),
+        ("scores", np.float64, 3, 2.0**64, "past 64 bits"),
+        ("scores", np.float64, 3, 2.0**60, "without its exact value"),
     ],
 )
 def test_a_forged_column_is_refused(
@@ -180,7 +184,7 @@ def test_a_forged_column_is_refused(
 
 
 def test_forged_extras_are_refused(harness: ModuleType) -> None:
-    data = frame(harness, [ok(0, True, "bool"), failed(1, "error", "x")])
+    data = frame(harness, [ok(0, True, "bool"), failed(1, "error", "x"), ok(2, 3, "int")])
     for extras, message in [
         ([], "without an error"),  # the error row lost its error
         ([[1, {"error": "x"}], [1, {"error": "y"}]], "extras for row 1"),
@@ -188,6 +192,7 @@ def test_forged_extras_are_refused(harness: ModuleType) -> None:
         ([[0, {"error": "x"}], [1, {"error": "x"}]], "an ok row with an error"),
         ([[1, {"error": "x", "passed": True}]], "with a score, or no error"),
         ([[0, {"score": 2**70}], [1, {"error": "x"}]], "exact score"),
+        ([[1, {"error": "x"}], [2, {"score": 2**60}]], "exact score"),  # the column says 3
         ([[1, {"error": "x", "status": "sandbox_error"}]], "Extra inputs"),
     ]:
         with pytest.raises(ValidationError, match=message):
@@ -218,3 +223,21 @@ def test_blocks_and_rows_share_the_stream(harness: ModuleType) -> None:
     assert isinstance(records[0], RowRecord) and records[0].status is Status.TIMEOUT
     assert isinstance(records[1], BlockRecord) and (records[1].i, records[1].n) == (3, 2)
     assert records[1].block.score(1) == 2
+
+
+def test_ints_at_the_edges_of_64_bits_pass_exactly(harness: ModuleType) -> None:
+    edges = [2**63 - 1, -(2**63), 2**53 + 1, -(2**53) - 1, 2**53]
+    block = decode(frame(harness, [ok(k, v, "int") for k, v in enumerate(edges)])).block
+    assert [block.score(k) for k in range(len(edges))] == edges
+
+
+def test_a_duration_longer_than_the_job_is_a_fault(harness: ModuleType) -> None:
+    data = frame(harness, [ok(0, True, "bool"), ok(1, 2, "int")])
+    ms = column(data, "ms", np.float64)
+    ms[1] = 1.7e308  # finite and not negative: only the job's wall time tells it is forged
+    block = decode(put(data, "ms", ms)).block
+    fault = duration_fault(block.ms, wall_seconds=20.0)
+    assert fault is not None
+    assert "longer than the job's wall time (20 s)" in fault
+    assert duration_fault(np.array([0.5, 20_000.0]), wall_seconds=20.0) is None
+    assert duration_fault(20_000.5, wall_seconds=20.0) is not None

@@ -1,9 +1,11 @@
 """Fair dispatch of the checks' model calls: per-tenant queues served in turn.
 
 A call waits in its tenant's queue, holding no thread, until the tenant has one of its
-``per_tenant`` slots free and a thread is free; the threads take the tenants with work in
-turn (round robin), so a tenant flooding the gateway with calls never delays another
-tenant's call by more than the calls already running: it waits only behind its own.
+``per_tenant`` slots free, the process has one of its ``total`` slots free, and a thread
+is free. A freed slot goes to the waiting tenant with the fewest calls running (ties in
+turn, round robin), so a tenant flooding the gateway never delays another tenant's call
+by more than the calls already running: it waits only behind its own. ``total`` keeps the
+checks' calls from taking every slot of the LLM client the judges share.
 
 Every call has an owner (one job's link to its container): :meth:`FairDispatcher.cancel`
 drops the owner's queued calls, answering each at once, and forgets its running ones
@@ -37,11 +39,19 @@ class Call:
 
 
 class FairDispatcher:
-    """Runs calls on at most ``threads`` threads, ``per_tenant`` per tenant at once."""
+    """Runs calls on at most ``threads`` threads, ``per_tenant`` per tenant and ``total`` in
+    all at once (``total`` None: as many as the threads)."""
 
-    def __init__(self, threads: int, per_tenant: int, name: str = "scorebox-gateway") -> None:
+    def __init__(
+        self,
+        threads: int,
+        per_tenant: int,
+        total: int | None = None,
+        name: str = "scorebox-gateway",
+    ) -> None:
         self.max_threads = max(1, threads)
         self.per_tenant = max(1, per_tenant)
+        self.total = max(1, total) if total is not None else self.max_threads
         self.name = name
         self._cond = threading.Condition()
         self._queues: dict[str, deque[Call]] = {}
@@ -112,21 +122,26 @@ class FairDispatcher:
             _safely(call.cancel, "the model gateway is shutting down")
 
     def _next(self) -> Call | None:
-        """The next call to run: the first tenant in turn with a slot free (under the lock)."""
-        for _ in range(len(self._turns)):
-            tenant = self._turns.popleft()
-            if self._running[tenant] >= self.per_tenant:
-                self._turns.append(tenant)
-                continue
-            queue = self._queues[tenant]
-            call = queue.popleft()
-            if queue:
-                self._turns.append(tenant)  # its next call waits for the others' turns
-            else:
-                del self._queues[tenant]
-            self._running[tenant] += 1
-            return call
-        return None
+        """The next call to run (under the lock): of the tenants with a slot free, the one
+        with the fewest calls running, the first in turn among equals."""
+        if sum(self._running.values()) >= self.total:
+            return None
+        chosen: str | None = None
+        for tenant in self._turns:
+            running = self._running[tenant]
+            if running < self.per_tenant and (chosen is None or running < self._running[chosen]):
+                chosen = tenant
+        if chosen is None:
+            return None
+        self._turns.remove(chosen)
+        queue = self._queues[chosen]
+        call = queue.popleft()
+        if queue:
+            self._turns.append(chosen)  # its next call waits for the others' turns
+        else:
+            del self._queues[chosen]
+        self._running[chosen] += 1
+        return call
 
     def _work(self) -> None:
         while True:

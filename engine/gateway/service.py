@@ -57,6 +57,12 @@ MAX_REPLY_BYTES = 1 << 20
 QUOTA_LABELS = ("scorebox.run", "scorebox.batch")
 
 
+def gateway_total(llm_concurrency: int) -> int:
+    """The checks' calls at once in a process: the LLM client's ``SCOREBOX_LLM_CONCURRENCY``
+    slots less a quarter (at least one) kept for the judges, which share them."""
+    return max(1, llm_concurrency - max(1, llm_concurrency // 4))
+
+
 def quota_key(labels: Mapping[str, str]) -> str:
     """The ledger key of the work labelled ``labels``: its run, or its ``/v1/score`` batch
     (every check and chunk of a batch share it); a key of its own when neither is set."""
@@ -104,6 +110,7 @@ class ModelGateway:
         self.dispatcher = FairDispatcher(
             threads=max(8, 2 * settings.max_parallel_jobs * settings.gateway_container_concurrency),
             per_tenant=settings.gateway_tenant_concurrency,
+            total=gateway_total(settings.llm_concurrency),
         )
         self._ids = 0
 

@@ -355,7 +355,21 @@ class Environments:
     def _build_in_turn(
         self, key: str, requirements: Sequence[str], tenant: str | None
     ) -> EnvironmentRecord:
-        """Wait for a build slot (in turn across tenants), build, tell the listeners."""
+        """Wait for a build slot (in turn across tenants), build, tell the listeners.
+
+        The build counts among ``tenant``'s builds in flight while it waits and runs.
+        """
+        if tenant is not None:
+            self.in_flight.add(tenant, tuple(requirements))
+        try:
+            return self._build_in_slot(key, requirements, tenant)
+        finally:
+            if tenant is not None:
+                self.in_flight.done(tenant, tuple(requirements))
+
+    def _build_in_slot(
+        self, key: str, requirements: Sequence[str], tenant: str | None
+    ) -> EnvironmentRecord:
         if not self.slots.acquire(tenant or "", self.settings.env_wait_seconds):
             raise EnvironmentBuildError(  # not remembered: the next use may find a slot
                 f"environment {key} waited SCOREBOX_ENV_WAIT_SECONDS="

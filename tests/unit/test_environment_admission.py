@@ -257,3 +257,16 @@ def test_prune_unused_dry_run_removes_nothing(
     environments.mark_used("a")  # a job used it: not unused any more
     assert environments.prune_unused() == []
     assert sorted(installer.images) == ["a", "b"]
+
+
+def test_a_build_counts_in_flight_for_its_tenant_while_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    environments = Environments(Settings(data_dir=tmp_path, image="img:1"), SlowInstaller(0.5))
+    _offline_downloads(environments, monkeypatch)
+    thread = threading.Thread(target=environments.ensure, args=(["x>=1"], "t"))
+    thread.start()
+    time.sleep(0.2)
+    assert environments.in_flight.of("t") == {("x>=1",)}
+    thread.join(10)
+    assert environments.in_flight.of("t") == set()

@@ -6,12 +6,13 @@ item, and never merged: agreement reports read them all.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Engine, delete, func, select
 
 from engine.errors import ConflictError, NotFoundError
 from engine.storage.database import SqlSessions, one_or_404
@@ -224,3 +225,14 @@ class LabelStore(SqlSessions):
             query = query.where(LabelRow.annotator == annotator)
         with self._session() as s:
             return int(getattr(s.execute(query), "rowcount", 0) or 0)
+
+
+_stores: weakref.WeakKeyDictionary[Engine, LabelStore] = weakref.WeakKeyDictionary()
+
+
+def label_store(engine: Engine) -> LabelStore:
+    """The label store on ``engine``, made once (the API and the dashboard share it)."""
+    store = _stores.get(engine)
+    if store is None:
+        store = _stores[engine] = LabelStore(engine)
+    return store

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import weakref
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import BaseModel, Field
-from sqlalchemy import Engine
 
 from engine import agreement
 from engine.api.deps import PrincipalDep, ServicesDep, StoreDep
 from engine.api.problems import responses
-from engine.storage.label_sql import MAX_PAGE, Label, LabelName, LabelStore
+from engine.storage.label_sql import MAX_PAGE, Label, LabelName, LabelStore, label_store
 
 router = APIRouter(prefix="/v1", tags=["labels"])
 
@@ -22,15 +20,10 @@ TAG_DESCRIPTION = "Human labels on run rows, and a check's agreement with them."
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 MAX_LABELS_PER_REQUEST = 10_000
 
-_stores: weakref.WeakKeyDictionary[Engine, LabelStore] = weakref.WeakKeyDictionary()
-
 
 def get_label_store(services: ServicesDep) -> LabelStore:
-    """The label store on the service's database (one per engine)."""
-    store = _stores.get(services.db)
-    if store is None:
-        store = _stores[services.db] = LabelStore(services.db)
-    return store
+    """The label store on the service's database."""
+    return label_store(services.db)
 
 
 LabelStoreDep = Annotated[LabelStore, Depends(get_label_store)]

@@ -19,7 +19,7 @@ from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
 from engine.json_limits import FreeJSON, json_problem
 from engine.row_errors import shape_problem
-from engine.runs.export import INPUTS, record, to_csv
+from engine.runs.export import INPUTS, passed, record, to_csv
 from engine.storage import Run, RunStatus, RunStore
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -231,8 +231,10 @@ def _page(store: RunStore, run: Run, offset: int, limit: int, check_index: int |
 
 
 def _with_inputs(item: Any, row: dict[str, Any] | None) -> dict[str, Any]:
-    """A result of the NDJSON export: the ResultItem and its row's inputs (as the CSV)."""
+    """A result of the NDJSON export: the ResultItem and its row's inputs, ``passed`` as
+    every export has it (the check's own flag, else a bool score), as the CSV."""
     out: dict[str, Any] = item.model_dump(mode="json")
+    out["passed"] = passed(out)
     for key in INPUTS:
         out[key] = None if row is None else row.get(key)
     return out

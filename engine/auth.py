@@ -92,6 +92,11 @@ def authenticate_cached(store: CachedStore, authorization: str | None) -> Princi
 def _principal(key: ApiKey, tenant: Tenant) -> Principal:
     if key.revoked_at is not None:
         raise AuthError(f"API key {key.prefix}... was revoked: ask an operator for a new one")
+    if tenant.disabled_at is not None:
+        raise AuthError(
+            f"tenant {tenant.name} is disabled: its keys work again once an operator runs "
+            f"`scorebox tenant enable {tenant.name}`"
+        )
     logs.annotate(tenant=tenant.id)  # the request's log lines name the tenant from here on
     return Principal(tenant, key.id)
 

@@ -240,6 +240,12 @@ class Settings(BaseSettings):
         description="A failure repeating on every tick (a dispatch pass while the database "
         "is down) is logged once per this many seconds, with a count and no traceback.",
     )
+    retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="Finished runs older than this many days, with their rows and results, "
+        "are what `scorebox db prune` removes when given no --older-than (unset: keep all).",
+    )
     broker_visibility_seconds: float = Field(
         default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
     )

@@ -20,6 +20,9 @@ from engine.audit.records import (
     RUN_STARTED,
     SCENARIO_SET_CREATED,
     TENANT_CREATED,
+    TENANT_DELETED,
+    TENANT_DISABLED,
+    TENANT_ENABLED,
     Actor,
     AuditEvent,
     Via,
@@ -156,6 +159,19 @@ def quotas_changed(log: AuditLog, via: Via, tenant: Tenant, changed: Mapping[str
             tenant.name,
             {"changed": dict(changed), "quotas": dict(tenant.quotas)},
         )
+    )
+
+
+def tenant_disabled(log: AuditLog, via: Via, tenant: Tenant, disabled: bool) -> None:
+    """The operator disabled (its keys answer 401) or enabled a tenant again."""
+    action = TENANT_DISABLED if disabled else TENANT_ENABLED
+    log.record(AuditEvent(action, tenant.id, Actor.operator(via), tenant.name))
+
+
+def tenant_deleted(log: AuditLog, via: Via, tenant: Tenant, removed: Mapping[str, int]) -> None:
+    """The operator deleted a tenant and everything it held (``removed`` counts it)."""
+    log.record(
+        AuditEvent(TENANT_DELETED, tenant.id, Actor.operator(via), tenant.name, dict(removed))
     )
 
 

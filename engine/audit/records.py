@@ -20,6 +20,9 @@ TENANT_CREATED = "tenant.created"
 KEY_CREATED = "key.created"
 KEY_REVOKED = "key.revoked"
 QUOTAS_CHANGED = "quotas.changed"
+TENANT_DISABLED = "tenant.disabled"
+TENANT_ENABLED = "tenant.enabled"
+TENANT_DELETED = "tenant.deleted"
 SCENARIO_SET_CREATED = "scenario_set.created"
 MODEL_REGISTERED = "model.registered"
 #: The hook for environments: whoever builds one records it with this action.
@@ -35,6 +38,9 @@ ACTIONS = frozenset(
         KEY_CREATED,
         KEY_REVOKED,
         QUOTAS_CHANGED,
+        TENANT_DISABLED,
+        TENANT_ENABLED,
+        TENANT_DELETED,
         SCENARIO_SET_CREATED,
         MODEL_REGISTERED,
         ENVIRONMENT_BUILT,

@@ -36,3 +36,43 @@ def current_command() -> None:
     settings = Settings()
     engine = create_db_engine(settings.effective_database_url)
     click.echo(f"database: {current_revision(engine) or 'empty'}; scorebox: {head_revision()}")
+
+
+@db.command("prune")
+@click.option(
+    "--older-than",
+    "older_than",
+    default=None,
+    metavar="AGE",
+    help="Finished runs that ended longer ago than this: 90d, 36h, 2w "
+    "(default: SCOREBOX_RETENTION_DAYS).",
+)
+@click.option("--tenant", default=None, help="Only this tenant's runs (name or id).")
+@click.option("--dry-run", is_flag=True, help="Count what would go; delete nothing.")
+def prune_command(older_than: str | None, tenant: str | None, dry_run: bool) -> None:
+    """Delete finished runs past their retention, with their rows and results.
+
+    Runs still queued or running are never deleted. Run it from cron or a systemd timer
+    on one node (docs/operating/backup.md).
+    """
+    from datetime import timedelta  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    from engine.storage.database import create_db_engine  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.storage.records import utcnow  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.storage.retention import parse_age, prune_runs  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    settings = Settings()
+    try:
+        if older_than is not None:
+            age = parse_age(older_than)
+        elif settings.retention_days is not None:
+            age = timedelta(days=settings.retention_days)
+        else:
+            raise click.UsageError(
+                "how old? pass --older-than (e.g. 90d) or set SCOREBOX_RETENTION_DAYS"
+            )
+        engine = create_db_engine(settings.effective_database_url)
+        report = prune_runs(engine, utcnow() - age, tenant=tenant, dry_run=dry_run)
+    except ScoreboxError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(report.describe())

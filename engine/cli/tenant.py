@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 import click
@@ -26,16 +27,24 @@ def _store() -> SqlStore:
     return open_store(Settings().effective_database_url)
 
 
-def _quotas(pairs: tuple[str, ...]) -> dict[str, int]:
+def _quotas(pairs: tuple[str, ...], clearing: bool = False) -> dict[str, int | None]:
+    """``NAME=VALUE`` pairs as overrides; with ``clearing``, ``NAME=default`` clears one."""
     from engine.runs.quotas import parse_overrides  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     values: dict[str, str] = {}
+    cleared: list[str] = []
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep:
             raise click.BadParameter(f"{pair!r}: use NAME=VALUE, e.g. rows_per_run=10000")
-        values[name.strip()] = value.strip()
-    return parse_overrides(values)
+        if clearing and value.strip().lower() == "default":
+            cleared.append(name.strip())
+        else:
+            values[name.strip()] = value.strip()
+    out: dict[str, int | None] = dict(parse_overrides(values))
+    parse_overrides({name: 1 for name in cleared})  # an unknown name is refused the same way
+    out.update(dict.fromkeys(cleared))
+    return out
 
 
 @click.group()
@@ -52,7 +61,7 @@ def create_command(name: str, quotas: tuple[str, ...]) -> None:
 
     try:
         store = _store()
-        new = create_tenant(store, name, _quotas(quotas))
+        new = create_tenant(store, name, {k: v for k, v in _quotas(quotas).items() if v})
         from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
         hooks.tenant_created(_audit(store), "cli", new)
@@ -114,11 +123,12 @@ def revoke_key_command(key: str) -> None:
 @click.argument("quotas", nargs=-1, required=True, metavar="NAME=VALUE...")
 def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
     """Override quotas of TENANT: concurrent_jobs, rows_per_run, source_bytes, queued_runs,
-    evaluations_per_run (rows x checks)."""
+    evaluations_per_run (rows x checks), ...; NAME=default clears an override, so the
+    setting's default applies again (`scorebox tenant show` lists them all)."""
     try:
         store = _store()
         found = store.get_tenant(tenant_ref)
-        changed = _quotas(quotas)
+        changed = _quotas(quotas, clearing=True)
         updated = store.set_tenant_quotas(found.id, changed)
         from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
@@ -126,4 +136,103 @@ def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
     values = ", ".join(f"{k}={v}" for k, v in sorted(updated.quotas.items()))
-    click.echo(f"{updated.name}: {values}")
+    click.echo(f"{updated.name}: {values or 'default quotas'}")
+
+
+@tenant.command("show")
+@click.argument("tenant_ref", metavar="TENANT")
+def show_command(tenant_ref: str) -> None:
+    """TENANT's state, keys and effective quotas: each quota's value, marked `override`
+    where the tenant's own value replaces the setting's default."""
+    from engine.runs.quotas import Quotas, effective_quotas  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    try:
+        store = _store()
+        found = store.get_tenant(tenant_ref)
+        keys = store.list_keys(found.id)
+    except ScoreboxError as exc:
+        raise click.ClickException(str(exc)) from exc
+    settings = Settings()
+    effective = effective_quotas(settings, found.quotas)
+    defaults = effective_quotas(settings, {})
+    state = (
+        "active"
+        if found.disabled_at is None
+        else f"disabled since {found.disabled_at:%Y-%m-%d %H:%M} UTC"
+    )
+    click.echo(f"tenant:   {found.name} ({found.id})")
+    click.echo(f"state:    {state}")
+    click.echo(f"created:  {found.created_at:%Y-%m-%d %H:%M} UTC")
+    click.echo("keys:")
+    for k in keys:
+        key_state = "revoked" if k.revoked_at else "active"
+        click.echo(f"  {k.id}  {k.prefix}...  {key_state}  {k.name or ''}".rstrip())
+    click.echo("quotas:")
+    width = max(len(name) for name in Quotas.names())
+    for name in Quotas.names():
+        value = getattr(effective, name)
+        if name in found.quotas:
+            where = f"override (default {getattr(defaults, name)})"
+        else:
+            setting = f"quota_{name}"
+            where = (
+                f"default (SCOREBOX_{setting.upper()})"
+                if setting in Settings.model_fields
+                else "default"
+            )
+        click.echo(f"  {name:<{width}}  {value:>10}  {where}")
+
+
+@tenant.command("disable")
+@click.argument("tenant_ref", metavar="TENANT")
+def disable_command(tenant_ref: str) -> None:
+    """Disable TENANT: its keys answer 401 saying so; its data stays (`enable` undoes it).
+
+    Nodes that cached a key see it within SCOREBOX_KEY_CACHE_SECONDS.
+    """
+    _set_disabled(tenant_ref, True)
+
+
+@tenant.command("enable")
+@click.argument("tenant_ref", metavar="TENANT")
+def enable_command(tenant_ref: str) -> None:
+    """Enable a disabled TENANT again: its keys that are not revoked work again."""
+    _set_disabled(tenant_ref, False)
+
+
+def _set_disabled(tenant_ref: str, disabled: bool) -> None:
+    from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    try:
+        store = _store()
+        found = store.get_tenant(tenant_ref)
+        updated = store.set_tenant_disabled(found.id, disabled)
+        if (found.disabled_at is None) == disabled:  # a change: recorded; a repeat is not
+            hooks.tenant_disabled(_audit(store), "cli", updated, disabled)
+    except ScoreboxError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"{updated.name}: {'disabled' if disabled else 'enabled'}")
+
+
+@tenant.command("delete")
+@click.argument("tenant_ref", metavar="TENANT")
+@click.option("--yes", is_flag=True, help="Do not ask: delete at once.")
+def delete_command(tenant_ref: str, yes: bool) -> None:
+    """Delete TENANT and all it holds: keys, checks, runs with their rows and results,
+    labels. There is no undo but a backup (docs/operating/backup.md); the audit log keeps
+    the tenant's events and records the deletion."""
+    from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+
+    try:
+        store = _store()
+        found = store.get_tenant(tenant_ref)
+        held = store.tenant_data(found.id)
+        if not yes:
+            click.confirm(
+                f"delete tenant {found.name} ({found.id}) with {held.describe()}?", abort=True
+            )
+        removed = store.delete_tenant(found.id)
+        hooks.tenant_deleted(_audit(store), "cli", found, asdict(removed))
+    except ScoreboxError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"deleted tenant {found.name} ({found.id}): {removed.describe()}")

@@ -46,6 +46,8 @@ class Tenant:
     name: str
     quotas: dict[str, Any]
     created_at: datetime
+    #: set while an operator has the tenant disabled (its keys answer 401)
+    disabled_at: datetime | None = None
 
 
 @dataclass(frozen=True)

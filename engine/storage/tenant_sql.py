@@ -3,19 +3,52 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Select, delete, func, select
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from engine.errors import ConflictError, NotFoundError
 from engine.storage.database import SqlSessions
 from engine.storage.records import ApiKey, Tenant, aware, new_id, utcnow
-from engine.storage.tables import ApiKeyRow, TenantRow
+from engine.storage.tables import (
+    ApiKeyRow,
+    CheckVersionRow,
+    ResultRow,
+    RunInputRow,
+    RunRow,
+    TenantRow,
+)
 
 
 def _tenant(row: TenantRow) -> Tenant:
-    return Tenant(row.id, row.name, dict(row.quotas or {}), aware(row.created_at) or utcnow())
+    return Tenant(
+        row.id,
+        row.name,
+        dict(row.quotas or {}),
+        aware(row.created_at) or utcnow(),
+        aware(row.disabled_at),
+    )
+
+
+@dataclass(frozen=True)
+class TenantData:
+    """What a tenant holds: counted before a delete, and what the delete removed."""
+
+    keys: int
+    checks: int
+    runs: int
+    rows: int
+    results: int
+
+    def describe(self) -> str:
+        """``3 keys, 2 check versions, 5 runs (1,200 rows, 2,400 results)``."""
+        return (
+            f"{self.keys} keys, {self.checks} check versions, {self.runs} runs "
+            f"({self.rows:,} rows, {self.results:,} results)"
+        )
 
 
 def _key(row: ApiKeyRow) -> ApiKey:
@@ -27,6 +60,10 @@ def _key(row: ApiKeyRow) -> ApiKey:
         aware(row.created_at) or utcnow(),
         aware(row.revoked_at),
     )
+
+
+def _count(s: Session, query: Select[Any]) -> int:
+    return int(s.scalar(select(func.count()).select_from(query.subquery())) or 0)
 
 
 class SqlTenants(SqlSessions):
@@ -64,6 +101,43 @@ class SqlTenants(SqlSessions):
             row.quotas = {**(row.quotas or {}), **quotas}
             row.quotas = {k: v for k, v in row.quotas.items() if v is not None}
             return _tenant(row)
+
+    def set_tenant_disabled(self, tenant_id: str, disabled: bool) -> Tenant:
+        """Disable (its keys then answer 401) or enable a tenant; idempotent."""
+        with self._session() as s:
+            row = s.get(TenantRow, tenant_id)
+            if row is None:
+                raise NotFoundError(f"no tenant {tenant_id!r}: see `scorebox tenant list`")
+            if disabled and row.disabled_at is None:
+                row.disabled_at = utcnow()
+            elif not disabled:
+                row.disabled_at = None
+            return _tenant(row)
+
+    def tenant_data(self, tenant_id: str) -> TenantData:
+        """Count what the tenant holds."""
+        with self._session() as s:
+            runs = select(RunRow.id).where(RunRow.tenant_id == tenant_id)
+            return TenantData(
+                keys=_count(s, select(ApiKeyRow.id).where(ApiKeyRow.tenant_id == tenant_id)),
+                checks=_count(
+                    s, select(CheckVersionRow.id).where(CheckVersionRow.tenant_id == tenant_id)
+                ),
+                runs=_count(s, runs),
+                rows=_count(s, select(RunInputRow.run_id).where(RunInputRow.run_id.in_(runs))),
+                results=_count(s, select(ResultRow.run_id).where(ResultRow.run_id.in_(runs))),
+            )
+
+    def delete_tenant(self, tenant_id: str) -> TenantData:
+        """Remove the tenant and everything it holds: keys, checks, runs with their rows and
+        results, labels, the Okareo edge's records (each table's foreign key cascades).
+        The audit log keeps its events: it is the operator's record, deletion included."""
+        held = self.tenant_data(tenant_id)
+        with self._session() as s:
+            gone = s.execute(delete(TenantRow).where(TenantRow.id == tenant_id))
+            if not gone.rowcount:  # type: ignore[attr-defined]
+                raise NotFoundError(f"no tenant {tenant_id!r}: see `scorebox tenant list`")
+        return held
 
     def add_key(self, tenant_id: str, prefix: str, key_hash: str, name: str | None) -> ApiKey:
         row = ApiKeyRow(

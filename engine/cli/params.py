@@ -54,6 +54,8 @@ def result_names(refs: Sequence[str | Mapping[str, Any]]) -> list[str]:
         names.append(bare.rsplit("/", 1)[-1].removesuffix(".py") if bare.endswith(".py") else bare)
         if not isinstance(ref, str) and ref.get("version") is not None:
             names.append(f"{names[-1]}@{ref['version']}")
+        elif "@" in names[-1]:  # a pinned server check, NAME@VERSION: its results say NAME
+            names.append(names[-1].partition("@")[0])
     return names
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -100,3 +101,16 @@ def test_validate_shows_declared_packages_and_the_environment(
     report = json.loads(cli("check", "validate", "--json", "readability.py").output)
     assert report["packages"]["requirements"] == ["textstat==0.7.3"]
     assert report["packages"]["built"] is None
+
+
+def test_threshold_names_are_what_results_carry() -> None:
+    from engine.cli.params import check_threshold_names, result_names
+
+    refs: list[str | dict[str, Any]] = [
+        "checks/no_sorry.py",
+        "builtin:is_json",
+        "brevity@2",
+        {"name": "tone", "version": 3},
+    ]
+    assert result_names(refs) == ["no_sorry", "is_json", "brevity@2", "brevity", "tone", "tone@3"]
+    check_threshold_names({"no_sorry": 1, "brevity": 1, "brevity@2": 1, "tone@3": 1}, refs)

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,8 @@ from click.testing import CliRunner
 from engine import auth
 from engine.cli import run_manage
 from engine.cli.remote import Remote
-from engine.models import RowResult, Status
+from engine.contract import Status
+from engine.models import RowResult
 from engine.runs.export import FIELDS
 from engine.storage import RunStatus, new_id
 from tests.api.conftest import TRIVIAL_CHECK, Api
@@ -96,7 +98,7 @@ def _stored_run(api: Api) -> tuple[str, dict[str, str]]:
     """A finished run whose results carry a pass flag, metadata and a serving model."""
     new = auth.create_tenant(api.store, f"export-{new_id('t')}")
     run = queued_run(new.tenant.id, 3, 1)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": "q1", "model_output": "Paris", "scenario_input": "capital?"},
         {"id": "q2", "model_output": "", "scenario_result": {"expected": "Rome"}},
         {"id": "q3", "model_output": "=1+1"},
@@ -155,7 +157,7 @@ def test_every_export_has_the_same_columns_inputs_pass_flags_metadata_and_model(
 
     def remote(server: str | None, api_key: str | None) -> Remote:
         made = Remote("http://testserver", "key")
-        made.client = api.client
+        made.client = cast(Any, api.client)  # a TestClient is an httpx.Client
         return made
 
     monkeypatch.setattr(run_manage, "Remote", remote)

@@ -4,9 +4,10 @@ rows whose results it had not written are scored, and metered, again."""
 
 from __future__ import annotations
 
+from engine.contract import Status
 from engine.llm.client import Completion, Usage
 from engine.llm.usage import UsageMeter
-from engine.models import RowResult, Status
+from engine.models import RowResult
 from engine.runs.metrics import Metrics
 from engine.runs.work import FLUSH_ROWS, ResultWriter
 from engine.storage import new_id, open_store

@@ -195,7 +195,9 @@ def chart(
 def bin_edges(bins: Sequence[tuple[float, int]], high: float | None) -> list[tuple[float, float]]:
     """Each bin's (lower, upper) edge: the next bin's lower edge; the last one's is ``high``."""
     lows = [low for low, _ in bins]
-    uppers = [*lows[1:], high if high is not None else (lows[-1] if lows else 0.0)]
+    if not lows:
+        return []  # no ok score: a check whose every row erred has no bins
+    uppers = [*lows[1:], high if high is not None else lows[-1]]
     return list(zip(lows, uppers, strict=True))
 
 

@@ -62,6 +62,13 @@ def test_histogram_of_one_value() -> None:
     assert _texts(svg, "tick-x") == ["4"]
 
 
+def test_histogram_of_a_check_with_no_ok_score() -> None:
+    """Every row erred: no bins, no max; the run page still draws (it once answered 500)."""
+    assert charts.bin_edges([], None) == []
+    svg = charts.histogram_svg("all-errors", [], None)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+
+
 def test_pass_fail_bars_carry_counts_and_percentages() -> None:
     svg = charts.pass_fail_svg("long_enough", 45, 15)
     assert _texts(svg, "bar-label") == ["45 (75.0%)", "15 (25.0%)"]

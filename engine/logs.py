@@ -24,7 +24,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
@@ -161,11 +161,16 @@ class Repeated:
     """
 
     def __init__(
-        self, log: logging.Logger, what: str, interval_seconds: float | None = None
+        self,
+        log: logging.Logger,
+        what: str,
+        interval_seconds: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.log = log
         self.what = what
         self._interval = interval_seconds
+        self._clock = clock
         self._lock = threading.Lock()
         self._last = 0.0
         self._since_last = 0
@@ -179,7 +184,7 @@ class Repeated:
     def failed(self, exc: BaseException) -> None:
         """Count a failure; log it when the interval has passed since the last warning."""
         self.log.debug("%s failed", self.what, exc_info=exc)
-        now = time.monotonic()
+        now = self._clock()
         with self._lock:
             self._failures += 1
             self._since_last += 1

@@ -58,12 +58,21 @@ def _run(argv: Sequence[str | Path], cwd: Path, env: dict[str, str] | None = Non
 def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(the wheel, the venv it is installed in with the runtime lock's dependencies)."""
     where = tmp_path_factory.mktemp("recipe")
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", ROOT]
+    pip_wheel: list[str | Path] = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--quiet",
+        ROOT,
+    ]
     _run([*pip_wheel, "-w", where / "dist"], where)
     (wheel,) = (where / "dist").glob("scorebox-*.whl")
     venv = where / "venv"
     _run([sys.executable, "-m", "venv", venv], where)
-    pip = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check", "--quiet"]
+    pip: list[str | Path] = [venv / "bin" / "python", "-m", "pip", "--disable-pip-version-check"]
+    pip.append("--quiet")
     _run([*pip, "install", "--require-hashes", "-r", ROOT / "requirements" / "runtime.lock"], where)
     _run([*pip, "install", "--no-deps", wheel], where)
     return wheel, venv

@@ -75,11 +75,10 @@ class _Clock:
 
 
 def test_a_repeated_failure_is_one_warning_per_interval(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = _Clock()
-    monkeypatch.setattr(logs.time, "monotonic", clock)
-    repeated = logs.Repeated(logging.getLogger("scorebox.t"), "dispatch pass", 60)
+    repeated = logs.Repeated(logging.getLogger("scorebox.t"), "dispatch pass", 60, clock)
     caplog.set_level(logging.WARNING, "scorebox.t")
     for _ in range(240):  # two minutes of failures every 0.5 s
         repeated.failed(ConnectionError("server closed the connection\nmore detail"))

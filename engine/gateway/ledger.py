@@ -9,6 +9,10 @@ upstream counted (nothing for a cached reply). A call finding nothing left is re
 The prompt's estimate is one token per :data:`BYTES_PER_TOKEN` bytes of its text plus a
 few per message: above what tokenizers count for text in most languages, so the
 reservation covers the prompt; an estimate that falls short is corrected at settlement.
+
+:class:`TokenLedger` keeps a process's runs in memory; in distributed mode the workers
+share one ledger in Redis (:mod:`engine.gateway.shared_ledger`), so a run's quota is one
+quota however many workers score it. Both decide with :func:`decide`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 #: Runs whose spend is remembered in this process (oldest forgotten first).
 MAX_LEDGER_RUNS = 4096
@@ -54,6 +59,49 @@ class Refusal:
     """Why a call got no reservation (the run's quota has no room for it)."""
 
     message: str
+    #: The HTTP status the check's client gets (503: the ledger could not be asked).
+    status: int = 403
+
+
+class Ledger(Protocol):
+    """Where a process's gateway keeps per-run spend and reservations."""
+
+    def spent(self, run: str) -> int: ...
+
+    def held(self, run: str) -> int: ...
+
+    def reserve(
+        self, run: str, quota: int, prompt_tokens: int, max_tokens: int | None
+    ) -> Reservation | Refusal: ...
+
+    def settle(self, reservation: Reservation, used: int) -> None: ...
+
+
+def decide(
+    run: str, quota: int, spent: int, held: int, prompt_tokens: int, max_tokens: int | None
+) -> Reservation | Refusal:
+    """The reservation for a call of ``run`` given what it has ``spent`` and ``held``:
+    ``prompt_tokens`` plus ``max_tokens`` clamped to what is left (:data:`DEFAULT_MAX_TOKENS`
+    when None), or a refusal when the quota has no room for the prompt and one more token."""
+    used = spent + held
+    left = quota - used
+    if left <= 0:
+        return Refusal(
+            f"this run has spent its quota llm_tokens_per_run of {quota} model tokens "
+            f"({spent} used, {held} held by calls in flight): an operator "
+            "raises it with `scorebox tenant set-quota TENANT llm_tokens_per_run=N`"
+        )
+    room = left - prompt_tokens
+    if room < 1:
+        return Refusal(
+            f"this request's prompt (about {prompt_tokens} tokens) is over what is left "
+            f"of this run's quota llm_tokens_per_run of {quota} model tokens ({left} "
+            "left): send a shorter prompt, or an operator raises the quota with "
+            "`scorebox tenant set-quota TENANT llm_tokens_per_run=N`"
+        )
+    wanted = DEFAULT_MAX_TOKENS if max_tokens is None else max(1, max_tokens)
+    bound = min(wanted, room)
+    return Reservation(run, prompt_tokens + bound, bound)
 
 
 class TokenLedger:
@@ -82,28 +130,12 @@ class TokenLedger:
         is left), or refuse when the quota has no room for the prompt and one more token."""
         with self._lock:
             spent = self._spent.get(run, 0)
-            used = spent + self._held.get(run, 0)
-            left = quota - used
-            if left <= 0:
-                return Refusal(
-                    f"this run has spent its quota llm_tokens_per_run of {quota} model tokens "
-                    f"({spent} used, {used - spent} held by calls in flight): an operator "
-                    "raises it with `scorebox tenant set-quota TENANT llm_tokens_per_run=N`"
-                )
-            room = left - prompt_tokens
-            if room < 1:
-                return Refusal(
-                    f"this request's prompt (about {prompt_tokens} tokens) is over what is left "
-                    f"of this run's quota llm_tokens_per_run of {quota} model tokens ({left} "
-                    "left): send a shorter prompt, or an operator raises the quota with "
-                    "`scorebox tenant set-quota TENANT llm_tokens_per_run=N`"
-                )
-            wanted = DEFAULT_MAX_TOKENS if max_tokens is None else max(1, max_tokens)
-            bound = min(wanted, room)
-            tokens = prompt_tokens + bound
-            self._held[run] = self._held.get(run, 0) + tokens
-            self._touch(run)
-            return Reservation(run, tokens, bound)
+            held = self._held.get(run, 0)
+            decision = decide(run, quota, spent, held, prompt_tokens, max_tokens)
+            if isinstance(decision, Reservation):
+                self._held[run] = held + decision.tokens
+                self._touch(run)
+            return decision
 
     def settle(self, reservation: Reservation, used: int) -> None:
         """Replace ``reservation`` by the ``used`` tokens the upstream counted."""

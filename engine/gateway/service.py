@@ -30,7 +30,13 @@ from dataclasses import dataclass
 
 from engine.errors import LLMError
 from engine.gateway.dispatch import Call, FairDispatcher
-from engine.gateway.ledger import Refusal, Reservation, TokenLedger, estimate_prompt_tokens
+from engine.gateway.ledger import (
+    Ledger,
+    Refusal,
+    Reservation,
+    TokenLedger,
+    estimate_prompt_tokens,
+)
 from engine.gateway.translate import (
     ChatRequest,
     GatewayRequestError,
@@ -98,11 +104,13 @@ class ModelGateway:
         llm: LLMClient,
         settings: Settings,
         quota_of: Callable[[str], int] | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.llm = llm
         self.settings = settings
         self.quota_of = quota_of or (lambda _tenant: settings.quota_llm_tokens_per_run)
-        self.ledger = TokenLedger()
+        #: Per-run spend: this process's (default), or one shared by the workers.
+        self.ledger: Ledger = ledger if ledger is not None else TokenLedger()
         self._lock = threading.Lock()
         # Threads run calls that hold a tenant's slot, never calls waiting for one: enough
         # for every container of the process at its bound, twice over for calls a finished
@@ -178,7 +186,7 @@ class GatewaySession:
             self.run, self.quota, estimate_prompt_tokens(request.messages), request.max_tokens
         )
         if isinstance(held, Refusal):
-            return _error(request, 403, held.message)
+            return _error(request, held.status, held.message)
         model = resolve_model(
             request.model, self.gateway.settings.llm_model_map, self.gateway.settings.llm_model
         )

@@ -81,8 +81,13 @@ def build_gateway(
     tenant's ``llm_tokens_per_run`` quota is read from ``store`` when there is one."""
     if llm is None:
         return None
+    ledger = None
+    if settings.broker_url:  # distributed mode: one quota per run across the workers
+        from engine.gateway.shared_ledger import RedisTokenLedger  # noqa: PLC0415 (lazy: redis)
+
+        ledger = RedisTokenLedger.from_url(settings.broker_url)
     if store is None:
-        return ModelGateway(llm, settings)
+        return ModelGateway(llm, settings, ledger=ledger)
 
     def quota_of(tenant_id: str) -> int:
         try:
@@ -91,7 +96,7 @@ def build_gateway(
             overrides = None
         return effective_quotas(settings, overrides).llm_tokens_per_run
 
-    return ModelGateway(llm, settings, quota_of)
+    return ModelGateway(llm, settings, quota_of, ledger)
 
 
 @dataclass

@@ -6,11 +6,15 @@ and for infrastructure::
 
     ScoreboxError                  root: catch this to catch everything below
     ├── ConfigurationError         settings are missing or inconsistent
-    │   └── RuntimeUnavailableError SCOREBOX_RUNTIME names a runtime the Docker engine lacks
+    │   ├── RuntimeUnavailableError SCOREBOX_RUNTIME names a runtime the Docker engine lacks
+    │   └── SettingValueError      a SCOREBOX_* variable has a value of the wrong form
+    │                              (engine.setting_values: names the variable and an example)
     ├── NotFoundError              a check, run, tenant or key does not exist (or is not yours)
     ├── ConflictError              the request conflicts with stored state
     ├── InvalidRequestError        the request is malformed (bad rows, bad reference, bad limits)
-    │   └── CheckValidationError   a check failed validation; carries the report
+    │   ├── CheckValidationError   a check failed validation; carries the report
+    │   └── OutputPathError        an output file cannot be written; said before scoring
+    │                              (engine.suites.outputs)
     ├── QuotaExceededError         a tenant quota was passed; carries retry_after_seconds
     ├── AuthError                  no, or an unknown, API key
     ├── ForbiddenError             a valid key that may not do this (admin endpoints)

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.bench_body_limit            # 20 x 300 MB, writes results/body_limit.*
     .venv/bin/python -m bench.bench_body_limit --size-mb 30 --clients 4   # a quick look
+    .venv/bin/python -m bench.bench_body_limit --junk-key     # 20 x 31.9 MB, a junk key
 
 Each line starts a fresh ``scorebox serve`` (SQLite in a temp dir, no containers) and
 sends ``--clients`` concurrent ``POST /v1/score`` bodies of ``--size-mb`` MB with no API
@@ -18,6 +19,13 @@ the server's RSS every 20 ms and reports its baseline and peak.
   a byte of the body is read) and with an unknown key (the limit applies before the key
   is looked up): a declared ``Content-Length`` over the limit is a 413 unread; a chunked
   body is counted while it streams and cut off at the limit.
+
+``--junk-key`` measures the bodies just under the limit (20 x 31.9 MB by default) that
+carry ``Authorization: Bearer`` with a key that does not exist, into
+``results/body_junk_key.*``. **before** (``--before-ref``, here default ``HEAD``): the
+key is looked up by the route, after FastAPI has read and parsed the body. **after**
+(the working tree): the key is resolved from the headers before a byte of the body is
+read, so every answer is a 401 and the RSS stays flat.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ class Line:
     how: str
     key: str
     clients: int
-    size_mb: int
+    size_mb: float
     baseline_mb: float = 0.0
     peak_mb: float = 0.0
     statuses: dict[str, int] = field(default_factory=dict)
@@ -148,7 +156,7 @@ def measure(
     key: bool,
     env: dict[str, str],
     clients: int,
-    size_mb: int,
+    size_mb: float,
     cap_gb: float | None,
     code: Path | None = None,
 ) -> Line:
@@ -178,7 +186,7 @@ def measure(
             lock = threading.Lock()
 
             def one() -> None:
-                status = _attack(port, size_mb * BLOCK, how == "chunked", key, timeout=600)
+                status = _attack(port, int(size_mb * BLOCK), how == "chunked", key, timeout=600)
                 with lock:
                     statuses.append(status)
 
@@ -217,13 +225,20 @@ def _git(repo: Path, *args: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=20)
-    parser.add_argument("--size-mb", type=int, default=300)
+    parser.add_argument("--size-mb", type=float, default=None, help="default 300 (31.9)")
+    parser.add_argument(
+        "--junk-key", action="store_true", help="bodies under the limit with an unknown key"
+    )
     parser.add_argument("--before-cap-gb", type=float, default=6.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--before-ref", default=None, help="default: git merge-base HEAD main")
     args = parser.parse_args(argv)
     repo = Path(__file__).resolve().parent.parent
-    ref = args.before_ref or _git(repo, "merge-base", "HEAD", "main").strip()
+    default_ref = "HEAD" if args.junk_key else "merge-base"
+    ref = args.before_ref or default_ref
+    if ref == "merge-base":
+        ref = _git(repo, "merge-base", "HEAD", "main").strip()
+    ref = _git(repo, "rev-parse", ref).strip()
     before_code = Path(tempfile.mkdtemp(prefix="scorebox-before-"))
     archive = subprocess.run(
         ["git", "-C", str(repo), "archive", ref, "engine", "generator"],
@@ -235,14 +250,24 @@ def main(argv: list[str] | None = None) -> int:
         input=archive.stdout,
         check=True,
     )
-    n, size, cap = args.clients, args.size_mb, args.before_cap_gb
-    lines = [
-        measure(f"before ({ref[:7]})", "content-length", False, {}, n, size, cap, before_code),
-        measure("after (32 MB limit)", "content-length", False, {}, n, size, None),
-        measure("after (32 MB limit)", "chunked", False, {}, n, size, None),
-        measure("after (32 MB limit)", "content-length", True, {}, n, size, None),
-        measure("after (32 MB limit)", "chunked", True, {}, n, size, None),
-    ]
+    n, cap = args.clients, args.before_cap_gb
+    size = args.size_mb or (31.9 if args.junk_key else 300)
+    name = "body_junk_key" if args.junk_key else "body_limit"
+    lines = (
+        [
+            measure(f"before ({ref[:7]})", "content-length", True, {}, n, size, cap, before_code),
+            measure("after (key before body)", "content-length", True, {}, n, size, None),
+            measure("after (key before body)", "chunked", True, {}, n, size, None),
+        ]
+        if args.junk_key
+        else [
+            measure(f"before ({ref[:7]})", "content-length", False, {}, n, size, cap, before_code),
+            measure("after (32 MB limit)", "content-length", False, {}, n, size, None),
+            measure("after (32 MB limit)", "chunked", False, {}, n, size, None),
+            measure("after (32 MB limit)", "content-length", True, {}, n, size, None),
+            measure("after (32 MB limit)", "chunked", True, {}, n, size, None),
+        ]
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [
         "| server | body framing | API key | clients x size | RSS before | peak RSS | answers "
@@ -252,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     for x in lines:
         answers = ", ".join(f"{k}: {v}" for k, v in x.statuses.items())
         rows.append(
-            f"| {x.name} | {x.how} | {x.key} | {x.clients} x {x.size_mb} MB "
+            f"| {x.name} | {x.how} | {x.key} | {x.clients} x {x.size_mb:g} MB "
             f"| {x.baseline_mb:.0f} MB | {x.peak_mb:.0f} MB | {answers} | {x.seconds} |"
         )
     head = _git(repo, "rev-parse", "--short", "HEAD").strip()
@@ -264,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         "\n".join(rows)
         + f"\n\nMeasured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}{cap}.\n"
     )
-    (args.out / "body_limit.md").write_text(text)
-    (args.out / "body_limit.json").write_text(json.dumps([asdict(x) for x in lines], indent=2))
+    (args.out / f"{name}.md").write_text(text)
+    (args.out / f"{name}.json").write_text(json.dumps([asdict(x) for x in lines], indent=2))
     sys.stdout.write(text)
     shutil.rmtree(before_code, ignore_errors=True)
     return 0

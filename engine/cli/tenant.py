@@ -78,7 +78,8 @@ def list_command() -> None:
     store = _store()
     for t in store.list_tenants():
         quotas = ", ".join(f"{k}={v}" for k, v in sorted(t.quotas.items())) or "default quotas"
-        click.echo(f"{t.id}  {t.name}  ({quotas})")
+        state = "  disabled" if t.disabled_at else ""
+        click.echo(f"{t.id}  {t.name}  ({quotas}){state}")
         for k in store.list_keys(t.id):
             state = "revoked" if k.revoked_at else "active"
             click.echo(f"    {k.id}  {k.prefix}...  {state}  {k.name or ''}")

@@ -65,6 +65,8 @@ def test_a_disabled_tenants_keys_answer_401_until_enabled(
     )
     assert api.client.get("/v1/checks", headers=other).status_code == 200
     assert "state:    disabled since" in _run(cli, "tenant", "show", "leaving").output
+    listed = _run(cli, "tenant", "list").output.splitlines()
+    assert [line.endswith("  disabled") for line in listed if "  leaving  " in line] == [True]
 
     assert _run(cli, "tenant", "enable", "leaving").output.strip() == "leaving: enabled"
     assert api.client.get("/v1/checks", headers=headers).status_code == 200

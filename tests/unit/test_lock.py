@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements" / "dev.lock"
 RUNTIME_LOCK = ROOT / "requirements" / "runtime.lock"
 #: The extras each lock is made from (scripts/dev.sh run_lock).
-LOCK_EXTRAS = {LOCK: "dev", RUNTIME_LOCK: "distributed"}
+LOCK_EXTRAS = {LOCK: ("dev",), RUNTIME_LOCK: ("distributed", "calibration")}
 PYPROJECT = ROOT / "pyproject.toml"
 
 
@@ -65,10 +65,12 @@ def parse_lock(text: str) -> dict[str, Pin]:
     return pins
 
 
-def declared_requirements(extra: str = "dev") -> list[Requirement]:
-    """What pyproject.toml asks for: the dependencies and the extra a lock is made from."""
+def declared_requirements(extras: tuple[str, ...] = ("dev",)) -> list[Requirement]:
+    """What pyproject.toml asks for: the dependencies and the extras a lock is made from."""
     project = tomllib.loads(PYPROJECT.read_text())["project"]
-    lines = [*project["dependencies"], *project["optional-dependencies"][extra]]
+    lines = list(project["dependencies"])
+    for extra in extras:
+        lines += project["optional-dependencies"][extra]
     return [Requirement(line) for line in lines]
 
 
@@ -85,8 +87,8 @@ def runtime_pins() -> dict[str, Pin]:
 @pytest.mark.parametrize("lock", [LOCK, RUNTIME_LOCK], ids=["dev", "runtime"])
 def test_the_lock_records_the_command_that_made_it(lock: Path) -> None:
     header = lock.read_text().splitlines()[:2]
-    extra = LOCK_EXTRAS[lock]
-    assert f"uv pip compile pyproject.toml --extra {extra} --generate-hashes" in header[1]
+    extras = " ".join(f"--extra {extra}" for extra in LOCK_EXTRAS[lock])
+    assert f"uv pip compile pyproject.toml {extras} --generate-hashes" in header[1]
     assert f"-o requirements/{lock.name}" in header[1]
 
 

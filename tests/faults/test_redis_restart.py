@@ -106,6 +106,16 @@ def test_redis_killed_mid_run_every_run_done_within_20s_of_its_return(
             wait_done(c, run_id, 1)
         queued = cluster.sql("SELECT COUNT(*) FROM run_chunks WHERE state = 'queued'")[0][0]
         returned = _kill_and_start_again(own_redis, down_seconds=2.0)
+        while True:  # how soon a node notices the broker lost its queues
+            restarts = sum(
+                _sample(c.get("/metrics").text, "scorebox_broker_restarts_total")
+                for c in clients[:2]
+            )
+            if restarts:
+                noticed = time.monotonic() - returned
+                break
+            assert time.monotonic() - returned < RECOVERY_SECONDS, "the restart went unnoticed"
+            time.sleep(0.1)
         took = []
         for c, run_id in zip(clients, runs, strict=True):
             body = wait_run(c, run_id, timeout=180)
@@ -121,7 +131,7 @@ def test_redis_killed_mid_run_every_run_done_within_20s_of_its_return(
     logs = cluster.log("api1") + cluster.log("api2")
     warnings = [line for line in logs.splitlines() if "lost its queues" in line]
     print(
-        f"\nredis killed with {queued} chunks queued in it; runs done "
+        f"\nredis killed with {queued} chunks queued in it; noticed {noticed:.1f}s and runs done "
         + ", ".join(f"{t:.1f}s" for t in took)
         + " after its return"
     )

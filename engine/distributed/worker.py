@@ -233,7 +233,8 @@ class WorkerRuntime:
             )
             if outcome.usage:
                 self.store.add_run_usage(spec.run_id, outcome.usage)
-            log.debug(
+            # one line a chunk (hundreds of rows), not a line a call: operators follow runs by it
+            log.info(
                 "chunk %s:%d:%d epoch %d: %d rows scored, %d already had results",
                 *key.as_tuple(),
                 epoch,

@@ -27,10 +27,14 @@ from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from engine.llm.client import Completion, LLMClient, ResponseCache, Usage, WrappedClient
+from engine.logs import Repeated
 from engine.storage.database import session_factory
 from engine.storage.tables import LLMCacheRow
 
 log = logging.getLogger(__name__)
+#: the database away fails every cached call alike: one warning per interval each way
+_reads = Repeated(log, "LLM cache read (treated as a miss)")
+_writes = Repeated(log, "LLM cache write (reply not cached)")
 
 
 def _to_json(completion: Completion) -> dict[str, object]:
@@ -74,7 +78,7 @@ class SqlResponseCache:
             with self._sessions() as session:
                 data = session.scalar(select(LLMCacheRow.response).where(LLMCacheRow.key == key))
         except SQLAlchemyError as exc:
-            log.warning("LLM cache read failed (treated as a miss): %s", exc)
+            _reads.failed(exc)
             return None
         return _from_json(data) if isinstance(data, dict) else None
 
@@ -92,7 +96,7 @@ class SqlResponseCache:
         except IntegrityError:
             pass  # another worker stored the same reply first
         except SQLAlchemyError as exc:
-            log.warning("LLM cache write failed (reply not cached): %s", exc)
+            _writes.failed(exc)
 
 
 _SCOPE: contextvars.ContextVar[str | None] = contextvars.ContextVar(

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from engine.logs import Repeated
 from engine.models import Limits
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ class WarmPool:
         self._closed = False
         self._threads: list[threading.Thread] = []
         self._failures = 0
+        # Docker away: every refill fails alike; one warning per interval, not a traceback
+        self._start_failures = Repeated(log, "starting a warm pool container")
 
     def ensure_profile(self, limits: Limits) -> str:
         """Start keeping containers for ``limits``; returns the profile key."""
@@ -151,11 +154,12 @@ class WarmPool:
             try:
                 container = self._create(limits, {"scorebox.pool": key})
                 self._failures = 0
-            except Exception:
+                self._start_failures.ok()
+            except Exception as exc:
                 with self._cond:
                     self._inflight[key] -= 1
                 self._failures += 1
-                log.warning("warm pool could not start a container", exc_info=True)
+                self._start_failures.failed(exc)
                 time.sleep(min(30.0, 0.5 * 2**self._failures))
                 continue
             with self._cond:

@@ -25,7 +25,7 @@ from engine.errors import (
     ScoreboxError,
     StorageError,
 )
-from engine.row_errors import request_row, row_problem
+from engine.row_errors import expected, request_row, row_problem
 from engine.validation import ValidationReport
 
 log = logging.getLogger("scorebox.api")
@@ -121,6 +121,8 @@ async def _request_validation(request: Request, exc: Exception) -> JSONResponse:
             rows_told.add(loc[2])
             where = ".".join(str(p) for p in loc[3:])
             text = _row_message(exc.body, loc[2], f"{where}: {message}" if where else message)
+        elif loc == ("body", "rows") and e.get("type") == "list_type":  # the CLI's words too
+            text = f"rows: expected a JSON list of row objects; {expected()}"
         else:
             text = f"{'.'.join(str(p) for p in loc)}: {message}"
         errors.append(

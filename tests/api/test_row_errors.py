@@ -40,6 +40,14 @@ def test_a_bad_row_of_a_request_is_worded_as_the_cli_words_it(api: Api, path: st
     _pydantic_free(reply.text)
 
 
+def test_rows_that_are_not_a_list_are_told_so(api: Api) -> None:
+    h = api.tenant()
+    body = {"checks": ["is_json"], "rows": {"model_output": "x"}}
+    reply = api.client.post("/v1/score", headers=h, json=body)
+    assert reply.status_code == 422
+    assert reply.json()["detail"] == f"rows: expected a JSON list of row objects; {FIELDS}"
+
+
 def test_an_uploads_bad_row_is_worded_as_the_cli_words_it(api: Api) -> None:
     h = api.tenant()
     lines = "\n".join(json.dumps(r) for r in ROWS).encode()

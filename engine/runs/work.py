@@ -11,6 +11,7 @@ through :func:`score_batch` in both modes.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -21,14 +22,17 @@ from typing import Any
 from engine import logs
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
-from engine.errors import NotFoundError
+from engine.errors import NotFoundError, StorageError
 from engine.llm.cache import cache_scope
+from engine.llm.client import Completion
 from engine.llm.usage import UsageMeter, metering
 from engine.models import IndexedRow, Limits, ResultCallback, ResultColumns, Row, RowResult
 from engine.runs.executors import CodeExecutor, Executors
 from engine.runs.metrics import Metrics
 from engine.sandbox.blocks import ResultBlock
 from engine.storage import RunCheck, Store
+
+log = logging.getLogger("scorebox.runs")
 
 #: Results buffered before a write; a kill loses at most these (they are re-scored).
 FLUSH_ROWS = 100
@@ -37,6 +41,22 @@ FLUSH_SECONDS = 1.0
 #: Usage written by chunks' writers: one at a time per process (a run's totals are
 #: read, added to and written; PostgreSQL's row lock serialises processes).
 _USAGE_LOCK = threading.Lock()
+
+#: A model call's usage reaches the run's totals within this long (and with the results).
+USAGE_WRITE_SECONDS = 0.25
+
+
+class WrittenMeter(UsageMeter):
+    """A chunk's meter: each recorded call also tells its :class:`ResultWriter`, which
+    writes the usage so far to the run at most every :data:`USAGE_WRITE_SECONDS`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_record: Callable[[], None] = lambda: None
+
+    def record(self, completion: Completion) -> None:
+        super().record(completion)
+        self.on_record()
 
 
 class ChunkStopped(Exception):
@@ -123,7 +143,8 @@ class ResultWriter:
         meter: UsageMeter | None = None,
     ) -> None:
         """``meter``: the chunk's model usage, added to the run's with each write of results
-        (so a worker killed mid-chunk loses the usage of no result it stored)."""
+        and, for a :class:`WrittenMeter`, within :data:`USAGE_WRITE_SECONDS` of each call
+        (so a worker killed mid-chunk loses next to none of the calls it made)."""
         self.store = store
         self.run_id = run_id
         self.check_index = check_index
@@ -137,6 +158,10 @@ class ResultWriter:
         self._last = time.monotonic()
         self.meter = meter
         self._metered: dict[str, int] = {}  # the meter's counts already added to the run
+        self._usage_lock = threading.Lock()
+        self._usage_at = time.monotonic()
+        if isinstance(meter, WrittenMeter):
+            meter.on_record = self._call_recorded
 
     def add(self, index: int, result: RowResult) -> None:
         """Buffer the result of the run's row ``index``."""
@@ -180,18 +205,30 @@ class ResultWriter:
             self.metrics.rows.labels(status).inc(count)
         self._write_usage()
 
+    def _call_recorded(self) -> None:
+        """A model call answered: its usage is the run's soon, whether or not its row's
+        result is ever written (a killed worker's calls were made, and are billed)."""
+        if time.monotonic() - self._usage_at < USAGE_WRITE_SECONDS:
+            return
+        try:
+            self._write_usage()
+        except StorageError as exc:  # not the call's failure: the next write carries it
+            log.debug("run %s: usage not written yet: %s", self.run_id, exc)
+
     def _write_usage(self) -> None:
         if self.meter is None:
             return
-        usage = self.meter.snapshot()
-        if not (usage.calls or usage.cached_calls):
-            return
-        now = usage.as_dict()
-        delta = {k: v - self._metered.get(k, 0) for k, v in now.items()}
-        if any(delta.values()):
-            with _USAGE_LOCK:
-                self.store.add_run_usage(self.run_id, delta)
-            self._metered = now
+        with self._usage_lock:
+            self._usage_at = time.monotonic()
+            usage = self.meter.snapshot()
+            if not (usage.calls or usage.cached_calls):
+                return
+            now = usage.as_dict()
+            delta = {k: v - self._metered.get(k, 0) for k, v in now.items()}
+            if any(delta.values()):
+                with _USAGE_LOCK:
+                    self.store.add_run_usage(self.run_id, delta)
+                self._metered = now
 
 
 @dataclass
@@ -231,7 +268,7 @@ def execute_chunk(
         return ChunkOutcome(0, 0, {})
     data = store.load_rows(spec.run_id, indices)
     rows = [(i, Row.stored(data[i])) for i in indices]
-    meter = UsageMeter()
+    meter = WrittenMeter()
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
     started = time.monotonic()

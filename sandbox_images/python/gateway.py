@@ -17,8 +17,8 @@ in the listen backlog), and a request that arrives on an open keep-alive connect
 the bound is held here, unsent, until a reply frees a slot. A request whose client hung up
 still counts until the host's reply to it comes (the host counts it too). HTTP/1.1
 keep-alive is honoured (one request at a time, no pipelining), so a client's second call
-needs no new connection. Between jobs every open connection is closed, so a check cannot
-leave a request behind for the next job.
+needs no new connection. Between jobs every open connection is closed, and those still in
+the listen backlog too, so a check cannot leave a request behind for the next job.
 
 Reply frames are taken whole: one over :data:`MAX_REPLY_BYTES` (the host never sends one)
 is skipped to its last byte, so the frames after it are read as frames.
@@ -320,6 +320,13 @@ class Gateway:
         self.conns.clear()
         self.waiting.clear()
         self.held.clear()
+        # Connections still in the listen backlog were made during this job: closed unread,
+        # so the next job never serves a request the last one left behind.
+        if self.listener is not None:
+            with contextlib.suppress(OSError):
+                while True:
+                    sock, _ = self.listener.accept()
+                    sock.close()
 
     @property
     def inflight(self) -> int:

@@ -368,3 +368,15 @@ def test_the_host_answers_429_past_the_containers_bound_and_drops_queued_calls_a
     gateway.close()
     a.close()
     b.close()
+
+
+def test_requests_left_in_the_backlog_are_never_served_to_the_next_job(gateway: Any) -> None:
+    port = gateway.listener.getsockname()[1]
+    clients = [send(port, request(b"{}", "Connection: close\r\n"))[0] for _ in range(5)]
+    records = pump(gateway, lambda r: False, rounds=10)
+    assert len(records) == 2  # the bound: three wait in the backlog
+    gateway.end()
+    gateway.begin({"max_request_bytes": 2048, "gateway_concurrency": 2})
+    assert pump(gateway, lambda r: False, rounds=10) == []  # nothing of the last job's
+    for client in clients:
+        client.close()

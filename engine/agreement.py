@@ -219,3 +219,64 @@ def corrected_pass_rates(
             continue
         entry["corrected"] = {"value": round(fixed.value, 6), "ci": [round(x, 6) for x in fixed.ci]}
     return {"run": run_id, "labels": label_name, "checks": out}
+
+
+def set_required(
+    store: Store, labels: LabelStore, tenant_id: str, check_ref: str, requirement: str
+) -> tuple[str, str]:
+    """Require ``requirement`` (``LABELS:FIGURE=MIN[,...]``) of a check version (the latest
+    when ``check_ref`` names none); returns ``(name@N, requirement)`` as stored."""
+    from engine.calibration.gate import parse_requirement  # noqa: PLC0415 (lazy)
+
+    parsed = parse_requirement(requirement)
+    labels.get_name(tenant_id, parsed.labels)  # 404 naming how to declare it
+    name, version = catalog.split_ref(check_ref)
+    check = store.get_check(tenant_id, name, version)
+    labels.set_requirement(tenant_id, check.id, str(parsed))
+    return f"{check.name}@{check.version}", str(parsed)
+
+
+def drop_required(store: Store, labels: LabelStore, tenant_id: str, check_ref: str) -> int:
+    """Drop a check version's requirement; how many went."""
+    name, version = catalog.split_ref(check_ref)
+    check = store.get_check(tenant_id, name, version)
+    return labels.delete_requirement(tenant_id, check.id)
+
+
+def required_status(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    names: Sequence[str] | None = None,
+    options: ReportOptions | None = None,
+) -> list[dict[str, Any]]:
+    """Each required agreement (of the checks ``names``, as ``name`` or ``name@N``; all when
+    None) judged now against the labels: ``passed``, ``below`` or ``too few labels``.
+
+    Judged on every read, so a requirement is re-checked as labels arrive."""
+    from engine.calibration.gate import judge, parse_requirement  # noqa: PLC0415 (lazy)
+    from engine.calibration.report import TOO_FEW  # noqa: PLC0415 (lazy)
+
+    wanted = None if names is None else {catalog.split_ref(n) for n in names}
+    out: list[dict[str, Any]] = []
+    for check_id, text in sorted(labels.requirements(tenant_id).items()):
+        try:
+            check = store.get_check_by_id(tenant_id, check_id)
+        except NotFoundError:
+            continue
+        if wanted is not None and not (
+            (check.name, None) in wanted or (check.name, check.version) in wanted
+        ):
+            continue
+        label = f"{check.name}@{check.version}"
+        requirement = parse_requirement(text)
+        entry: dict[str, Any] = {"check": label, "requirement": text}
+        try:
+            rep = report(store, labels, tenant_id, label, requirement.labels, None, options)
+        except (NotFoundError, InvalidRequestError) as exc:
+            entry.update(status=TOO_FEW, message=f"{label} against {requirement.labels!r}: {exc}")
+        else:
+            result = judge(rep, requirement)
+            entry.update(status=result.status, message=result.message)
+        out.append(entry)
+    return out

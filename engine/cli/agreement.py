@@ -19,6 +19,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_TOO_FEW_LABELS = 2
 EXIT_BELOW = 3
+#: ``--min-agreement required``: the agreement the server requires of each check version.
+REQUIRED = "required"
 
 
 def _fig(fig: Mapping[str, Any] | None) -> str:
@@ -109,6 +111,13 @@ def fetch_report(
     show_default=True,
     help='Below this many labels in a class the verdict is "too few labels".',
 )
+@click.option(
+    "--require",
+    default=None,
+    metavar="FIGURE=MIN[,...]",
+    help="Store this as the check version's required agreement with the labels (e.g. "
+    "kappa=0.6 or tpr=0.8,tnr=0.8): runs naming it are then refused below it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @with_remote
 def agreement(
@@ -118,10 +127,18 @@ def agreement(
     seed: int,
     resamples: int,
     min_per_class: int,
+    require: str | None,
     as_json: bool,
     remote: Remote,
 ) -> None:
     """Can check NAME (or NAME@N) be trusted? Its results against human labels."""
+    if require is not None:
+        stored = remote.json(
+            "PUT",
+            f"/v1/checks/{name}/required-agreement",
+            json={"requirement": f"{label_name}:{require}"},
+        )
+        click.echo(f"{stored['check']} now requires {stored['requirement']}", err=True)
     report = fetch_report(
         remote,
         name,
@@ -143,8 +160,23 @@ def min_agreement_option(func: F) -> F:
         metavar="LABELS:FIGURE=MIN",
         help="Refuse the run's checks unless they agree with human labels: the lower bound "
         "of each figure's interval must reach MIN, e.g. helpful:kappa=0.6 or "
-        "helpful:tpr=0.8,tnr=0.8. Exit 3 below it, 2 with too few labels. Needs a server.",
+        "helpful:tpr=0.8,tnr=0.8; `required`: the agreement the server requires of each "
+        "check version (scorebox check agreement --require). Exit 3 below it, 2 with too "
+        "few labels. Needs a server.",
     )(func)
+
+
+def _stored_requirements(remote: Remote, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The server's required agreements of ``names``, judged now."""
+    response = remote.client.request(
+        "GET", "/v1/required-agreements", params={"check": list(names)}
+    )
+    if response.status_code >= 400:
+        from engine.cli.remote import describe_problem  # noqa: PLC0415 (lazy)
+
+        raise click.ClickException(describe_problem(response))
+    found: list[dict[str, Any]] = response.json()
+    return found
 
 
 def check_agreement(
@@ -153,39 +185,44 @@ def check_agreement(
     refs: Iterable[str | Mapping[str, Any]],
     requirements: Sequence[str],
 ) -> None:
-    """Judge every check of ``refs`` (the run's references: names or JSON objects) against
-    every requirement, before scoring; exit 3 (below) or 2 (too few labels) with the
-    verdicts on stderr, else print one line per check on stderr and return."""
-    if not requirements:
-        return
+    """Before scoring: judge every check of ``refs`` (the run's references: names or JSON
+    objects) against each ``--min-agreement``; ``--min-agreement required`` judges each
+    against the agreement the server requires of it (``PUT
+    /v1/checks/{ref}/required-agreement``). Exit 3 when one is below and 2 when one has too
+    few labels, the verdicts on stderr; else return."""
+    from engine.calibration.gate import BELOW, PASSED, judge, parse_requirement  # noqa: PLC0415 (lazy)
+    from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy)
+
     check_names = [
         (ref if isinstance(ref, str) else str(ref["name"])).removeprefix("builtin:") for ref in refs
     ]
-    from engine.calibration.gate import BELOW, judge, parse_requirement  # noqa: PLC0415 (lazy)
-    from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy)
-
+    stored = REQUIRED in requirements
     try:
-        parsed = [parse_requirement(text) for text in requirements]
+        parsed = [parse_requirement(text) for text in requirements if text != REQUIRED]
     except InvalidRequestError as exc:
         raise click.BadParameter(str(exc), param_hint="--min-agreement") from exc
     if not server:
-        raise click.UsageError(
-            "--min-agreement needs a server, where the labels are: pass --server "
-            "(or set SCOREBOX_SERVER) and name checks pushed there"
-        )
+        if parsed or stored:
+            raise click.UsageError(
+                "--min-agreement needs a server, where the labels are: pass --server "
+                "(or set SCOREBOX_SERVER) and name checks pushed there"
+            )
+        return
     remote = Remote(server, api_key)
-    worst = 0
+    verdicts: list[tuple[str, str]] = [
+        (r["status"], f"{r['message']} (required of {r['check']})")
+        for r in (_stored_requirements(remote, check_names) if stored else [])
+    ]
     for check in check_names:
         for requirement in parsed:
-            report = fetch_report(remote, check, requirement.labels)
-            result = judge(report, requirement)
-            if result.status == BELOW:
-                worst = EXIT_BELOW
-                click.echo(f"FAILED agreement: {result.message}", err=True)
-            elif result.status != "passed":
-                worst = max(worst, EXIT_TOO_FEW_LABELS)
-                click.echo(f"FAILED agreement: {result.message}", err=True)
-            else:
-                click.echo(f"agreement: {result.message}", err=True)
+            result = judge(fetch_report(remote, check, requirement.labels), requirement)
+            verdicts.append((result.status, result.message))
+    worst = 0
+    for status, message in verdicts:
+        if status == PASSED:
+            click.echo(f"agreement: {message}", err=True)
+            continue
+        worst = max(worst, EXIT_BELOW if status == BELOW else EXIT_TOO_FEW_LABELS)
+        click.echo(f"FAILED agreement: {message}", err=True)
     if worst:
         raise SystemExit(worst)

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, delete, func, select
 from engine.errors import ConflictError, NotFoundError
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import aware, new_id, utcnow
-from engine.storage.tables import LabelNameRow, LabelRow
+from engine.storage.tables import AgreementRequirementRow, LabelNameRow, LabelRow
 
 MAX_PAGE = 10_000
 
@@ -225,6 +225,51 @@ class LabelStore(SqlSessions):
             query = query.where(LabelRow.annotator == annotator)
         with self._session() as s:
             return int(getattr(s.execute(query), "rowcount", 0) or 0)
+
+    # ---- required agreement of check versions -------------------------------------------
+
+    def set_requirement(self, tenant_id: str, check_id: str, requirement: str) -> None:
+        """Require ``requirement`` of the check version ``check_id`` (replacing any)."""
+        with self._session() as s:
+            row = s.scalar(
+                select(AgreementRequirementRow).where(
+                    AgreementRequirementRow.tenant_id == tenant_id,
+                    AgreementRequirementRow.check_id == check_id,
+                )
+            )
+            if row is None:
+                s.add(
+                    AgreementRequirementRow(
+                        id=new_id("req"),
+                        tenant_id=tenant_id,
+                        check_id=check_id,
+                        requirement=requirement,
+                        created_at=utcnow(),
+                    )
+                )
+            else:
+                row.requirement = requirement
+
+    def requirements(self, tenant_id: str) -> dict[str, str]:
+        """Every check version's requirement: ``{check_id: requirement}``."""
+        with self._session() as s:
+            rows = s.scalars(
+                select(AgreementRequirementRow).where(
+                    AgreementRequirementRow.tenant_id == tenant_id
+                )
+            )
+            return {r.check_id: r.requirement for r in rows}
+
+    def delete_requirement(self, tenant_id: str, check_id: str) -> int:
+        """Drop the version's requirement; how many went (0 or 1)."""
+        with self._session() as s:
+            done = s.execute(
+                delete(AgreementRequirementRow).where(
+                    AgreementRequirementRow.tenant_id == tenant_id,
+                    AgreementRequirementRow.check_id == check_id,
+                )
+            )
+            return int(getattr(done, "rowcount", 0) or 0)
 
 
 _stores: weakref.WeakKeyDictionary[Engine, LabelStore] = weakref.WeakKeyDictionary()

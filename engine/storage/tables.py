@@ -265,3 +265,19 @@ class LabelRow(Base):
     annotator: Mapped[str] = mapped_column(String(200))
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class AgreementRequirementRow(Base):
+    """The agreement a check version must reach with human labels (migration 0011), as
+    ``LABELS:FIGURE=MIN[,...]``; runs that name the version are refused below it."""
+
+    __tablename__ = "agreement_requirements"
+    __table_args__ = (
+        Index("uq_agreement_requirements_check", "tenant_id", "check_id", unique=True),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    check_id: Mapped[str] = mapped_column(ForeignKey("check_versions.id", ondelete="CASCADE"))
+    requirement: Mapped[str] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

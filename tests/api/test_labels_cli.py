@@ -211,3 +211,48 @@ def test_corrected_pass_rates(cli: tuple[Api, str]) -> None:
     ).json()
     assert other["checks"][0]["corrected"] is None
     assert "not declared" in other["checks"][0]["reason"]
+
+
+def test_a_required_agreement_refuses_runs_until_labels_meet_it(
+    cli: tuple[Api, str], tmp_path: Path
+) -> None:
+    api, tid = cli
+    pushed = api.client.post(
+        "/v1/checks",
+        json={
+            "name": "is_helpful",
+            "source": "def evaluate(model_output: str) -> bool:\n    return True\n",
+        },
+    )
+    assert pushed.status_code == 201, pushed.text
+    _labelled(api, tid, good=False)
+    r = _cli(
+        "check", "agreement", "is_helpful", "--labels", "helpful", "--require", "tpr=0.8,tnr=0.8"
+    )
+    assert r.exit_code == 0, r.output
+    assert "is_helpful@1 now requires helpful:tpr=0.8,tnr=0.8" in r.output
+    flagged = api.client.get("/v1/required-agreements").json()
+    assert [(x["check"], x["status"]) for x in flagged] == [("is_helpful@1", "below")]
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps({"model_output": "x"}) + "\n")
+    refused = _cli(
+        "run", "--check", "is_helpful", "--data", str(data), "--min-agreement", "required"
+    )
+    assert refused.exit_code == 3, refused.output
+    assert "(required of is_helpful@1)" in refused.output
+    # labels arrive that the check agrees with: re-checked on the next read
+    api.client.delete("/v1/labels", params={"name": "helpful"})
+    _labelled(api, tid, good=True)
+    passed = api.client.get("/v1/required-agreements", params={"check": "is_helpful"}).json()
+    assert passed[0]["status"] == "passed"
+    # another tenant sees none of it, and cannot set one on this tenant's check
+    other, _ = _tenant(api)
+    assert api.client.get("/v1/required-agreements", headers=other).json() == []
+    put = api.client.put(
+        "/v1/checks/is_helpful/required-agreement",
+        headers=other,
+        json={"requirement": "helpful:kappa=0.5"},
+    )
+    assert put.status_code == 404
+    assert api.client.delete("/v1/checks/is_helpful/required-agreement").json() == {"deleted": 1}
+    assert api.client.get("/v1/required-agreements").json() == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
 
 from engine import agreement
 from engine.api.deps import PrincipalDep, StoreDep
@@ -67,3 +68,78 @@ def get_corrected_pass_rates(
     return agreement.corrected_pass_rates(
         store, labels_store, principal.tenant_id, run_id, labels, options
     )
+
+
+class RequirementIn(BaseModel):
+    requirement: str = Field(
+        max_length=500,
+        description="`LABELS:FIGURE=MIN[,FIGURE=MIN]`, judged on the intervals' lower bounds.",
+        examples=["helpful:tpr=0.8,tnr=0.8"],
+    )
+
+
+class RequirementOut(BaseModel):
+    check: str = Field(examples=["is_helpful@3"])
+    requirement: str
+
+
+class RequirementStatus(BaseModel):
+    check: str = Field(examples=["is_helpful@3"])
+    requirement: str
+    status: str = Field(description="`passed`, `below` or `too few labels`.")
+    message: str
+
+
+@router.put(
+    "/checks/{ref}/required-agreement",
+    response_model=RequirementOut,
+    summary="Require a check version to agree with human labels",
+    description="Runs on the CLI that name the version are refused (exit 3 below, 2 with too "
+    "few labels) while the lower bounds of its agreement figures miss the minimums; "
+    "`GET /v1/required-agreements` flags them. `ref` is `name` (the latest version) or "
+    "`name@N`.",
+    responses=responses(401, 404, 422),
+)
+def put_required_agreement(
+    ref: str,
+    body: RequirementIn,
+    principal: PrincipalDep,
+    store: StoreDep,
+    labels_store: LabelStoreDep,
+) -> RequirementOut:
+    check, requirement = agreement.set_required(
+        store, labels_store, principal.tenant_id, ref, body.requirement
+    )
+    return RequirementOut(check=check, requirement=requirement)
+
+
+@router.delete(
+    "/checks/{ref}/required-agreement",
+    summary="Drop a check version's required agreement",
+    responses=responses(401, 404),
+)
+def delete_required_agreement(
+    ref: str, principal: PrincipalDep, store: StoreDep, labels_store: LabelStoreDep
+) -> dict[str, int]:
+    return {"deleted": agreement.drop_required(store, labels_store, principal.tenant_id, ref)}
+
+
+@router.get(
+    "/required-agreements",
+    response_model=list[RequirementStatus],
+    summary="Checks' required agreements, judged now",
+    description="Every required agreement (or those of `check=NAME[@N]`, repeatable) "
+    "judged against the labels as they are now: a check below its requirement is flagged "
+    "`below`, one without enough labels `too few labels`.",
+    responses=responses(401),
+)
+def get_required_agreements(
+    principal: PrincipalDep,
+    store: StoreDep,
+    labels_store: LabelStoreDep,
+    check: Annotated[list[str] | None, Query()] = None,
+) -> list[RequirementStatus]:
+    found = agreement.required_status(
+        store, labels_store, principal.tenant_id, check, ReportOptions(n_resamples=1000)
+    )
+    return [RequirementStatus(**entry) for entry in found]

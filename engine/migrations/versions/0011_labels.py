@@ -3,7 +3,8 @@
 ``label_names`` declares, once per tenant, what a label name's values may be (bool,
 ordinal with its levels, float, or a category set). ``labels`` keeps every label people
 give, one row each (several annotators per item, never merged on write), on a run's row;
-``target_kind`` leaves room for span targets.
+``target_kind`` leaves room for span targets. ``agreement_requirements`` holds the
+agreement a check version must reach with a label name before a run may use it.
 
 Revision ID: 0011
 Revises: 0010
@@ -62,10 +63,39 @@ def upgrade() -> None:
     op.create_index(
         "ix_labels_tenant_name_run_row", "labels", ["tenant_id", "name", "run_id", "row_index"]
     )
+    op.create_table(
+        "agreement_requirements",
+        sa.Column("id", sa.String(40), nullable=False),
+        sa.Column("tenant_id", sa.String(40), nullable=False),
+        sa.Column("check_id", sa.String(40), nullable=False),
+        sa.Column("requirement", sa.String(500), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["tenant_id"],
+            ["tenants.id"],
+            name="fk_agreement_requirements_tenant_id_tenants",
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["check_id"],
+            ["check_versions.id"],
+            name="fk_agreement_requirements_check_id_check_versions",
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name="pk_agreement_requirements"),
+    )
+    op.create_index(
+        "uq_agreement_requirements_check",
+        "agreement_requirements",
+        ["tenant_id", "check_id"],
+        unique=True,
+    )
 
 
 def downgrade() -> None:
     # new tables only: dropping them touches no other table's rows
+    op.drop_index("uq_agreement_requirements_check", table_name="agreement_requirements")
+    op.drop_table("agreement_requirements")
     op.drop_index("ix_labels_tenant_name_run_row", table_name="labels")
     op.drop_table("labels")
     op.drop_index("uq_label_names_tenant_name", table_name="label_names")

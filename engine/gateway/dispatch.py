@@ -73,9 +73,10 @@ class FairDispatcher:
                     queue = self._queues[call.tenant] = deque()
                     self._turns.append(call.tenant)
                 queue.append(call)
-                if self._idle:
-                    self._cond.notify()
-                elif self._threads < self.max_threads:
+                self._cond.notify()
+                # A woken thread may not have taken its call yet: count calls, not wake-ups.
+                waiting = sum(len(q) for q in self._queues.values())
+                if waiting > self._idle and self._threads < self.max_threads:
                     self._threads += 1
                     threading.Thread(
                         target=self._work, name=f"{self.name}-{self._threads}", daemon=True

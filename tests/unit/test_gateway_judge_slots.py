@@ -99,3 +99,26 @@ def test_a_freed_slot_goes_to_the_tenant_with_the_fewest_calls_running() -> None
         time.sleep(0.02)
     assert order[2] == "quiet"  # queued after noisy's third call, served before it
     dispatcher.close()
+
+
+def test_calls_submitted_together_each_get_a_thread_at_once() -> None:
+    from engine.gateway.dispatch import Call, FairDispatcher
+
+    dispatcher = FairDispatcher(threads=8, per_tenant=4)
+    started: list[float] = []
+    release = threading.Event()
+
+    def run() -> None:
+        started.append(time.monotonic())
+        release.wait(5)
+
+    # One thread becomes idle first; then three calls of three tenants come at once.
+    dispatcher.submit(Call("warm", "o", lambda: None, lambda reason: None))
+    time.sleep(0.1)
+    begin = time.monotonic()
+    for tenant in ("a", "b", "c"):
+        dispatcher.submit(Call(tenant, "o", run, lambda reason: None))
+    time.sleep(0.2)
+    release.set()
+    assert len(started) == 3 and max(started) - begin < 0.15  # none waited for another
+    dispatcher.close()

@@ -258,8 +258,41 @@ def _category(
     return fallback
 
 
+def _check_vs_each(
+    spec: LabelSpec, pairs: _Pairs, outcome: Sequence[Any], names: Sequence[str],
+    values: Sequence[Any], opts: ReportOptions,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """The check against each person alone: kappa (bool, category) or Spearman's rho."""
+    out = []
+    for name in names:
+        mine = [
+            (dict(item.labels)[name], check)
+            for item, check in zip(pairs.items, outcome, strict=False)
+            if name in dict(item.labels)
+        ]
+        if len(mine) < 2:
+            continue
+        if spec.type in ("bool", "category"):
+            keyed = [_key(v) for v in values]
+            cols = sorted({_key(c) for _, c in mine} | set(keyed))
+            rows = keyed + [c for c in cols if c not in keyed]
+            table = build_table([_key(h) for h, _ in mine], [_key(c) for _, c in mine], rows, rows)
+            stat, figure = (lambda t: kappa.cohen_kappa(t)[None]), "kappa"
+        else:
+            xs = dict(zip(spec.levels, _numeric_levels(spec), strict=True)) if spec.levels else {}
+            table = build_table([float(xs.get(h, h)) for h, _ in mine], [float(c) for _, c in mine])
+            stat, figure = (lambda t: ordinal.spearman(t)[None]), "spearman"
+        fig = bootstrap_table(table, stat, opts.bootstrap).figures[0]
+        out.append({"annotator": name, "n": len(mine), figure: fig})
+    return out
+
+
 def _annotators(
-    spec: LabelSpec, pairs: _Pairs, all_items: Sequence[LabelledItem], opts: ReportOptions
+    spec: LabelSpec,
+    pairs: _Pairs,
+    all_items: Sequence[LabelledItem],
+    opts: ReportOptions,
+    outcome: Sequence[Any] = (),
 ) -> dict[str, Any] | None:
     units = [dict(item.labels) for item in all_items]
     names = sorted({a for u in units for a in u})
@@ -289,6 +322,7 @@ def _annotators(
             fig = bootstrap_table(table, kappa_stat, opts.bootstrap).figures[0]
             pairwise.append({"a": a, "b": b, "n": len(both), "kappa": fig})
     result["pairwise_kappa"] = pairwise
+    result["check_vs_each"] = _check_vs_each(spec, pairs, outcome, names, values, opts)
     return result
 
 
@@ -319,7 +353,7 @@ def agreement_report(
         warnings.simplefilter("ignore")
         if pairs.items:
             fallback, outcome, link_threshold = _statistics(spec, pairs, opts, out)
-        annot = _annotators(spec, pairs, items, opts)
+        annot = _annotators(spec, pairs, items, opts, outcome)
     if annot is not None:
         out["annotators"] = annot
     out["intervals"]["fallback"] = fallback

@@ -66,6 +66,12 @@ def render_report(report: Mapping[str, Any]) -> str:
         lines.append(
             f"  alpha         {_fig(annotators['alpha'])} ({len(annotators['names'])} people)"
         )
+        for each in annotators.get("check_vs_each", []):
+            figure = "kappa" if "kappa" in each else "spearman"
+            lines.append(
+                f"    the check against {each['annotator']} (n = {each['n']}): "
+                f"{figure} {_fig(each[figure])}"
+            )
         for pair in annotators["pairwise_kappa"]:
             lines.append(
                 f"    kappa {pair['a']} / {pair['b']} (n = {pair['n']}): {_fig(pair['kappa'])}"

@@ -153,6 +153,12 @@ def agreement_page(
             request, "agreement.html", session, status_code=422, error=str(exc), report=None
         )
     chosen = (report.get("suggested_threshold") or {}).get("value")
+    corrected = None
+    if run is not None:
+        rates = agreement.corrected_pass_rates(
+            services.store, label_store(services.db), principal.tenant_id, run, labels
+        )
+        corrected = next((c for c in rates["checks"] if c["check"] == report["check"]), None)
     return render(
         request,
         "agreement.html",
@@ -164,6 +170,7 @@ def agreement_page(
         roc=roc_svg(report["sweep"], chosen) if report.get("sweep") else None,
         disagreements=report["disagreements"][:MAX_DISAGREEMENTS_SHOWN],
         queue=_queue_url(run, check, labels, "disagreements") if run else None,
+        corrected=corrected,
     )
 
 

@@ -73,6 +73,7 @@ def test_queue_labels_rows_then_agreement_page_shows_them(api: Api) -> None:
         (1, 1): tp,
     }
     assert "too few labels" in report.text
+    assert 'id="corrected">Pass rate on run' in report.text
 
 
 def test_queue_refuses_a_missing_csrf_and_another_tenants_run(api: Api) -> None:

@@ -131,6 +131,11 @@ def test_several_annotators_alpha_pairwise_and_majority() -> None:
     pairs = {(p["a"], p["b"]): p for p in a["pairwise_kappa"]}
     assert pairs[("ann", "cy")]["kappa"]["value"] == 1.0
     assert pairs[("ann", "bob")]["n"] == 60
+    # the check (which says the truth) against each person alone
+    each = {e["annotator"]: e for e in a["check_vs_each"]}
+    assert each["ann"]["kappa"]["value"] == 1.0 and each["cy"]["kappa"]["value"] == 1.0
+    assert each["bob"]["kappa"]["value"] < 1.0
+    assert each["ann"]["n"] == 56  # the rows with a majority
 
 
 def test_category_report() -> None:

@@ -192,6 +192,11 @@ def test_migration_0011_goes_down_and_up_keeping_every_tenants_data(api: Api) ->
     run = _run(api, tid, [True, False])
     _declare(api, h, "helpful", type="bool")
     api.client.post("/v1/labels", headers=h, json={"labels": [_label(run, 0, True)]})
+    api.push(h, "kept", "def evaluate(model_output: str) -> bool:\n    return True\n")
+    required = api.client.put(
+        "/v1/checks/kept/required-agreement", headers=h, json={"requirement": "helpful:kappa=0.5"}
+    )
+    assert required.status_code == 200, required.text
     db = api.store.engine
 
     def counts() -> tuple[Any, ...]:
@@ -205,6 +210,7 @@ def test_migration_0011_goes_down_and_up_keeping_every_tenants_data(api: Api) ->
     command.downgrade(alembic_config(db), "0010")
     assert "labels" not in inspect(db).get_table_names()
     assert "label_names" not in inspect(db).get_table_names()
+    assert "agreement_requirements" not in inspect(db).get_table_names()
     assert counts() == before
     upgrade(db)
     assert counts() == before

@@ -78,7 +78,7 @@ def test_the_generator_answers_502_for_malformed_replies(
     )
     assert reply.status_code == 502, reply.text
     assert reply.headers["content-type"].startswith("application/problem+json")
-    assert "LLM endpoint" in reply.json()["detail"]
+    assert "the operator's model endpoint" in reply.json()["detail"]
 
 
 def test_the_generator_answers_502_for_a_trickling_endpoint(

@@ -53,6 +53,45 @@ log = logging.getLogger(__name__)
 _NO_KEY = "scorebox-no-key"
 #: How errors name the endpoint: tenants read them, and the address is the operator's.
 ENDPOINT = "the operator's model endpoint"
+#: A failing endpoint is logged at most once this often (a check can make calls fail at will).
+LOG_EVERY_SECONDS = 10.0
+
+
+class _FailureLog:
+    """The operator's log of endpoint failures: the address (credentials masked) and the
+    cause, at most one line per :data:`LOG_EVERY_SECONDS`, counting the ones between."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last = 0.0
+        self._quiet = 0
+
+    def failed(self, base_url: str, model: str, detail: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._last and now - self._last < LOG_EVERY_SECONDS:
+                self._quiet += 1
+                return
+            quiet, self._quiet, self._last = self._quiet, 0, now
+        more = f" ({quiet} more failures since the last line)" if quiet else ""
+        log.warning(
+            "model endpoint %s (model %r): %s%s",
+            mask_credentials(base_url),
+            model,
+            mask_credentials(detail),
+            more,
+        )
+
+
+_FAILURES: dict[str, _FailureLog] = {}
+_FAILURES_LOCK = threading.Lock()
+
+
+def log_failure(base_url: str, model: str, detail: str) -> None:
+    """Log a failure of the endpoint at ``base_url`` for the operator (masked, rate-limited)."""
+    with _FAILURES_LOCK:
+        failures = _FAILURES.setdefault(base_url, _FailureLog())
+    failures.failed(base_url, model, detail)
 
 
 def without_endpoint(text: str, base_url: str) -> str:
@@ -75,12 +114,7 @@ def translate_error(exc: openai.OpenAIError, *, base_url: str, model: str) -> LL
     Its message names no address (tenants read it); the log line beside it does, masked.
     """
     error = _translate(exc, model)
-    log.warning(
-        "model endpoint %s (model %r): %s",
-        mask_credentials(base_url),
-        model,
-        mask_credentials(str(exc)),
-    )
+    log_failure(base_url, model, f"{type(exc).__name__}: {exc}")
     return type(error)(without_endpoint(str(error), base_url))
 
 
@@ -269,7 +303,7 @@ class OpenAIClient:
         except openai.OpenAIError as exc:
             raise translate_error(exc, base_url=self.base_url, model=model) from exc
         except ValueError as exc:  # the body is not JSON (truncated, or not JSON at all)
-            log.warning("model endpoint %s: %s", mask_credentials(self.base_url), exc)
+            log_failure(self.base_url, model, f"a reply that is not JSON: {exc}")
             raise LLMResponseError(
                 f"{where} sent a reply that is not valid JSON: "
                 + without_endpoint(str(exc), self.base_url)

@@ -18,7 +18,7 @@ from engine.gateway import ModelGateway
 from engine.llm.openai_client import create_llm_client
 from engine.llm.usage import MeteredClient
 from engine.settings import Settings
-from tests.fake_llm import FakeLLM
+from tests.fake_llm import FakeLLM, Reply
 
 SECRET = "s3cret-pw-9f2"
 
@@ -84,3 +84,17 @@ def test_the_gateway_reply_to_a_check_names_no_endpoint(fake_llm: FakeLLM) -> No
     # What the row gets (its judge_error) is as clean.
     assert reply.upstream_error is not None
     assert_names_no_endpoint(reply.upstream_error, host)
+
+
+def test_a_check_failing_calls_at_will_cannot_flood_the_operators_log(
+    fake_llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    url, host = credentialed_url(fake_llm)
+    fake_llm.responder = lambda body: Reply(status=400, text="temperature must be at most 2")
+    client = create_llm_client(fake_llm.settings(llm_base_url=url))
+    with caplog.at_level(logging.WARNING):
+        for _ in range(20):
+            with pytest.raises(LLMError):
+                client.complete([{"role": "user", "content": "hi"}], temperature=5)
+    lines = [r.getMessage() for r in caplog.records if "model endpoint" in r.getMessage()]
+    assert len(lines) == 1 and f"http://***@{host}/v1" in lines[0]

@@ -91,6 +91,13 @@ class CheckSpec(BaseModel):
         description="The entry function of another tool's scorer file where several fit "
         "(null: found by name or by its parameters; see docs/checks.md).",
     )
+    config: dict[str, FreeJSON] | None = Field(
+        default=None,
+        description="Code checks: the configuration passed to the scorer (promptfoo's "
+        "`context['config']`, the keyword parameters of reward-kit and Braintrust scorers). "
+        "Part of the version's identity: a new configuration is a new version.",
+        examples=[{"threshold": 0.8}],
+    )
     limits: dict[str, Any] | None = Field(
         default=None,
         description="Lower the default sandbox limits for this check.",
@@ -206,6 +213,8 @@ def content_sha256(spec: CheckSpec) -> str:
     }
     if spec.entry is not None:  # only when named: earlier versions keep their digest
         content["entry"] = spec.entry
+    if spec.config is not None:  # likewise: a version without one keeps its digest
+        content["config"] = spec.config
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
@@ -282,6 +291,7 @@ def save_check(
             requires_scenario_result=report.requires_scenario_result,
             limits=spec.limits or None,
             entry=spec.entry if spec.kind == "code" else None,
+            config=dict(spec.config) if spec.kind == "code" and spec.config is not None else None,
             sha256=digest,
             author_key_id=principal.key_id,
             created_at=utcnow(),

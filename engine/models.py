@@ -60,6 +60,11 @@ class Row(BaseModel):
     ground_truth: FreeJSON = Field(
         default=None, description="reward-kit's `ground_truth` (else scenario_result)."
     )
+    output: FreeJSON = Field(
+        default=None,
+        description="The task's output as it was returned (any JSON value), for the formats "
+        "whose tools pass structured outputs (else model_output, parsed when it is JSON).",
+    )
 
     @model_validator(mode="before")
     @classmethod

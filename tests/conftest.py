@@ -45,6 +45,7 @@ RUNTIME_PARAMETRISED = (
     "tests/integration/test_policies.py",
     "tests/integration/test_environments.py",
     "tests/integration/test_formats_sandbox.py",
+    "tests/integration/test_formats_published.py",
 )
 
 

@@ -46,6 +46,9 @@ class CheckOut(BaseModel):
     requires_scenario_result: bool = False
     limits: dict[str, Any] | None = None
     entry: str | None = Field(default=None, description="The entry function named at upload.")
+    config: dict[str, Any] | None = Field(
+        default=None, description="The configuration the version passes its scorer."
+    )
     sha256: str | None = None
     created_at: datetime | None = None
     deleted_at: datetime | None = Field(
@@ -91,6 +94,7 @@ class CheckOut(BaseModel):
             requires_scenario_result=check.requires_scenario_result,
             limits=check.limits,
             entry=check.entry,
+            config=check.config,
             sha256=check.sha256,
             created_at=check.created_at,
             deleted_at=check.deleted_at,

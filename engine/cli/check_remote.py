@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
+from engine.cli.check_config import read_config
 from engine.cli.remote import Remote, with_remote
+from engine.suites.names import split_entry
 
 
 @click.command("push")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", metavar="FILE[:FUNCTION]")
 @click.option(
     "--name", default=None, help="Check name (default: the file name without its extension)."
 )
@@ -36,11 +38,20 @@ from engine.cli.remote import Remote, with_remote
     "--entry",
     default=None,
     help="The entry function of another tool's scorer file where several fit "
-    "(promptfoo's file://x.py:fn); default: found by name or by its parameters.",
+    "(promptfoo's file://x.py:fn; FILE:FUNCTION says the same); default: found by name or "
+    "by its parameters.",
+)
+@click.option(
+    "--config",
+    default=None,
+    metavar="JSON|@FILE",
+    help="The check's configuration (a JSON object): promptfoo's context['config'], the "
+    "keyword parameters of reward-kit and Braintrust scorers. A new configuration is a "
+    "new version.",
 )
 @with_remote
 def push(
-    file: Path,
+    file: str,
     name: str | None,
     kind: str | None,
     check_type: str | None,
@@ -48,6 +59,7 @@ def push(
     tags: tuple[str, ...],
     policy: str,
     entry: str | None,
+    config: str | None,
     remote: Remote,
 ) -> None:
     """Upload FILE as a new version of a check (unchanged content keeps its version).
@@ -56,7 +68,16 @@ def push(
     that is a built-in's shadows the built-in for this tenant: a warning says so, and
     `builtin:NAME` still reaches the built-in.
     """
-    data = {"name": name or file.stem, "policy": policy}
+    named, named_entry = split_entry(file)
+    path = Path(named)
+    if not path.is_file():
+        raise click.BadParameter(f"{named}: no such file", param_hint="FILE")
+    if named_entry and entry and named_entry != entry:
+        raise click.BadParameter(
+            f"{file} names the entry {named_entry!r} and --entry names {entry!r}: give one"
+        )
+    entry = entry or named_entry
+    data = {"name": name or path.stem, "policy": policy}
     if kind:
         data["kind"] = kind
     if check_type:
@@ -67,12 +88,14 @@ def push(
         data["tags"] = ",".join(tags)
     if entry:
         data["entry"] = entry
-    media = "text/x-python" if file.suffix == ".py" else "text/plain"
+    if config is not None:
+        data["config"] = json.dumps(read_config(config))
+    media = "text/x-python" if path.suffix == ".py" else "text/plain"
     response = remote.request(
         "POST",
         "/v1/checks/upload",
         data=data,
-        files={"file": (file.name, file.read_bytes(), media)},
+        files={"file": (path.name, path.read_bytes(), media)},
     )
     body = response.json()
     state = "created" if response.status_code == 201 else "unchanged"

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from engine.cli.agreement import check_agreement, min_agreement_option
+from engine.cli.check_config import apply_configs
 from engine.cli.params import check_threshold_names, parse_map, parse_thresholds
 from engine.cli.remote import Remote, server_options
 from engine.cli.run_manage import (
@@ -270,6 +271,14 @@ def _fail_on(value: str) -> tuple[str, ...]:
     help="A check parameter, e.g. --param regex_match.pattern=Paris (VALUE is JSON if it "
     "parses, else a string).",
 )
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    metavar="CHECK=JSON",
+    help="A code check's configuration, e.g. --config graders.py=@config.json (promptfoo's "
+    "context['config'], reward-kit and Braintrust keyword parameters).",
+)
 @click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Run label.")
 @click.option(
     "-o",
@@ -316,6 +325,7 @@ def run(
     data: Path | None,
     maps: tuple[str, ...],
     params: tuple[str, ...],
+    configs: tuple[str, ...],
     labels: tuple[str, ...],
     outputs: tuple[Path, ...],
     fail_on: str | None,
@@ -375,7 +385,7 @@ def run(
             raise click.BadParameter(
                 f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
             )
-    refs = check_refs(checks, parse_params(params))
+    refs = apply_configs(check_refs(checks, parse_params(params)), configs)
     check_agreement(None if local else server, api_key, refs, min_agreement)
     check_threshold_names(gates.thresholds, refs)  # before scoring: a typo is a usage error
     rows = read_rows(data, parse_map(maps))  # later --map pairs win

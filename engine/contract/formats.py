@@ -41,10 +41,35 @@ class Format(StrEnum):
 
 #: Stand-in modules in the sandbox image for other tools' packages (top-level import name);
 #: ``sandbox_images/python/stand-in-modules/``. A check's declared real package wins.
-STAND_IN_MODULES: tuple[str, ...] = ("reward_kit",)
+STAND_IN_MODULES: tuple[str, ...] = (
+    "reward_kit",
+    "eval_protocol",
+    "langsmith",
+    "phoenix",
+    "braintrust",
+)
 
 #: Row fields a row may carry for other formats (besides Okareo's PARAMETER_NAMES).
-FORMAT_ROW_FIELDS: tuple[str, ...] = ("messages", "item", "sample", "vars", "ground_truth")
+FORMAT_ROW_FIELDS: tuple[str, ...] = (
+    "messages",
+    "item",
+    "sample",
+    "vars",
+    "ground_truth",
+    "output",
+)
+
+#: Formats whose tools pass the task's output as it was returned (a dict, a list, a
+#: number): their ``output`` is the row's ``output`` when it has one, else its
+#: ``model_output`` parsed when that is a JSON object, array or number (:func:`output_of`).
+STRUCTURED_OUTPUT_FORMATS: frozenset[Format] = frozenset(
+    {Format.PROMPTFOO, Format.BRAINTRUST, Format.LANGSMITH}
+)
+
+#: Formats whose tools await an ``async def`` entry (OpenAI graders and Okareo call theirs).
+ASYNC_FORMATS: frozenset[Format] = frozenset(
+    {Format.PROMPTFOO, Format.BRAINTRUST, Format.LANGSMITH, Format.REWARD_KIT}
+)
 
 
 @dataclass(frozen=True)
@@ -112,7 +137,8 @@ FORMATS: Mapping[Format, FormatSpec] = {
                 "ground_truth": "the row's ground_truth, else its scenario_result",
                 "**kwargs": "nothing: scorebox rows carry no extra fields (never scorebox's "
                 "own parameter names)",
-                "other keyword parameters": "their default",
+                "other keyword parameters": "the check's configuration (its key of that "
+                "name), else their default",
             },
             (
                 "EvaluateResult(score, reason, metrics)",
@@ -160,9 +186,11 @@ FORMATS: Mapping[Format, FormatSpec] = {
             "promptfoo python assertion",
             ("get_assert",),
             {
-                "output": "model_output (parsed when it is a JSON object or array)",
+                "output": "the row's output, else model_output parsed when it is a JSON "
+                "object, array or number",
                 "context": '{"prompt": scenario_input, "vars": the row\'s vars (else its '
-                'metadata), "test": {"vars", "metadata"}, "config": {}, "metadata"}',
+                'metadata), "test": {"vars", "metadata"}, "config": the check\'s '
+                'configuration, "metadata"}',
             },
             (
                 "bool",
@@ -185,7 +213,8 @@ FORMATS: Mapping[Format, FormatSpec] = {
             ("handler",),
             {
                 "input": "the row's scenario_input",
-                "output": "the row's model_output",
+                "output": "the row's output, else model_output parsed when it is a JSON "
+                "object, array or number",
                 "expected": "the row's scenario_result (else ground_truth)",
                 "reference": "the same as expected (Phoenix's alias)",
                 "metadata": "the row's metadata",
@@ -215,12 +244,18 @@ FORMATS: Mapping[Format, FormatSpec] = {
             (),
             {
                 "inputs": 'the row\'s scenario_input when a dict, else {"input": it}',
-                "outputs": 'model_output parsed when a JSON object, else {"output": it}',
+                "outputs": "the row's output (else model_output parsed when a JSON object, "
+                'array or number) when a dict, else {"output": it}',
                 "reference_outputs": 'scenario_result when a dict, else {"output": it}',
                 "run": '{"inputs", "outputs"}',
                 "example": '{"inputs", "outputs": reference_outputs, "metadata"}',
             },
-            ("bool or a number", '{"key", "score", "comment"?}'),
+            (
+                "bool or a number",
+                '{"key", "score", "comment"?}',
+                'a list of those, or {"results": [...]} (several metrics: each a named '
+                "sub-score, the score is their mean)",
+            ),
             example=(
                 "def correct(outputs: dict, reference_outputs: dict) -> dict:\n"
                 '    ok = outputs["output"] == reference_outputs["output"]\n'
@@ -239,6 +274,9 @@ GENERATOR_FORMATS: tuple[Format, ...] = (
 )
 
 _KEYWORD_FORMATS: tuple[Format, ...] = (Format.BRAINTRUST, Format.LANGSMITH)
+
+#: Phoenix's decorator marking an evaluator (``phoenix.experiments.evaluators``).
+PHOENIX_DECORATOR = "create_evaluator"
 
 #: Formats whose files import a stand-in module (``reward_kit``), which the restricted
 #: policy's import allowlist does not hold: the generator vets and runs them under the
@@ -274,6 +312,8 @@ class FunctionShape:
     var_positional: bool = False
     decorators: tuple[str, ...] = ()
     line: int = 0
+    #: ``async def``: the harness runs the coroutine to completion within the row's limits.
+    is_async: bool = False
 
     @property
     def required(self) -> tuple[str, ...]:
@@ -311,7 +351,7 @@ def shapes_of(tree: ast.Module) -> tuple[list[FunctionShape], bool]:
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef) and stmt.name == ENTRYPOINT_CLASS:
             has_check = True
-        if not isinstance(stmt, ast.FunctionDef):
+        if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         args = stmt.args
         positional = [*args.posonlyargs, *args.args]
@@ -332,6 +372,7 @@ def shapes_of(tree: ast.Module) -> tuple[list[FunctionShape], bool]:
                 args.vararg is not None,
                 tuple(_dotted_tail(d) for d in stmt.decorator_list),
                 stmt.lineno,
+                isinstance(stmt, ast.AsyncFunctionDef),
             )
         )
     return shapes, has_check
@@ -377,6 +418,11 @@ def detect(shapes: Sequence[FunctionShape], has_check: bool, entry: str | None =
         raise FormatError(_several([s.name for s in decorated], "are @reward_function"))
     if decorated:
         return _detected(Format.REWARD_KIT, decorated[0])
+    marked = [s for s in by_name.values() if PHOENIX_DECORATOR in s.decorators]
+    if len(marked) > 1:
+        raise FormatError(_several([s.name for s in marked], f"are @{PHOENIX_DECORATOR}"))
+    if marked:
+        return _detected(_format_of(marked[0], explicit=True), marked[0])
     for name in (ENTRYPOINT_FUNCTION, "grade", "get_assert", "handler"):
         shape = by_name.get(name)
         if shape is not None:
@@ -400,6 +446,13 @@ def detect(shapes: Sequence[FunctionShape], has_check: bool, entry: str | None =
         "input/output/expected (Braintrust, Phoenix) or inputs/outputs/reference_outputs "
         "(LangSmith)"
     )
+
+
+def one_argument_output(fmt: Format, shape: FunctionShape) -> bool:
+    """Phoenix binds a one-parameter evaluator whose name it does not know to the output."""
+    if fmt is not Format.BRAINTRUST or len(shape.params) != 1 or shape.var_positional:
+        return False
+    return shape.params[0].name not in FORMATS[fmt].parameters
 
 
 def _several(names: list[str], what: str) -> str:
@@ -428,6 +481,8 @@ def _format_of(shape: FunctionShape, *, explicit: bool) -> Format:
             return fmt
     if explicit and fits(Format.PROMPTFOO, shape):
         return Format.PROMPTFOO  # promptfoo's file://x.py:fn takes any two names
+    if (explicit or shape.name == "handler") and one_argument_output(Format.BRAINTRUST, shape):
+        return Format.BRAINTRUST  # Phoenix: one parameter, any name, gets the output
     if preferred is not None:
         return preferred  # its own error (bindings) names what is wrong
     raise FormatError(
@@ -444,6 +499,11 @@ def bindings_of(fmt: Format, shape: FunctionShape) -> dict[str, str]:
     """What each of the entry's parameters is bound to, or :class:`FormatError`."""
     spec = FORMATS[fmt]
     out: dict[str, str] = {}
+    if shape.is_async and fmt not in ASYNC_FORMATS:
+        raise FormatError(
+            f"`{shape.name}` is `async def`, but a {spec.title} is called synchronously: "
+            "make it a plain `def`"
+        )
     if spec.needs_var_keyword and not shape.var_keyword:
         raise FormatError(
             f"`{shape.name}` is a @reward_function without `**kwargs`: reward-kit requires "
@@ -459,11 +519,16 @@ def bindings_of(fmt: Format, shape: FunctionShape) -> dict[str, str]:
         for param, meaning in zip(shape.params, spec.parameters.values(), strict=False):
             out[param.name] = meaning
         return out
+    if one_argument_output(fmt, shape):
+        out[shape.params[0].name] = spec.parameters["output"] + " (Phoenix binds a "
+        out[shape.params[0].name] += "one-parameter evaluator to the output)"
+        return out
     for param in shape.params:
         if param.name in spec.parameters:
             out[param.name] = spec.parameters[param.name]
         elif param.has_default:
-            out[param.name] = "its default"
+            configured = " (or the check's configuration)" if fmt in CONFIGURED_BY_KEYWORD else ""
+            out[param.name] = "its default" + configured
         else:
             raise FormatError(
                 f"`{param.name}` is not a parameter of a {spec.title}: it may take "
@@ -490,6 +555,31 @@ def _parsed(text: Any, *, containers_only: bool = True) -> Any:
         return None
 
 
+def _structured(text: Any) -> Any:
+    """``text`` parsed when it is a JSON object, array or number; else None."""
+    parsed = _parsed(text, containers_only=False)
+    if isinstance(parsed, dict | list) or (
+        isinstance(parsed, int | float) and not isinstance(parsed, bool)
+    ):
+        if isinstance(parsed, float) and not math.isfinite(parsed):
+            return None  # json.loads reads NaN and Infinity, which no tool returns as output
+        return parsed
+    return None
+
+
+def output_of(row: Mapping[str, Any]) -> Any:
+    """The task's output as a structured-output format's tool passes it.
+
+    The row's ``output`` (any JSON value) when it has one; else its ``model_output``
+    parsed when that is a JSON object, array or number; else ``model_output`` itself.
+    """
+    if row.get("output") is not None:
+        return row["output"]
+    text = row.get("model_output")
+    parsed = _structured(text)
+    return text if parsed is None else parsed
+
+
 def messages_of(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The row's ``messages``, or built from its scenario_input and model_output."""
     given = row.get("messages")
@@ -514,16 +604,34 @@ def _as_dict(value: Any, key: str) -> Any:
     return value if isinstance(value, dict) else {key: value}
 
 
+class Record(dict[str, Any]):
+    """A dict whose keys are also attributes: LangSmith's ``run.outputs`` and ``example.inputs``
+    work on it as on the SDK's ``Run`` and ``Example``, and it stays JSON."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+#: Formats whose entries take the check's configuration as keyword parameters.
+CONFIGURED_BY_KEYWORD: frozenset[Format] = frozenset({Format.REWARD_KIT, Format.BRAINTRUST})
+
+
 def bind(
     fmt: Format,
     shape: FunctionShape,
     row: Mapping[str, Any],
     message: Callable[[dict[str, Any]], Any] | None = None,
+    config: Mapping[str, Any] | None = None,
 ) -> tuple[list[Any], dict[str, Any]]:
     """Positional and keyword arguments for the entry, from a row.
 
     ``message`` builds a ``Message`` object from a dict, for parameters annotated
-    ``List[Message]`` (the harness passes ``reward_kit.Message``).
+    ``List[Message]`` (the harness passes ``reward_kit.Message``). ``config`` is the check
+    version's configuration: promptfoo's ``context["config"]``, and the keyword
+    parameters of reward-kit and Braintrust scorers that the row does not bind.
     """
     if fmt is Format.GRADER:
         sample = row.get("sample")
@@ -545,8 +653,6 @@ def bind(
             item = _row_fields(row)
         return [sample, item], {}
     if fmt is Format.PROMPTFOO:
-        output = row.get("model_output")
-        parsed = _parsed(output)
         metadata = row.get("metadata") or {}
         variables = row.get("vars")
         if variables is None:
@@ -555,18 +661,26 @@ def bind(
             "prompt": row.get("scenario_input"),
             "vars": variables,
             "test": {"vars": variables, "metadata": metadata},
-            "config": {},
+            "config": dict(config or {}),
             "metadata": metadata,
         }
-        return [output if parsed is None else parsed, context], {}
+        return [output_of(row), context], {}
     values = _keyword_values(fmt, row)
+    if one_argument_output(fmt, shape):
+        return [], {shape.params[0].name: values["output"]}
     kwargs: dict[str, Any] = {}
+    configured = dict(config or {}) if fmt in CONFIGURED_BY_KEYWORD else {}
     for param in shape.params:
         if param.name in values:
             value = values[param.name]
             if param.name == "messages" and message is not None and "Message" in param.annotation:
                 value = [message(m) if isinstance(m, dict) else m for m in value]
             kwargs[param.name] = value
+        elif param.name in configured:
+            kwargs[param.name] = configured[param.name]
+    if shape.var_keyword and fmt is Format.REWARD_KIT:
+        # reward-kit hands the caller's other keyword arguments to **kwargs
+        kwargs.update({k: v for k, v in configured.items() if k not in kwargs})
     return [], kwargs
 
 
@@ -586,7 +700,7 @@ def _keyword_values(fmt: Format, row: Mapping[str, Any]) -> dict[str, Any]:
     if fmt is Format.BRAINTRUST:
         return {
             "input": row.get("scenario_input"),
-            "output": row.get("model_output"),
+            "output": output_of(row),
             "expected": expected,
             "reference": expected,
             "metadata": metadata,
@@ -597,15 +711,14 @@ def _keyword_values(fmt: Format, row: Mapping[str, Any]) -> dict[str, Any]:
             },
         }
     inputs = _as_dict(row.get("scenario_input"), "input")
-    parsed = _parsed(row.get("model_output"))
-    outputs = parsed if isinstance(parsed, dict) else {"output": row.get("model_output")}
+    outputs = _as_dict(output_of(row), "output")
     reference = _as_dict(expected, "output")
     return {
         "inputs": inputs,
         "outputs": outputs,
         "reference_outputs": reference,
-        "run": {"inputs": inputs, "outputs": outputs},
-        "example": {"inputs": inputs, "outputs": reference, "metadata": metadata},
+        "run": Record(inputs=inputs, outputs=outputs),
+        "example": Record(inputs=inputs, outputs=reference, metadata=metadata),
     }
 
 
@@ -677,8 +790,15 @@ def _finish(
 
 
 def skips(fmt: Format, value: Any) -> bool:
-    """Whether ``value`` returned by a ``fmt`` entry skips the row (Braintrust's ``None``)."""
-    return value is None and FORMATS[fmt].none_skips
+    """Whether ``value`` returned by a ``fmt`` entry skips the row (Braintrust's ``None``,
+    or a ``Score`` / ``{"score": None}`` without a score)."""
+    if not FORMATS[fmt].none_skips:
+        return False
+    if value is None:
+        return True
+    if isinstance(value, Mapping):
+        return "score" in value and value["score"] is None
+    return type(value).__name__ == "Score" and getattr(value, "score", 0) is None
 
 
 #: Formats whose checks may report a row ``skipped`` themselves (the host accepts it).
@@ -702,17 +822,38 @@ def coerce(fmt: Format, value: Any, expected: OutputType | None = None) -> Score
     if fmt is Format.PROMPTFOO:
         return _promptfoo(value, expected)
     if fmt is Format.LANGSMITH:
-        if isinstance(value, Mapping):
-            if "score" not in value:
-                raise InvalidScore('a LangSmith result dict needs "score" (and "key", "comment")')
-            extra = {k: jsonable(v) for k, v in value.items() if k not in {"score", "comment"}}
-            passed = value["score"] if isinstance(value["score"], bool) else None
-            return _finish(
-                value["score"], expected, explanation=value.get("comment"),
-                passed=passed, metadata=extra,
-            )  # fmt: skip
-        return _finish(value, expected, passed=value if isinstance(value, bool) else None)
+        return _langsmith(value, expected)
     return _braintrust(value, expected)
+
+
+def _langsmith(value: Any, expected: OutputType | None) -> Score:
+    if isinstance(value, Mapping) and "results" in value:
+        value = value["results"]  # LangSmith's {"results": [...]}: several metrics
+    if isinstance(value, list):
+        if not value:
+            raise InvalidScore("the evaluator returned an empty list of results")
+        parts = [_langsmith(v, None) for v in value]
+        keys = [_field(v, "key") or f"score_{i}" for i, v in enumerate(value)]
+        subs = {
+            str(k): {"score": p.score}
+            | ({"comment": p.explanation} if p.explanation is not None else {})
+            for k, p in zip(keys, parts, strict=True)
+        }
+        mean = sum(float(p.score) for p in parts) / len(parts)
+        return _finish(mean, expected, metadata={"sub_scores": subs})
+    if isinstance(value, Mapping) or type(value).__name__ == "EvaluationResult":
+        score = _field(value, "score")
+        if score is None:
+            raise InvalidScore('a LangSmith result needs "score" (and "key", "comment")')
+        if isinstance(value, Mapping):
+            extra = {k: jsonable(v) for k, v in value.items() if k not in {"score", "comment"}}
+        else:
+            extra = {"key": jsonable(_field(value, "key"))} if _field(value, "key") else {}
+        return _finish(
+            score, expected, explanation=_field(value, "comment"),
+            passed=score if isinstance(score, bool) else None, metadata=extra,
+        )  # fmt: skip
+    return _finish(value, expected, passed=value if isinstance(value, bool) else None)
 
 
 def _sub_scores(entries: Mapping[str, Any]) -> dict[str, Any]:
@@ -723,7 +864,7 @@ def _sub_scores(entries: Mapping[str, Any]) -> dict[str, Any]:
             continue
         fields = {
             k: jsonable(_field(entry, k))
-            for k in ("score", "pass", "reason", "is_score_valid", "success")
+            for k in ("score", "pass", "reason", "is_score_valid", "success", "data")
             if _field(entry, k) is not None
         }
         out[str(name)] = fields or jsonable(entry)

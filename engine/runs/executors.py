@@ -105,6 +105,7 @@ class CodeExecutor:
             policy=Policy(version.policy),
             output_type=OutputType(version.output_data_type) if version.output_data_type else None,
             entry=version.entry,
+            config=version.config,
         )
         session = None
         if self.gateway is not None:

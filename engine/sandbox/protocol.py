@@ -41,6 +41,7 @@ class JobRow(BaseModel):
     sample: dict[str, Any] | None = None
     vars: dict[str, Any] | None = None
     ground_truth: Any = None
+    output: Any = None
 
 
 _ROWS = TypeAdapter(list[Row])
@@ -65,6 +66,8 @@ class Job(BaseModel):
     max_row_output_chars: int = 4096
     #: The entry function named at upload (None: found by name or by its parameters).
     entry: str | None = None
+    #: The check version's configuration, bound by the format (engine.contract.formats.bind).
+    config: dict[str, Any] | None = None
     #: Under gVisor: how many tasks the checks may create in one container before it is
     #: retired (each leaves host threads behind for a while; see ``pids_options``).
     task_budget: int | None = None

@@ -64,6 +64,9 @@ class CodeCheck:
     output_type: OutputType | None = None
     #: The entry function named at upload (None: found by name or by its parameters).
     entry: str | None = None
+    #: The check version's configuration (promptfoo's ``context["config"]``, the keyword
+    #: parameters of reward-kit and Braintrust scorers); None: none.
+    config: Mapping[str, Any] | None = field(default=None, hash=False)
 
 
 def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
@@ -442,6 +445,7 @@ class SandboxRunner:
             policy=check.policy,
             output_type=check.output_type,
             entry=check.entry,
+            config=dict(check.config) if check.config else None,
             row_timeout_seconds=limits.row_timeout_seconds,
             max_output_bytes=limits.max_output_bytes,
             gateway_row_timeout_seconds=(

@@ -35,6 +35,7 @@ def _check(row: CheckVersionRow) -> CheckVersion:
         created_at=aware(row.created_at) or utcnow(),
         deleted_at=aware(row.deleted_at),
         entry=row.entry,
+        config=row.config,
     )
 
 

@@ -85,6 +85,8 @@ class CheckVersion:
     deleted_at: datetime | None = None
     #: The entry function named at upload (scorer formats; None: found in the file).
     entry: str | None = None
+    #: The version's configuration (promptfoo's context["config"], scorer keyword params).
+    config: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,8 @@ class CheckVersionRow(Base):
     limits: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     #: The entry function named at upload (scorer formats; None: found in the file).
     entry: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: The version's configuration (promptfoo's context["config"], scorer keyword params).
+    config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     sha256: Mapped[str] = mapped_column(String(64))
     author_key_id: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -31,7 +31,7 @@ from pydantic import (
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError
-from engine.suites.names import BUILTIN_PREFIX, DEFAULT_FAIL_ON, SUITE_FILE
+from engine.suites.names import BUILTIN_PREFIX, DEFAULT_FAIL_ON, SUITE_FILE, split_entry
 
 OUTPUT_PATTERN = r"\.(jsonl|ndjson|csv|tsv|html|htm)$"
 RowField = Literal[
@@ -46,6 +46,7 @@ RowField = Literal[
     "sample",
     "vars",
     "ground_truth",
+    "output",
 ]
 
 
@@ -73,6 +74,12 @@ class CheckEntry(BaseModel):
         default_factory=dict,
         description="Parameters of a parameterised built-in, e.g. {pattern: Paris} for "
         "regex_match (`scorebox judge builtins --json` lists each built-in's parameters).",
+    )
+    config: dict[str, Any] | None = Field(
+        default=None,
+        description="A code check's configuration (JSON): promptfoo's context['config'], "
+        "the keyword parameters of reward-kit and Braintrust scorers. Part of the check "
+        "version's identity when pushed.",
     )
     threshold: float | None = Field(
         default=None,
@@ -182,12 +189,17 @@ class SuitePlan:
 def threshold_key(name: str) -> str:
     """The name a check's results carry: a file's stem, a built-in without ``builtin:``."""
     bare = name.removeprefix(BUILTIN_PREFIX)
-    return Path(bare).stem if bare.endswith(".py") and bare == name else bare
+    file, entry = split_entry(bare)
+    if file.endswith(".py") and bare == name:
+        return Path(file).stem if entry is None else f"{Path(file).stem}:{entry}"
+    return bare
 
 
 def _resolve(base: Path, name: str) -> str:
-    if name.endswith(".py") and not name.startswith(BUILTIN_PREFIX):
-        return str(base / name) if not Path(name).is_absolute() else name
+    file, entry = split_entry(name)
+    if file.endswith(".py") and not name.startswith(BUILTIN_PREFIX):
+        resolved = str(base / file) if not Path(file).is_absolute() else file
+        return resolved if entry is None else f"{resolved}:{entry}"
     return name
 
 
@@ -205,6 +217,8 @@ def plan_suite(path: Path, suite: Suite) -> SuitePlan:
             ref["version"] = item.version
         if item.params:
             ref["params"] = dict(item.params)
+        if item.config is not None:
+            ref["config"] = dict(item.config)
         checks.append(ref if len(ref) > 1 else ref["name"])
         if item.threshold is not None:
             thresholds[threshold_key(item.name)] = item.threshold

@@ -12,6 +12,7 @@ from engine.runs.export import record
 
 # re-exported (engine.cli.run reads it here)
 from engine.suites.names import BUILTIN_PREFIX as BUILTIN_PREFIX  # noqa: PLC0414
+from engine.suites.names import split_entry
 
 
 def _ref_name(ref: str | Mapping[str, Any]) -> str:
@@ -22,6 +23,7 @@ def _unknown(name: str, builtins: Mapping[str, Any]) -> str | None:
     """Why a local run cannot score ``name`` (None when it can): a .py file that is not
     there, or a name that is no built-in (with the closest ones)."""
     bare = name.removeprefix(BUILTIN_PREFIX)
+    name = split_entry(name)[0]
     if not name.startswith(BUILTIN_PREFIX) and Path(name).suffix == ".py":
         if Path(name).is_file():
             return None
@@ -98,17 +100,23 @@ def run_local(
                 def tick(_index: int, _result: Any, task: Any = task) -> None:
                     bar.advance(task)
 
-                path = Path(name)
+                file, entry = split_entry(name)
+                path = Path(file)
                 bare = name.removeprefix(BUILTIN_PREFIX)
+                config = None if isinstance(ref, str) else ref.get("config")
                 if not name.startswith(BUILTIN_PREFIX) and path.suffix == ".py" and path.exists():
                     source = path.read_text(encoding="utf-8")
                     rules = PackageRules.of(settings.packages_allow, settings.packages_deny)
-                    report = validate(source, Policy.STANDARD, packages=rules)
+                    report = validate(source, Policy.STANDARD, packages=rules, entry=entry)
                     if not report.valid:
                         problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
                         raise InvalidRequestError(f"{path} is not a valid check: {problems}")
                     code = CodeCheck(
-                        source=source, name=path.stem, output_type=report.output_data_type
+                        source=source,
+                        name=path.stem,
+                        output_type=report.output_data_type,
+                        entry=entry,
+                        config=config,
                     )
                     runner = scoring.runners.get()  # the sandbox starts for the first .py check
                     session = None  # the check's model calls go to the configured LLM, if any
@@ -116,7 +124,8 @@ def run_local(
                         session = scoring.gateway.session("local", f"local-{path.stem}")
                     with gateway_session(session):
                         results = runner.run_check(code, row_list, on_result=tick)
-                    summaries.append(summarize(results, path.stem).model_dump())
+                    label = path.stem if entry is None else f"{path.stem}:{entry}"
+                    summaries.append(summarize(results, label).model_dump())
                 elif bare in builtins:
                     builtin = builtins[bare]
                     try:

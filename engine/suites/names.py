@@ -16,3 +16,16 @@ BUILTIN_PREFIX = "builtin:"
 #: says otherwise: values of :class:`engine.contract.Status`. ``invalid_score`` is one: a
 #: check that returns the wrong type (``"PASS"``) never scores and must not pass CI.
 DEFAULT_FAIL_ON: tuple[str, ...] = ("error", "invalid_score", "judge_error", "sandbox_error")
+
+
+def split_entry(name: str) -> tuple[str, str | None]:
+    """A check file named with its entry function, as promptfoo spells it.
+
+    ``graders.py:injection_blocked`` (or ``file://graders.py:injection_blocked``) ->
+    ``("graders.py", "injection_blocked")``; a name without ``:function`` -> ``(name, None)``.
+    """
+    bare = name.removeprefix("file://")
+    path, sep, entry = bare.rpartition(":")
+    if sep and path.endswith(".py") and entry.isidentifier():
+        return path, entry
+    return (bare if bare.endswith(".py") else name), None

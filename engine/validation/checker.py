@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 
 from engine import contract
-from engine.contract import Policy, formats, restricted
+from engine.contract import Policy, formats, restricted, stand_ins
 from engine.contract import rules as check_rules
 from engine.environments.spec import DECLARE_HINT, module_names, read_block
 from engine.validation.facts import (
@@ -367,6 +367,8 @@ class _Validation(_SignatureRules):
         if client is not None:
             self.network_import(client, node)
             return
+        if self.beyond_stand_in(module, list(names), node):
+            return
         for candidate in (module, *dotted):
             reason = check_rules.unusable_reason(candidate)
             if reason is not None:
@@ -378,6 +380,29 @@ class _Validation(_SignatureRules):
                 return
         if not check_rules.sandbox_can_import(module):
             self.unavailable(module, node)
+
+    def beyond_stand_in(self, module: str, names: list[str], node: _Node) -> bool:
+        """An import of more of another tool's package than its stand-in holds, undeclared."""
+        top = module.split(".", maxsplit=1)[0]
+        distribution = stand_ins.DISTRIBUTIONS.get(top)
+        if distribution is None:
+            return False
+        declared = self.environment.names
+        if any(top in module_names(n) or module_names(n) & module_names(distribution)
+               for n in declared):  # fmt: skip
+            return False  # the real package, declared, replaces the stand-in
+        lacking = stand_ins.beyond(module, names)
+        if lacking is None:
+            return False
+        held = ", ".join(sorted(n for n in stand_ins.SURFACES if n.split(".")[0] == top))
+        self.add(
+            "undeclared-import",
+            f"{lacking} is not in the image's stand-in for `{top}`, which holds only the "
+            f"types and decorators scorer files use ({held}); the real package is "
+            f"`{distribution}`: {DECLARE_HINT.replace('NAME', distribution)}",
+            node,
+        )
+        return True
 
     def network_import(self, client: str, node: _Node) -> None:
         """A network client library: refused at upload, declared or not."""

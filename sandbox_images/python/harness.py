@@ -283,6 +283,22 @@ def _message_type() -> Any:
     return lambda fields: message(**fields)
 
 
+_loop: list[Any] = []
+
+
+def await_value(value: Any) -> Any:
+    """Run a coroutine (an ``async def`` scorer's result) to completion in this child.
+
+    One event loop serves every row; the parent's watchdog bounds the row as it bounds a
+    plain call, so a coroutine that never finishes ends as a ``timeout``.
+    """
+    if not _loop:
+        import asyncio  # only a check with an async entry pays for it
+
+        _loop.append(asyncio.new_event_loop())
+    return _loop[0].run_until_complete(value)
+
+
 def run_row(
     entry: Entry,
     row: dict[str, Any],
@@ -308,12 +324,19 @@ def run_row(
     else:
         assert detected.shape is not None
         message = _message_type() if detected.format is formats.Format.REWARD_KIT else None
-        args, kwargs = formats.bind(detected.format, detected.shape, row, message)
+        config = job.get("config")
+        args, kwargs = formats.bind(detected.format, detected.shape, row, message, config)
     sys.stdout = sys.stderr = capture
     started = time.perf_counter()
     value: Any = None
     try:
         value = entry.func(*args, **kwargs)
+        if (
+            detected is not None
+            and detected.format in formats.ASYNC_FORMATS
+            and hasattr(value, "__await__")
+        ):
+            value = await_value(value)
     except OutputLimit:
         record.update(
             status=_OUTPUT_LIMIT,

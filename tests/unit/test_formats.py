@@ -117,7 +117,7 @@ def test_nothing_fitting_names_every_format() -> None:
 def test_bindings_say_what_each_parameter_receives() -> None:
     detected = _detect("@reward_function\ndef f(messages, ground_truth=None, k=3, **kwargs): ...")
     assert set(detected.bindings) == {"messages", "ground_truth", "k", "**kwargs"}
-    assert detected.bindings["k"] == "its default"
+    assert detected.bindings["k"] == "its default (or the check's configuration)"
     assert "scenario_input" in detected.bindings["messages"]
 
 
@@ -192,19 +192,19 @@ def test_promptfoo_output_parsed_and_context() -> None:
     args, _ = _bind(
         "def get_assert(output, context): ...", {**ROW, "vars": {"x": 1}, "model_output": "4"}
     )
-    assert args[0] == "4" and args[1]["vars"] == {"x": 1}
+    assert args[0] == 4 and args[1]["vars"] == {"x": 1}  # a JSON number is parsed too
 
 
 def test_braintrust_phoenix_names() -> None:
     src = "def handler(input, output, expected, reference, metadata, example): ..."
     _, kwargs = _bind(src, ROW)
-    assert kwargs["input"] == "2+2?" and kwargs["output"] == '{"answer": 4}'
+    assert kwargs["input"] == "2+2?" and kwargs["output"] == {"answer": 4}
     assert kwargs["expected"] == kwargs["reference"] == "4"
     assert kwargs["example"] == {"input": "2+2?", "output": "4", "metadata": {"topic": "math"}}
     _, kwargs = _bind(
         "def handler(output, expected): ...", {**ROW, "scenario_result": None, "ground_truth": "G"}
     )
-    assert kwargs == {"output": '{"answer": 4}', "expected": "G"}
+    assert kwargs == {"output": {"answer": 4}, "expected": "G"}
 
 
 def test_langsmith_dicts() -> None:

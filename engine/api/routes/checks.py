@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import nullcontext
 from pathlib import PurePath
 from typing import Annotated, Literal
@@ -45,6 +46,19 @@ def _environments(services: Services) -> Environments | None:
     if "audit" not in cache.listeners:  # every build this node runs is audited
         cache.listeners["audit"] = environment_audit(services.audit)
     return cache
+
+
+def _config_form(raw: str | None) -> dict[str, object] | None:
+    """The upload form's ``config``: a JSON object, or absent."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InvalidRequestError(f"config is not JSON: {exc.msg}") from exc
+    if not isinstance(value, dict):
+        raise InvalidRequestError('config must be a JSON object, e.g. {"threshold": 0.8}')
+    return value
 
 
 def _save(
@@ -153,6 +167,13 @@ async def upload_check(
             "several fit (promptfoo's `file://x.py:fn`)."
         ),
     ] = None,
+    config: Annotated[
+        str | None,
+        Form(
+            description="Code checks: the configuration (a JSON object) passed to the scorer: "
+            "promptfoo's `context['config']`, reward-kit and Braintrust keyword parameters."
+        ),
+    ] = None,
 ) -> CheckOut:
     raw = await file.read()
     try:
@@ -174,6 +195,7 @@ async def upload_check(
             check_type=check_type,
             policy=policy,
             entry=entry or None,
+            config=_config_form(config),
         )
     except ValueError as exc:
         raise InvalidRequestError(f"bad check fields: {exc}") from exc

@@ -1,0 +1,27 @@
+"""A small stand-in for Braintrust's SDK inside the scorebox sandbox: ``braintrust.Score``.
+
+A scorer file that imports more declares the real package (``braintrust``) in a PEP 723
+block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Score"]
+__version__ = "0.0.0+scorebox.stand-in"
+
+
+@dataclass
+class Score:
+    """A named score in 0..1 (None: skipped), with metadata, as Braintrust's own."""
+
+    name: str
+    score: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    error: Exception | None = None
+
+    def __post_init__(self) -> None:
+        if self.score is not None and not 0 <= self.score <= 1:
+            raise ValueError(f"score ({self.score}) must be between 0 and 1")

@@ -1,0 +1,1 @@
+"""``phoenix.experiments``, as a stand-in (evaluators and their result type only)."""

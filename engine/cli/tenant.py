@@ -61,7 +61,8 @@ def create_command(name: str, quotas: tuple[str, ...]) -> None:
 
     try:
         store = _store()
-        new = create_tenant(store, name, {k: v for k, v in _quotas(quotas).items() if v})
+        overrides = {k: v for k, v in _quotas(quotas).items() if v is not None}
+        new = create_tenant(store, name, overrides)
         from engine.audit import hooks  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
         hooks.tenant_created(_audit(store), "cli", new)

@@ -36,12 +36,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version
+
 from engine.environments.admission import FairSlots, InFlight
 from engine.environments.downloaded import check_downloaded
 from engine.environments.pip_output import (
     INDEX_UNREACHABLE,
     NO_WHEEL,
     PACKAGE_INDEX,
+    available_versions,
     for_tenant,
     no_wheel_message,
 )
@@ -213,6 +217,26 @@ def download_command(
     if settings.packages_wheelhouse:
         command += ["--find-links", str(settings.packages_wheelhouse)]
     return [*command, *requirements]
+
+
+def index_versions_command(name: str, settings: Settings) -> list[str]:
+    """``pip index versions NAME``: every version the index has, sdists included."""
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "index",
+        "versions",
+        name,
+        "--pre",
+        "--disable-pip-version-check",
+        "--no-input",
+    ]
+    if settings.package_index_url:
+        command += ["--index-url", settings.package_index_url]
+    if settings.packages_wheelhouse:
+        command += ["--find-links", str(settings.packages_wheelhouse)]
+    return command
 
 
 class Environments:
@@ -523,11 +547,37 @@ class Environments:
                 raise PackageIndexError(
                     f"pip {step} could not reach {PACKAGE_INDEX} ({unreachable.group(0)})"
                 )
-            if NO_WHEEL.search(output):
-                raise EnvironmentBuildError(no_wheel_message(output, command[-1:]))
+            missing = NO_WHEEL.search(output)
+            if missing:
+                available = self._available(missing.group("req"), log_file)
+                raise EnvironmentBuildError(no_wheel_message(output, command[-1:], available))
             tail = "\n".join(done.stderr.strip().splitlines()[-5:])
             raise EnvironmentBuildError(f"pip {step} failed: {self._for_tenant(tail)}")
         return output
+
+    def _available(self, requirement: str, log_file: Path) -> list[Version] | None:
+        """Every version of ``requirement``'s distribution on the index (None: unknown), to
+        tell a wrong pin or name from a package with no wheel."""
+        try:
+            name = Requirement(requirement).name
+        except InvalidRequirement:
+            return None
+        command = index_versions_command(name, self.settings)
+        try:
+            done = subprocess.run(  # nosec B603: a fixed argument list, no shell
+                command,
+                capture_output=True,
+                text=True,
+                timeout=min(60.0, self.settings.env_build_timeout_seconds),
+                check=False,
+                env={**os.environ, "PIP_NO_INPUT": "1"},
+            )
+        except subprocess.TimeoutExpired:
+            return None
+        output = mask_credentials(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}")
+        with log_file.open("a") as handle:
+            handle.write(output)
+        return available_versions(output, done.returncode, name)
 
     def index_for_operators(self) -> str:
         """The index pip uses, for the server log: its URL with credentials masked."""

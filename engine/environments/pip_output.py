@@ -9,6 +9,7 @@ build log keeps pip's output with every URL's credentials masked.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 
@@ -33,6 +34,7 @@ NO_WHEEL = re.compile(
     r"Could not find a version that satisfies the requirement) (?P<req>\S+)"
 )
 _FROM_VERSIONS = re.compile(r"\(from versions: (?P<versions>[^)]*)\)")
+_AVAILABLE = re.compile(r"Available versions: (?P<versions>.*)")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>)]*[^\s'\"<>):;,.]")
 #: Versions named either side of a pin that does not exist.
 NEAREST = 2
@@ -54,10 +56,8 @@ def listed_versions(output: str) -> list[Version]:
         return []
     versions = []
     for text in found.group("versions").split(","):
-        try:
+        with contextlib.suppress(InvalidVersion):
             versions.append(Version(text.strip()))
-        except InvalidVersion:
-            continue
     return sorted(set(versions))
 
 
@@ -75,32 +75,58 @@ def nearest_versions(wanted: str, versions: Sequence[Version]) -> list[Version]:
     return list(versions[max(0, at - NEAREST) : at + NEAREST])
 
 
-def no_wheel_message(output: str, requirements: Sequence[str]) -> str:
+def available_versions(output: str, returncode: int, name: str) -> list[Version] | None:
+    """Every version ``pip index versions NAME`` lists (sdists too); [] for no such
+    package, None when its answer says nothing (the index could not be asked)."""
+    found = _AVAILABLE.search(output)
+    if found:
+        versions = []
+        for text in found.group("versions").split(","):
+            with contextlib.suppress(InvalidVersion):
+                versions.append(Version(text.strip()))
+        return sorted(set(versions))
+    unknown = re.compile(rf"No matching distribution found for {re.escape(name)}\s*$", re.M)
+    if returncode != 0 and unknown.search(output):
+        return []
+    return None
+
+
+def no_wheel_message(
+    output: str, requirements: Sequence[str], available: Sequence[Version] | None = None
+) -> str:
     """What pip's "no matching distribution" means, naming the requirement and the fixes.
 
-    A version pip listed wheels of but that the requirement excludes (``textstat==99.0``)
-    is a wrong pin, said as such with the nearest versions; no version at all means no
-    wheel for the sandbox (an sdist-only package) or no such package.
+    ``available``: every version the index has of that distribution, sdists included
+    (:func:`available_versions`; None: unknown). When none admits the requirement
+    (``textstat==99.0``), it is a wrong pin, said as such with the nearest versions; a
+    distribution the index does not have is a wrong name; otherwise the versions it
+    admits have no wheel for the sandbox (an sdist-only package).
     """
     found = NO_WHEEL.search(output)
     what = found.group("req") if found else ", ".join(requirements)
-    versions = listed_versions(output)
-    if versions:
-        try:
-            requirement = Requirement(what)
-        except InvalidRequirement:
-            requirement = None
-        pinned = [s.version for s in requirement.specifier] if requirement else []
-        near = nearest_versions(pinned[0], versions) if pinned else versions[-2 * NEAREST :]
-        return (
-            f"no version of `{requirement.name if requirement else what}` matching `{what}` "
-            f"on {PACKAGE_INDEX} (No matching distribution found; it lists "
-            f"{len(versions)} version(s) with wheels for Python {SANDBOX_PYTHON}, nearest: "
-            f"{', '.join(str(v) for v in near)}): fix the version in `dependencies`"
-        )
+    try:
+        requirement: Requirement | None = Requirement(what)
+    except InvalidRequirement:
+        requirement = None
+    if requirement is not None and available is not None:
+        name = requirement.name
+        if not available:
+            return (
+                f"no distribution `{name}` on {PACKAGE_INDEX} (No matching distribution found "
+                f"for {what}): check the name in `dependencies`"
+            )
+        admitted = [v for v in available if requirement.specifier.contains(v, prereleases=True)]
+        if not admitted:
+            pinned = [s.version for s in requirement.specifier]
+            near = nearest_versions(pinned[0] if pinned else "", available)
+            return (
+                f"no version of `{name}` matching `{what}` on {PACKAGE_INDEX} (No matching "
+                f"distribution found; it has {len(available)} version(s), nearest: "
+                f"{', '.join(str(v) for v in near)}): fix the version in `dependencies`"
+            )
     return (
         f"no wheel of `{what}` for Python {SANDBOX_PYTHON} on this platform (scorebox installs "
-        "wheels only, so no package's build code runs): check the name, then an operator can "
-        "put a wheel in SCOREBOX_PACKAGES_WHEELHOUSE, or build one from the sdist with "
+        "wheels only, so no package's build code runs): an operator can put a wheel in "
+        "SCOREBOX_PACKAGES_WHEELHOUSE, or build one from the sdist with "
         f"`scorebox env wheel '{what}'` (offline, in a hardened container)"
     )

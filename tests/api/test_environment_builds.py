@@ -108,7 +108,8 @@ def test_an_index_token_never_reaches_the_tenant(
     token = "idx-token-91b0c4"
     api = make_api(pool_size=0, package_index_url=f"https://ci:{token}@127.0.0.1:{port}/simple")
     h = api.tenant()
-    source = '# /// script\n# dependencies = ["text-unidecode==1.2"]\n# ///\n' + (
+    # a name nothing builds: the index is down, so it fails however it is spelled
+    source = '# /// script\n# dependencies = ["scorebox-never-built==1.0"]\n# ///\n' + (
         "def evaluate(model_output) -> bool:\n    return True\n"
     )
     pushed = api.client.post("/v1/checks", headers=h, json={"name": "tok", "source": source})
@@ -129,5 +130,5 @@ def test_an_index_token_never_reaches_the_tenant(
     tenant_id = authenticate(api.store, h["Authorization"]).tenant_id
     [built] = AuditLog(api.store.engine).page(tenant_id, action=ENVIRONMENT_BUILT)
     assert (built.target, built.detail["outcome"]) == (failed["key"], "failed")
-    assert built.detail["requirements"] == ["text-unidecode==1.2"]
+    assert built.detail["requirements"] == ["scorebox-never-built==1"]  # canonical
     assert token not in json.dumps(built.detail)

@@ -4,8 +4,10 @@ An environment is built once per key (:func:`~engine.environments.spec.environme
 
 1. **Download** on the host with ``pip download --only-binary=:all:`` through pip's own
    configuration (index, mirrors, proxy, certificates), or SCOREBOX_PACKAGE_INDEX_URL, plus
-   SCOREBOX_PACKAGES_WHEELHOUSE as ``--find-links``. The one step with network; it runs no
-   package code (wheels only: no build step, no setup.py).
+   SCOREBOX_PACKAGES_WHEELHOUSE as ``--find-links`` (:mod:`engine.environments.pip`). The one
+   step with network; it runs no package code (wheels only: no build step, no setup.py).
+   What resolved is checked before anything is installed
+   (:mod:`engine.environments.downloaded`: the operator's rules, the unpacked size).
 2. **Install** offline in a hardened container with no network (``--no-index
    --find-links``), through the :class:`Installer` the Docker backend provides; the result
    is a derived image ``scorebox-env:<key>`` whose labels record what resolved.
@@ -23,11 +25,7 @@ import contextlib
 import fcntl
 import json
 import logging
-import os
-import platform
 import shutil
-import subprocess  # nosec B404: pip download is run as a fixed argument list
-import sys
 import tempfile
 import threading
 import time
@@ -36,29 +34,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import Version
-
 from engine.environments.admission import FairSlots, InFlight
 from engine.environments.downloaded import check_downloaded
-from engine.environments.pip_output import (
-    INDEX_UNREACHABLE,
-    NO_WHEEL,
-    PACKAGE_INDEX,
-    available_versions,
-    for_tenant,
-    no_wheel_message,
-)
+from engine.environments.pip import HostPip, download_command
 from engine.environments.prune import PruneItem, plan_prune
 from engine.environments.spec import (
-    SANDBOX_PYTHON,
     Declared,
     PackageRules,
     environment_key,
     read_block,
 )
 from engine.errors import EnvironmentBuildError, PackageIndexError, ScoreboxError
-from engine.redact import mask_credentials
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -71,8 +57,6 @@ ENV_PATH = "/opt/scorebox-env"
 USE_MARK_SECONDS = 60.0
 #: Seconds a failed build is remembered before a job may try it again.
 FAILURE_TTL_SECONDS = 300.0
-#: The newest glibc whose manylinux wheels run on the sandbox (Debian bookworm: 2.36).
-SANDBOX_GLIBC = (2, 36)
 
 
 @dataclass(frozen=True)
@@ -171,74 +155,6 @@ class Installer(Protocol):
         ...
 
 
-def platform_tags(machine: str | None = None) -> list[str]:
-    """``--platform`` values for wheels that run on the sandbox (glibc manylinux, its arch)."""
-    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(
-        (machine or platform.machine()).lower(), (machine or platform.machine()).lower()
-    )
-    tags = [f"manylinux_2_{minor}_{arch}" for minor in range(SANDBOX_GLIBC[1], 16, -1)]
-    tags += [f"manylinux2014_{arch}", f"manylinux2010_{arch}", f"manylinux1_{arch}"]
-    return tags
-
-
-def download_command(
-    requirements: Sequence[str], dest: Path, settings: Settings, *, for_sandbox: bool = True
-) -> list[str]:
-    """The ``pip download`` argument list: wheels only, for the sandbox's Python and arch."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--only-binary=:all:",
-        "--dest",
-        str(dest),
-    ]
-    if for_sandbox:
-        major, minor = SANDBOX_PYTHON.split(".")[:2]
-        command += [
-            "--python-version",
-            f"{major}.{minor}",
-            "--implementation",
-            "cp",
-            "--abi",
-            f"cp{major}{minor}",
-            "--abi",
-            "abi3",
-            "--abi",
-            "none",
-        ]
-        for tag in platform_tags():
-            command += ["--platform", tag]
-    if settings.package_index_url:
-        command += ["--index-url", settings.package_index_url]
-    if settings.packages_wheelhouse:
-        command += ["--find-links", str(settings.packages_wheelhouse)]
-    return [*command, *requirements]
-
-
-def index_versions_command(name: str, settings: Settings) -> list[str]:
-    """``pip index versions NAME``: every version the index has, sdists included."""
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "index",
-        "versions",
-        name,
-        "--pre",
-        "--disable-pip-version-check",
-        "--no-input",
-    ]
-    if settings.package_index_url:
-        command += ["--index-url", settings.package_index_url]
-    if settings.packages_wheelhouse:
-        command += ["--find-links", str(settings.packages_wheelhouse)]
-    return command
-
-
 class Environments:
     """The environment cache of one host: key, build once, record, wait, prune."""
 
@@ -260,6 +176,7 @@ class Environments:
         #: Called after every build attempt (name -> listener; the API adds the audit log).
         self.listeners: dict[str, Callable[[BuildOutcome], None]] = {}
         self._used: dict[str, float] = {}
+        self.pip = HostPip(settings, self.root)
 
     # -- keys and paths ------------------------------------------------------------------
 
@@ -509,86 +426,10 @@ class Environments:
         shutil.copy2(found[-1], dest / "scorebox-installer-pip.whl")
 
     def _pip(self, command: list[str], log_file: Path, step: str) -> str:
-        """Run pip; its output goes to the build log with credentials masked, and a failure
-        is said for the tenant: "the package index", no URL, no host path."""
-        echoed = mask_credentials(f"$ {' '.join(command)}\n")
-        try:
-            done = subprocess.run(  # nosec B603: a fixed argument list, no shell
-                command,
-                capture_output=True,
-                text=True,
-                timeout=self.settings.env_build_timeout_seconds,
-                check=False,
-                env={**os.environ, "PIP_NO_INPUT": "1"},
-            )
-        except subprocess.TimeoutExpired as exc:
-            with log_file.open("a") as handle:
-                handle.write(f"{echoed}(timed out)\n")
-            log.warning(
-                "pip %s passed %.0f s against %s", step, exc.timeout, self.index_for_operators()
-            )
-            raise PackageIndexError(
-                f"pip {step} passed SCOREBOX_ENV_BUILD_TIMEOUT_SECONDS="
-                f"{self.settings.env_build_timeout_seconds:.0f} ({PACKAGE_INDEX} answered "
-                "too slowly)"
-            ) from exc
-        output = f"{echoed}{mask_credentials(done.stdout)}{mask_credentials(done.stderr)}"
-        with log_file.open("a") as handle:
-            handle.write(output)
-        if done.returncode != 0:
-            unreachable = INDEX_UNREACHABLE.search(output)
-            if unreachable:
-                log.warning(
-                    "pip %s could not reach %s (%s)",
-                    step,
-                    self.index_for_operators(),
-                    unreachable.group(0),
-                )
-                raise PackageIndexError(
-                    f"pip {step} could not reach {PACKAGE_INDEX} ({unreachable.group(0)})"
-                )
-            missing = NO_WHEEL.search(output)
-            if missing:
-                available = self._available(missing.group("req"), log_file)
-                raise EnvironmentBuildError(no_wheel_message(output, command[-1:], available))
-            tail = "\n".join(done.stderr.strip().splitlines()[-5:])
-            raise EnvironmentBuildError(f"pip {step} failed: {self._for_tenant(tail)}")
-        return output
-
-    def _available(self, requirement: str, log_file: Path) -> list[Version] | None:
-        """Every version of ``requirement``'s distribution on the index (None: unknown), to
-        tell a wrong pin or name from a package with no wheel."""
-        try:
-            name = Requirement(requirement).name
-        except InvalidRequirement:
-            return None
-        command = index_versions_command(name, self.settings)
-        try:
-            done = subprocess.run(  # nosec B603: a fixed argument list, no shell
-                command,
-                capture_output=True,
-                text=True,
-                timeout=min(60.0, self.settings.env_build_timeout_seconds),
-                check=False,
-                env={**os.environ, "PIP_NO_INPUT": "1"},
-            )
-        except subprocess.TimeoutExpired:
-            return None
-        output = mask_credentials(f"$ {' '.join(command)}\n{done.stdout}{done.stderr}")
-        with log_file.open("a") as handle:
-            handle.write(output)
-        return available_versions(output, done.returncode, name)
-
-    def index_for_operators(self) -> str:
-        """The index pip uses, for the server log: its URL with credentials masked."""
-        url = self.settings.package_index_url
-        return mask_credentials(url) if url else "pip's configured index"
+        return self.pip.run(command, log_file, step)
 
     def _for_tenant(self, text: str) -> str:
-        paths = [str(self.settings.data_dir), str(self.root), tempfile.gettempdir()]
-        if self.settings.packages_wheelhouse:
-            paths.append(str(self.settings.packages_wheelhouse))
-        return for_tenant(text, paths)
+        return self.pip.for_tenant(text)
 
     # -- locks and failures ----------------------------------------------------------------
 

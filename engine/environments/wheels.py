@@ -33,7 +33,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from engine.environments.build import download_command
+from engine.environments.pip import download_command
 from engine.errors import ConfigurationError, EnvironmentBuildError
 from engine.redact import mask_credentials
 from engine.settings import Settings

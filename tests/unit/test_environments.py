@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from engine.environments import EnvironmentRecord, Environments, environment_key, read_block
-from engine.environments.build import download_command, platform_tags
+from engine.environments.pip import download_command, platform_tags
 from engine.errors import EnvironmentBuildError, PackageIndexError
 from engine.settings import Settings
 

@@ -175,3 +175,31 @@ def test_a_pass_drops_chunks_of_runs_stopped_elsewhere(store: SqlStore) -> None:
     store.set_run_status(run.id, RunStatus.FAILED, "failed on another node")
     assert ledger.dispatch(lambda _t: 4, 60) == []
     assert ledger.counts() == {"dropped": 3}
+
+
+def test_a_broker_that_lost_its_queue_gets_the_chunks_again_and_figures_per_tenant(
+    store: SqlStore,
+) -> None:
+    """What the API node does when the broker's marker is gone (requeue_queued), what a
+    refused send does (unqueue), and what /metrics reads (by_tenant)."""
+    ledger = ChunkLedger(store.engine)
+    tenant = _tenant(store, "requeue")
+    run = _run(store, tenant, 2000)
+    ledger.plan(run, [Limits()], 500)
+    sent = ledger.dispatch(lambda t: 2, 120.0)
+    assert sent is not None and len(sent) == 2
+    counts, oldest = ledger.by_tenant()
+    assert counts == {(tenant, "queued"): 2, (tenant, "pending"): 2}
+    assert 0 <= oldest < 5
+    # the broker restarted without persistence: both messages are gone; without this the
+    # chunks would wait for their 120 s queue lease
+    assert ledger.requeue_queued() == 2
+    assert ledger.by_tenant() == ({(tenant, "pending"): 4}, 0.0)
+    again = ledger.dispatch(lambda t: 2, 120.0)
+    assert again is not None and [m["epoch"] for m in again] == [2, 2]
+    first = ChunkKey(*sent[0]["key"])
+    assert not ledger.claim(first, sent[0]["epoch"], "w", 30.0)  # the lost message is stale
+    # a message the broker refused: pending at once, sent by the next pass
+    ledger.unqueue(ChunkKey(*again[0]["key"]), again[0]["epoch"])
+    counts, _ = ledger.by_tenant()
+    assert counts == {(tenant, "queued"): 1, (tenant, "pending"): 3}

@@ -191,6 +191,7 @@ class HostPip:
         return mask_credentials(url) if url else "pip's configured index"
 
     def for_tenant(self, text: str) -> str:
+        """``text`` without URLs (said as "the package index") or this host's folders."""
         paths = [str(self.settings.data_dir), str(self.root), tempfile.gettempdir()]
         if self.settings.packages_wheelhouse:
             paths.append(str(self.settings.packages_wheelhouse))

@@ -96,8 +96,10 @@ def labelled_items(
     check_ref: str,
     label_name: str,
     run_id: str | None = None,
+    holdout: tuple[float, int] | None = None,
 ) -> tuple[str, LabelSpec, list[LabelledItem]]:
-    """The check's label (``name@N``), the label's spec, and each labelled row's pairs."""
+    """The check's label (``name@N``), the label's spec, and each labelled row's pairs;
+    with ``holdout`` (fraction, seed), only the rows that split holds back."""
     name, version = catalog.split_ref(check_ref)
     if version is None:
         latest = store.latest_check(tenant_id, name)
@@ -109,6 +111,15 @@ def labelled_items(
         by_row[(given_label.run_id, given_label.row)].append(
             (given_label.annotator, given_label.value)
         )
+    if holdout is not None:
+        from engine.calibration.holdout import held_out, majorities  # noqa: PLC0415 (lazy)
+
+        votes = ((r, row, v) for (r, row), given in by_row.items() for _, v in given)
+        try:
+            kept = held_out(majorities(votes), *holdout)
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc)) from exc
+        by_row = defaultdict(list, {k: v for k, v in by_row.items() if k in kept})
     if run_id is not None:
         store.get_run(tenant_id, run_id)  # 404 when the run is not the tenant's
     items: list[LabelledItem] = []
@@ -154,14 +165,19 @@ def report(
     label_name: str,
     run_id: str | None = None,
     options: ReportOptions | None = None,
+    holdout: tuple[float, int] | None = None,
 ) -> dict[str, Any]:
-    """The agreement report of ``check_ref`` against ``label_name`` (JSON-ready)."""
-    label, spec, items = labelled_items(store, labels, tenant_id, check_ref, label_name, run_id)
+    """The agreement report of ``check_ref`` against ``label_name`` (JSON-ready); with
+    ``holdout`` (fraction, seed), on the rows that seeded split holds back only."""
+    label, spec, items = labelled_items(
+        store, labels, tenant_id, check_ref, label_name, run_id, holdout
+    )
     try:
         out = agreement_report(items, spec, options)
     except ValueError as exc:
         raise InvalidRequestError(f"{label} against {label_name!r}: {exc}") from exc
-    return {"check": label, "run": run_id, **out}
+    held = None if holdout is None else {"fraction": holdout[0], "seed": holdout[1]}
+    return {"check": label, "run": run_id, "holdout": held, **out}
 
 
 def corrected_pass_rates(

@@ -76,6 +76,9 @@ def render_report(report: Mapping[str, Any]) -> str:
             lines.append(
                 f"    kappa {pair['a']} / {pair['b']} (n = {pair['n']}): {_fig(pair['kappa'])}"
             )
+    if report.get("holdout"):
+        held = report["holdout"]
+        lines.append(f"on the held-back rows only ({held['fraction']:g}, seed {held['seed']})")
     lines.append(f"verdict: {report['message']}")
     dis = report.get("disagreements") or []
     if dis:
@@ -124,6 +127,13 @@ def fetch_report(
     help="Store this as the check version's required agreement with the labels (e.g. "
     "kappa=0.6 or tpr=0.8,tnr=0.8): runs naming it are then refused below it.",
 )
+@click.option(
+    "--holdout",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Report on the labelled rows `scorebox labels examples --holdout` held back only.",
+)
+@click.option("--holdout-seed", type=int, default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @with_remote
 def agreement(
@@ -134,6 +144,8 @@ def agreement(
     resamples: int,
     min_per_class: int,
     require: str | None,
+    holdout: float | None,
+    holdout_seed: int,
     as_json: bool,
     remote: Remote,
 ) -> None:
@@ -145,6 +157,9 @@ def agreement(
             json={"requirement": f"{label_name}:{require}"},
         )
         click.echo(f"{stored['check']} now requires {stored['requirement']}", err=True)
+    extra: dict[str, Any] = {}
+    if holdout is not None:
+        extra = {"holdout": holdout, "holdout_seed": holdout_seed}
     report = fetch_report(
         remote,
         name,
@@ -153,6 +168,7 @@ def agreement(
         seed=seed,
         resamples=resamples,
         min_per_class=min_per_class,
+        **extra,
     )
     click.echo(json.dumps(report, indent=2) if as_json else render_report(report))
 

@@ -19,6 +19,8 @@ import click
 from engine.cli.remote import Remote, with_remote
 
 BATCH = 5000
+#: The row fields a generator example carries (those of the results' NDJSON export).
+INPUTS = ("model_output", "scenario_input", "scenario_result")
 EXPORT_COLUMNS = ("run", "row", "name", "value", "annotator", "comment", "created_at")
 
 
@@ -208,3 +210,73 @@ def corrected(run_id: str, label_name: str, as_json: bool, remote: Remote) -> No
         else:
             line += f", not corrected: {c['reason']}"
         click.echo(line)
+
+
+def _all_labels(remote: Remote, params: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    while True:
+        page = remote.json("GET", "/v1/labels", params={**params, "offset": len(out)})["labels"]
+        out += page
+        if len(page) < params["limit"]:
+            return out
+
+
+@labels.command("examples")
+@click.option("--name", "label_name", required=True, help="The label name, e.g. helpful.")
+@click.option("--run", "run_id", required=True, help="The labelled run.")
+@click.option(
+    "--holdout",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.3,
+    show_default=True,
+    help="The share of labelled rows held back (per label value) to measure agreement on.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="The hold-out's seed.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The generator's examples (JSON lines), for `scorebox check generate --examples`.",
+)
+@with_remote
+def examples(
+    label_name: str, run_id: str, holdout: float, seed: int, output: Path, remote: Remote
+) -> None:
+    """Labelled rows as the generator's examples, holding back part of them.
+
+    Each row's majority label is its expected outcome. The rows held back are written
+    nowhere: after `scorebox check generate ... --examples FILE`, push the check, run it on
+    the run's rows, and `scorebox check agreement NAME --labels L --run RUN --holdout H
+    --holdout-seed S` reports on the held-back rows alone (the same seeded split).
+    """
+    from engine.calibration.holdout import held_out, majorities  # noqa: PLC0415 (lazy)
+
+    found = _all_labels(remote, {"name": label_name, "run": run_id, "limit": 10_000})
+    votes = majorities((x["target"]["run"], x["target"]["row"], x["value"]) for x in found)
+    if not votes:
+        raise click.ClickException(
+            f"run {run_id} has no rows labelled {label_name!r} with a majority: label some "
+            "first (scorebox labels import, or the dashboard's queue)"
+        )
+    kept = held_out(votes, holdout, seed)
+    train = sorted(t for t in votes if t not in kept)
+    response = remote.request(
+        "GET", f"/v1/runs/{run_id}/results", headers={"Accept": "application/x-ndjson"}
+    )
+    inputs: dict[int, dict[str, Any]] = {}
+    for line in response.text.splitlines():
+        record = json.loads(line)
+        inputs.setdefault(
+            int(record["row_index"]),
+            {k: record[k] for k in INPUTS if record.get(k) is not None},
+        )
+    with output.open("w", encoding="utf-8") as f:
+        for _, row in train:
+            f.write(json.dumps({"row": inputs.get(row, {}), "expected": votes[(run_id, row)]}))
+            f.write("\n")
+    click.echo(
+        f"wrote {len(train)} examples to {output}; held back {len(kept)} rows "
+        f"(--holdout {holdout:g} --holdout-seed {seed})",
+        err=True,
+    )

@@ -256,3 +256,50 @@ def test_a_required_agreement_refuses_runs_until_labels_meet_it(
     assert put.status_code == 404
     assert api.client.delete("/v1/checks/is_helpful/required-agreement").json() == {"deleted": 1}
     assert api.client.get("/v1/required-agreements").json() == []
+
+
+def test_labels_as_generator_examples_with_a_held_back_part(
+    cli: tuple[Api, str], tmp_path: Path
+) -> None:
+    api, tid = cli
+    run = _labelled(api, tid, good=False, per_class=20)  # the check is wrong on 2 rows in 3
+    out = tmp_path / "examples.jsonl"
+    r = _cli(
+        "labels", "examples", "--name", "helpful", "--run", run, "--holdout", "0.25", "-o", str(out)
+    )
+    assert r.exit_code == 0, r.output
+    assert "wrote 30 examples" in r.output and "held back 10 rows" in r.output
+    examples = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(examples) == 30
+    # row i's input is "row i" (see _run); people pass rows 0-19
+    train_rows = {int(e["row"]["model_output"].split()[1]): e["expected"] for e in examples}
+    assert all(expected == (row < 20) for row, expected in train_rows.items())
+    report = api.client.get(
+        "/v1/agreement",
+        params={
+            "check": "is_helpful",
+            "labels": "helpful",
+            "run": run,
+            "holdout": 0.25,
+            "resamples": 200,
+        },
+    ).json()
+    held = {d["target"]["row"] for d in report["disagreements"]}
+    assert report["n"] == 10 and report["holdout"] == {"fraction": 0.25, "seed": 0}
+    assert report["per_class"] == {"false": 5, "true": 5}
+    assert held and held.isdisjoint(train_rows)  # the report is on held-back rows only
+    text = _cli(
+        "check",
+        "agreement",
+        "is_helpful",
+        "--labels",
+        "helpful",
+        "--run",
+        run,
+        "--holdout",
+        "0.25",
+        "--resamples",
+        "200",
+    )
+    assert "on the held-back rows only (0.25, seed 0)" in text.output
+    assert "n = 10" in text.output

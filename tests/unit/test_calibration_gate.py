@@ -57,3 +57,20 @@ def test_too_few_labels_first() -> None:
     result = judge(few, parse_requirement("helpful:kappa=0.1"))
     assert result.status == TOO_FEW
     assert result.message == "is_helpful@2 against 'helpful': too few labels: 18 more 'false'"
+
+
+def test_holdout_is_seeded_stratified_and_the_same_for_the_same_rows() -> None:
+    from engine.calibration.holdout import held_out, majorities
+
+    votes = [("r", i, i % 4 == 0) for i in range(40)] + [("r", 0, False), ("r", 0, False)]
+    rows = majorities(votes)
+    assert rows[("r", 0)] is False  # one true, two false
+    assert len(rows) == 40
+    one = held_out(rows, 0.25, seed=3)
+    assert one == held_out(dict(reversed(list(rows.items()))), 0.25, seed=3)  # order-free
+    assert one != held_out(rows, 0.25, seed=4)
+    trues = {t for t, v in rows.items() if v}
+    assert len(one & trues) == round(0.25 * len(trues))  # stratified by label
+    assert len(one - trues) == round(0.25 * (40 - len(trues)))
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        held_out(rows, 1.0, 0)

@@ -39,11 +39,24 @@ def get_agreement(
     resamples: Annotated[int, Query(ge=100, le=MAX_RESAMPLES)] = 2000,
     min_per_class: Annotated[int, Query(ge=1, le=100_000)] = 30,
     confidence: Annotated[float, Query(gt=0.5, lt=1.0)] = 0.95,
+    holdout: Annotated[
+        float | None,
+        Query(
+            gt=0,
+            lt=1,
+            description="Report on this share of the labelled rows only: the "
+            "part `scorebox labels examples --holdout` held back from the generator.",
+        ),
+    ] = None,
+    holdout_seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
 ) -> dict[str, Any]:
     options = ReportOptions(
         seed=seed, n_resamples=resamples, min_per_class=min_per_class, confidence=confidence
     )
-    return agreement.report(store, labels_store, principal.tenant_id, check, labels, run, options)
+    held = None if holdout is None else (holdout, holdout_seed)
+    return agreement.report(
+        store, labels_store, principal.tenant_id, check, labels, run, options, held
+    )
 
 
 @router.get(

@@ -7,6 +7,7 @@ call :func:`engine.calibration.report.agreement_report`.
 One idea a module:
 
 - ``deps``: the optional extra's imports (``scorebox[calibration]``), loaded lazily;
+- ``labels``: a label name's declared type, and values checked against it;
 - ``table``: labelled pairs as a contingency table (human level x check value), the
   shape every statistic below and the bootstrap work on;
 - ``kappa``: Cohen's kappa, unweighted and weighted (linear, quadratic);
@@ -17,5 +18,6 @@ One idea a module:
 - ``intervals``: Wilson intervals and the seeded BCa bootstrap;
 - ``prevalence``: Rogan-Gladen corrected pass rates with their interval;
 - ``report``: the agreement report, with the field names of the public JSON;
-- ``gate``: ``--min-agreement`` parsed and judged against a report.
+- ``gate``: ``--min-agreement`` parsed and judged against a report;
+- ``holdout``: the seeded part of the labelled rows held back from the generator.
 """

@@ -83,6 +83,32 @@ class _FailureLog:
         )
 
 
+class _MaskCredentials(logging.Filter):
+    """Masks URL credentials in the lines the HTTP and SDK libraries log themselves
+    (``HTTP Request: POST http://user:pass@host/v1/...``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_credentials(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+#: The libraries' loggers that may print the endpoint's URL (a filter applies to its own
+#: logger's records only, hence each by name).
+_LIBRARY_LOGGERS = ("httpx2", "httpx", "openai", "openai._base_client")
+_MASK = _MaskCredentials()
+
+
+def mask_library_logs() -> None:
+    """Install the credential mask on the HTTP and SDK libraries' loggers (once)."""
+    for name in _LIBRARY_LOGGERS:
+        logger = logging.getLogger(name)
+        if _MASK not in logger.filters:
+            logger.addFilter(_MASK)
+
+
 _FAILURES: dict[str, _FailureLog] = {}
 _FAILURES_LOCK = threading.Lock()
 
@@ -234,6 +260,7 @@ class OpenAIClient:
                 "(OPENAI_BASE_URL / OPENAI_API_KEY are read too)"
             )
         key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else _NO_KEY
+        mask_library_logs()  # the endpoint's URL may carry credentials
         self.model = settings.llm_model
         self.base_url = settings.llm_base_url or "https://api.openai.com/v1"
         self._client = openai.OpenAI(

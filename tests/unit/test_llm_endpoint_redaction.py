@@ -98,3 +98,16 @@ def test_a_check_failing_calls_at_will_cannot_flood_the_operators_log(
                 client.complete([{"role": "user", "content": "hi"}], temperature=5)
     lines = [r.getMessage() for r in caplog.records if "model endpoint" in r.getMessage()]
     assert len(lines) == 1 and f"http://***@{host}/v1" in lines[0]
+
+
+def test_the_http_librarys_own_request_lines_are_masked(
+    fake_llm: FakeLLM, caplog: pytest.LogCaptureFixture
+) -> None:
+    url, host = credentialed_url(fake_llm)
+    fake_llm.reply("4")
+    client = create_llm_client(fake_llm.settings(llm_base_url=url))
+    with caplog.at_level(logging.DEBUG):
+        client.complete([{"role": "user", "content": "hi"}])
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(f"http://***@{host}/v1/chat/completions" in line for line in lines), lines
+    assert not [line for line in lines if SECRET in line]

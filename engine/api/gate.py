@@ -109,6 +109,9 @@ class KeyGate:
     async def _caller(self, scope: Scope, services: Any) -> str:
         """The budget bucket of the caller; raises AuthError/ForbiddenError to refuse."""
         path = str(scope.get("path", ""))
+        root = str(scope.get("root_path", ""))
+        if root and path.startswith(root):
+            path = path[len(root) :]  # served under a prefix (--root-path): route as the app does
         authorization = _header(scope, b"authorization")
         if path == "/v1/admin" or path.startswith("/v1/admin/"):
             admin_key = services.settings.admin_key

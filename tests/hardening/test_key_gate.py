@@ -110,6 +110,20 @@ def test_an_unknown_key_is_401_with_the_body_unread(api: Api) -> None:
     assert call.header(b"connection") == b"close"
 
 
+def test_a_prefixed_deployment_is_gated_alike(api: Api) -> None:
+    """Served under ``--root-path /api``: the path carries the prefix, the gate strips it."""
+    call = Call("/api/v1/score", JUNK, b"{}", declared=BIG)
+    scope = call.scope()
+    scope["root_path"] = "/api"
+
+    async def go() -> None:
+        await api.client.app(scope, call.receive, call.send)
+
+    _run(go())
+    assert call.status == 401
+    assert call.pulled == 0
+
+
 def test_a_revoked_key_is_401_with_the_body_unread(api: Api) -> None:
     new = auth.create_tenant(api.store, "revoked-before-body")
     api.store.revoke_key(new.key.id)

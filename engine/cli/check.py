@@ -78,9 +78,7 @@ def validate_command(
     report = validate(source, policy, declared, entry=entry)
     packages = declared_packages(source)
     if as_json:
-        data = report.model_dump(mode="json")
-        if report.entrypoint is None:
-            data["format"] = None  # no format fits: do not name one
+        data = report.model_dump(mode="json")  # format: null when no format fits
         data["packages"] = packages
         click.echo(json.dumps(data, indent=2))
     else:
@@ -141,7 +139,7 @@ def render_report(
     lines.append(f"{name}: {verdict} ({errors} error(s), {warnings} warning(s))")
     entry = report.entry or "evaluate"
     if report.entrypoint is not None:
-        lines.append(f"  format:      {_format_label(report)}")
+        lines.append(f"  format:      {report.format_title}")
     if report.entrypoint == "class":
         lines.append(f"  entrypoint:  class Check, evaluate ({report.method_kind})")
     elif report.entrypoint == "function":
@@ -161,14 +159,6 @@ def render_report(
     if packages is not None:
         lines += _packages_lines(name, packages)
     return "\n".join(lines)
-
-
-def _format_label(report: ValidationReport) -> str:
-    """The scorer format; a module-level ``evaluate`` is a plain function, which Okareo's
-    CodeBasedCheck shape also accepts."""
-    if report.format is Format.OKAREO and report.entrypoint == "function":
-        return "plain function (it also runs as an Okareo check)"
-    return f"{FORMATS[report.format].title} ({report.format.value})"
 
 
 def _packages_lines(name: str, packages: Mapping[str, Any]) -> list[str]:

@@ -826,6 +826,17 @@ def coerce(fmt: Format, value: Any, expected: OutputType | None = None) -> Score
     return _braintrust(value, expected)
 
 
+def _metric_named(value: Mapping[str, Any]) -> Mapping[str, Any]:
+    """LangSmith's uploaded code evaluators return ``{"metric_name": score, "comment"?}``:
+    as ``{"key": "metric_name", "score": score, "comment"}``."""
+    named = [k for k in value if k not in {"comment", "key", "value", "results"}]
+    if len(named) == 1 and isinstance(value[named[0]], bool | int | float):
+        return {"key": named[0], "score": value[named[0]]} | (
+            {"comment": value["comment"]} if "comment" in value else {}
+        )
+    return value
+
+
 def _langsmith(value: Any, expected: OutputType | None) -> Score:
     if isinstance(value, Mapping) and "results" in value:
         value = value["results"]  # LangSmith's {"results": [...]}: several metrics
@@ -841,6 +852,8 @@ def _langsmith(value: Any, expected: OutputType | None) -> Score:
         }
         mean = sum(float(p.score) for p in parts) / len(parts)
         return _finish(mean, expected, metadata={"sub_scores": subs})
+    if isinstance(value, Mapping) and "score" not in value:
+        value = _metric_named(value)
     if isinstance(value, Mapping) or type(value).__name__ == "EvaluationResult":
         score = _field(value, "score")
         if score is None:

@@ -11,17 +11,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-#: Import name -> the PyPI distribution that provides it, read from the real wheels'
-#: metadata (``top_level.txt`` or ``RECORD``): reward-kit 0.4.1, eval-protocol 0.3.33,
-#: langsmith 0.14.17, braintrust 0.48.1, arize-phoenix (``phoenix/`` in its RECORD; the
-#: ``phoenix`` distribution on PyPI is another project).
+#: Import name (or a package's subpackage) -> the PyPI distribution that provides it, read
+#: from the real wheels' metadata (``top_level.txt`` or ``RECORD``): reward-kit 0.4.1,
+#: eval-protocol 0.3.33, langsmith 0.14.17, braintrust 0.48.1; ``phoenix`` is a namespace
+#: that three distributions fill (``phoenix/evals/`` in arize-phoenix-evals 3.9.4's RECORD,
+#: ``phoenix/client/`` in arize-phoenix-client 3.5.0's, the rest in arize-phoenix); the
+#: ``phoenix`` distribution on PyPI is another project.
 DISTRIBUTIONS: Mapping[str, str] = {
     "reward_kit": "reward-kit",
     "eval_protocol": "eval-protocol",
     "langsmith": "langsmith",
     "phoenix": "arize-phoenix",
+    "phoenix.evals": "arize-phoenix-evals",
+    "phoenix.client": "arize-phoenix-client",
     "braintrust": "braintrust",
 }
+
+
+def distribution_of(module: str) -> str | None:
+    """The distribution that provides ``module`` (dotted), or None when no stand-in's."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        found = DISTRIBUTIONS.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None
+
 
 _REWARD_KIT_MODELS = frozenset({"EvaluateResult", "Message", "MetricResult", "StepOutput"})
 
@@ -39,10 +54,11 @@ SURFACES: Mapping[str, frozenset[str]] = {
     "langsmith.wrappers": frozenset({"wrap_openai", "wrap_anthropic"}),
     "langsmith.evaluation": frozenset({"EvaluationResult", "EvaluationResults"}),
     "langsmith.schemas": frozenset({"Example", "Run"}),
-    "phoenix": frozenset({"experiments"}),
+    "phoenix": frozenset({"experiments", "evals"}),
     "phoenix.experiments": frozenset({"evaluators", "types"}),
     "phoenix.experiments.evaluators": frozenset({"create_evaluator"}),
     "phoenix.experiments.types": frozenset({"EvaluationResult"}),
+    "phoenix.evals": frozenset({"Score", "create_evaluator"}),
     "braintrust": frozenset({"Score"}),
 }
 

@@ -384,7 +384,7 @@ class _Validation(_SignatureRules):
     def beyond_stand_in(self, module: str, names: list[str], node: _Node) -> bool:
         """An import of more of another tool's package than its stand-in holds, undeclared."""
         top = module.split(".", maxsplit=1)[0]
-        distribution = stand_ins.DISTRIBUTIONS.get(top)
+        distribution = stand_ins.distribution_of(module)
         if distribution is None:
             return False
         declared = self.environment.names

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_serializer,
+    model_validator,
+)
 
 from engine.contract import OutputType, Policy
-from engine.contract.formats import Format
+from engine.contract.formats import FORMATS, Format
 
 Severity = Literal["error", "warning"]
 EntrypointKind = Literal["function", "class"]
@@ -107,6 +114,32 @@ class ValidationReport(BaseModel):
         default_factory=dict, description="What each of the entry's parameters is bound to."
     )
     issues: list[Issue] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_back(cls, data: Any) -> Any:
+        """A dumped report reads back: ``format: null`` and the computed title are dropped."""
+        if isinstance(data, dict) and (data.get("format", "") is None or "format_title" in data):
+            data = {k: v for k, v in data.items() if k != "format_title"}
+            if data.get("format", "") is None:
+                del data["format"]
+        return data
+
+    @field_serializer("format")
+    def _no_format_when_none_fits(self, value: Format) -> Format | None:
+        """No entry found: the report names no format (``null``), never Okareo's default."""
+        return None if self.entrypoint is None else value
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def format_title(self) -> str | None:
+        """The format in words: a module-level ``evaluate`` is a plain function (which
+        Okareo's runner also accepts); null when no format fits."""
+        if self.entrypoint is None:
+            return None
+        if self.format is Format.OKAREO and self.entrypoint == "function":
+            return "plain function (it also runs as an Okareo check)"
+        return f"{FORMATS[self.format].title} ({self.format.value})"
 
     @property
     def errors(self) -> list[Issue]:

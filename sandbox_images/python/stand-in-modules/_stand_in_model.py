@@ -15,9 +15,8 @@ class _Model:
     _fields: dict[str, Any] = {}
 
     def __init__(self, **values: Any) -> None:
-        unknown = set(values) - set(self._fields)
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no field(s) {', '.join(sorted(unknown))}")
+        # Unknown fields are ignored, as pydantic's default (extra="ignore") does: published
+        # reward functions pass StepOutput(action=...) and the real model drops it.
         for name, default in self._fields.items():
             if name not in values and default is _REQUIRED:
                 raise TypeError(f"{type(self).__name__} needs `{name}`")

@@ -228,6 +228,44 @@ def test_bodies_in_flight_are_bounded_per_key_and_in_total(make_api: AppFactory)
         assert answered.status not in (401, 429), answered.detail()
 
 
+def test_a_chunked_body_is_metered_as_it_arrives(make_api: AppFactory) -> None:
+    api = make_api(body_inflight_mb_per_key=1, body_inflight_mb=64)
+    a = api.tenant()
+    chunk = b" " * (256 * 1024)
+
+    async def scenario() -> tuple[Call, list[Message], int]:
+        app = api.client.app
+        release = asyncio.Event()
+        first = Call("/v1/score", a, b"{}", declared=int(0.6 * MB), release=release)
+        running = asyncio.create_task(first(app))
+        await asyncio.sleep(0.2)  # 0.6 MB of A's admitted and still arriving
+        sent: list[Message] = []
+        pulled = 0
+
+        async def receive() -> Message:
+            nonlocal pulled
+            pulled += 1
+            return {"type": "http.request", "body": chunk, "more_body": True}  # endless
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        scope = Call("/v1/score", a).scope()
+        scope["headers"] = [h for h in scope["headers"] if h[0] != b"content-length"]
+        scope["headers"].append((b"transfer-encoding", b"chunked"))
+        await app(scope, receive, send)
+        release.set()
+        await running
+        return first, sent, pulled
+
+    first, sent, pulled = _run(scenario())
+    assert sent[0]["status"] == 429  # cut off once A's bodies passed 1 MB
+    assert pulled == 2  # 0.6 + 0.25 fits, 0.6 + 0.5 does not: cut at the second chunk
+    detail = json.loads(b"".join(m.get("body", b"") for m in sent[1:]))["detail"]
+    assert "SCOREBOX_BODY_INFLIGHT_MB_PER_KEY" in detail
+    assert first.status not in (401, 429)
+
+
 def test_the_budget_never_refuses_a_body_alone() -> None:
     budget = BodyBudget(per_key_bytes=10, total_bytes=20)
     budget.take("a", 100)  # alone: only the route's byte limit bounds it

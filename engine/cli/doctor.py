@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from engine.errors import RuntimeUnavailableError, ScoreboxError
+from engine.redact import mask_credentials
 from engine.settings import Settings
 
 
@@ -99,7 +100,8 @@ def check_database(settings: Settings) -> Finding:
     except ScoreboxError as exc:
         return Finding("database", False, str(exc))
     except Exception as exc:
-        return Finding("database", False, f"{url}: {exc} (check SCOREBOX_DATABASE_URL)")
+        shown = mask_credentials(f"{url}: {exc}")
+        return Finding("database", False, f"{shown} (check SCOREBOX_DATABASE_URL)")
     if current != head:
         return Finding(
             "database",
@@ -122,6 +124,8 @@ def check_llm(settings: Settings) -> Finding:
     import httpx  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     base = (settings.llm_base_url or "https://api.openai.com/v1").rstrip("/")
+    # doctor's output is pasted into tickets and CI logs: the URL's credentials stay out
+    shown = mask_credentials(base)
     headers = {}
     if settings.llm_api_key is not None:
         headers["Authorization"] = f"Bearer {settings.llm_api_key.get_secret_value()}"
@@ -129,13 +133,16 @@ def check_llm(settings: Settings) -> Finding:
         response = httpx.get(f"{base}/models", headers=headers, timeout=10)
     except httpx.HTTPError as exc:
         return Finding(
-            "llm", False, f"{base} not reachable: {exc} (check SCOREBOX_LLM_BASE_URL)", False
+            "llm",
+            False,
+            mask_credentials(f"{shown} not reachable: {exc} (check SCOREBOX_LLM_BASE_URL)"),
+            False,
         )
     if response.status_code in (401, 403):
-        return Finding("llm", False, f"{base} refused the key: check SCOREBOX_LLM_API_KEY", False)
+        return Finding("llm", False, f"{shown} refused the key: check SCOREBOX_LLM_API_KEY", False)
     if response.status_code >= 400:
-        return Finding("llm", False, f"{base}/models answered HTTP {response.status_code}", False)
-    return Finding("llm", True, f"{base} answers (model {settings.llm_model})", False)
+        return Finding("llm", False, f"{shown}/models answered HTTP {response.status_code}", False)
+    return Finding("llm", True, f"{shown} answers (model {settings.llm_model})", False)
 
 
 def check_distributed_mode(settings: Settings) -> list[Finding]:

@@ -22,6 +22,7 @@ from engine.api.routes import admin, checks, generate, health, judge, runs, scor
 from engine.api.routes import agreement as agreement_routes
 from engine.api.routes import compare as compare_routes
 from engine.api.routes import labels as labels_routes
+from engine.api.routes import traces as traces_routes
 from engine.api.services import Services
 from engine.audit import api as audit_api
 from engine.distributed.preflight import check_distributed
@@ -134,6 +135,7 @@ def create_app(
             {"name": "admin", "description": "Tenants and keys (operator's admin key)."},
             {"name": "audit", "description": audit_api.TAG_DESCRIPTION},
             {"name": "labels", "description": labels_routes.TAG_DESCRIPTION},
+            {"name": "traces", "description": traces_routes.TAG_DESCRIPTION},
             {"name": "health", "description": "Liveness, readiness, metrics."},
             {"name": okareo.TAG, "description": okareo.TAG_DESCRIPTION},
         ],
@@ -157,6 +159,7 @@ def create_app(
     app.include_router(compare_routes.router)
     app.include_router(labels_routes.router)
     app.include_router(agreement_routes.router)
+    app.include_router(traces_routes.router)
     app.include_router(admin.router)
     app.include_router(audit_api.router)
     app.include_router(health.router)

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     DateTime,
     Float,
@@ -283,3 +284,53 @@ class AgreementRequirementRow(Base):
     check_id: Mapped[str] = mapped_column(ForeignKey("check_versions.id", ondelete="CASCADE"))
     requirement: Mapped[str] = mapped_column(String(500))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SpanRow(Base):
+    """One span received over OTLP (migration 0013), stored once per ``(tenant, trace id,
+    span id)``: an exporter's retry changes nothing. ``row`` is the span as a scorebox row
+    (``engine.online.mapping``); ``attributes`` and ``events`` are the span's own, bounded."""
+
+    __tablename__ = "spans"
+    __table_args__ = (
+        Index("uq_spans_tenant_trace_span", "tenant_id", "trace_id", "span_id", unique=True),
+        Index("ix_spans_tenant_start", "tenant_id", "start_unix_nano"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(32))
+    span_id: Mapped[str] = mapped_column(String(16))
+    parent_span_id: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    name: Mapped[str] = mapped_column(String(500))
+    kind: Mapped[int] = mapped_column(Integer, default=0)
+    service: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    model: Mapped[str | None] = mapped_column(String(500), nullable=True)
+    start_unix_nano: Mapped[int] = mapped_column(BigInteger)
+    end_unix_nano: Mapped[int] = mapped_column(BigInteger)
+    status: Mapped[str] = mapped_column(String(8))
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON)
+    events: Mapped[list[Any]] = mapped_column(JSON)
+    row: Mapped[dict[str, Any]] = mapped_column(JSON)
+    search_text: Mapped[str] = mapped_column(Text, default="")
+    is_llm: Mapped[bool] = mapped_column(Boolean, default=False)
+    no_content: Mapped[bool] = mapped_column(Boolean, default=True)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class SpanLogRow(Base):
+    """A GenAI content log record (``/v1/logs``, migration 0013) kept for the span it names,
+    which may arrive before or after it. ``id`` is a digest of the record: a retry of the
+    same record is stored once."""
+
+    __tablename__ = "span_logs"
+    __table_args__ = (Index("ix_span_logs_tenant_trace_span", "tenant_id", "trace_id", "span_id"),)
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    trace_id: Mapped[str] = mapped_column(String(32))
+    span_id: Mapped[str] = mapped_column(String(16))
+    event_name: Mapped[str] = mapped_column(String(200))
+    attributes: Mapped[dict[str, Any]] = mapped_column(JSON)
+    body: Mapped[Any] = mapped_column(JSON, nullable=True)
+    received_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

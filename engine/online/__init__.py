@@ -1,0 +1,1 @@
+"""Online scoring's front door: OTLP spans in, mapped to rows, stored once per span."""

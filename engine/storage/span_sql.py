@@ -1,0 +1,364 @@
+"""Spans received over OTLP, in SQL: stored once each, joined to their content log records.
+
+Every query filters on the tenant. A span is inserted with ``ON CONFLICT DO NOTHING`` on
+``(tenant, trace id, span id)``, so an exporter's retry of a batch changes nothing. The
+content log records of ``/v1/logs`` may come before or after their span: a span is mapped
+with the records already stored for it, and records arriving later re-map their span.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import weakref
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, and_, func, or_, select, tuple_
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from engine.errors import InvalidRequestError, NotFoundError
+from engine.online.mapping import Event, Mapped, Span, map_span, search_text
+from engine.storage.database import SqlSessions
+from engine.storage.records import aware, new_id, utcnow
+from engine.storage.tables import SpanLogRow, SpanRow
+
+MAX_PAGE = 1_000
+#: A stored attribute value past this many characters is cut (the row keeps the content).
+MAX_VALUE_CHARS = 16_384
+#: A span's stored attributes (and, separately, its events) past this JSON size are cut.
+MAX_ATTRIBUTES_CHARS = 131_072
+TRUNCATED = "scorebox.truncated"
+
+
+def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` with long values cut and, past the total, later keys dropped."""
+    out: dict[str, Any] = {}
+    total = 0
+    dropped = 0
+    for key, original in attributes.items():
+        value = original
+        if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
+            value = value[:MAX_VALUE_CHARS]
+            dropped += 1
+        size = len(key) + len(json.dumps(value, default=str))
+        if total + size > MAX_ATTRIBUTES_CHARS:
+            dropped += 1
+            continue
+        out[key] = value
+        total += size
+    if dropped:
+        out[TRUNCATED] = dropped
+    return out
+
+
+def _bounded_events(events: Iterable[Event]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    total = 0
+    for event in events:
+        item = {"name": event.name, "attributes": bounded(event.attributes)}
+        total += len(json.dumps(item, default=str))
+        if total > MAX_ATTRIBUTES_CHARS:
+            break
+        out.append(item)
+    return out
+
+
+@dataclass(frozen=True)
+class StoredSpan:
+    """A stored span and its row."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: int
+    service: str | None
+    model: str | None
+    start_unix_nano: int
+    end_unix_nano: int
+    status: str
+    attributes: dict[str, Any]
+    events: list[Any]
+    row: dict[str, Any]
+    is_llm: bool
+    no_content: bool
+    received_at: datetime
+
+    @classmethod
+    def of(cls, r: SpanRow) -> StoredSpan:
+        return cls(
+            trace_id=r.trace_id,
+            span_id=r.span_id,
+            parent_span_id=r.parent_span_id,
+            name=r.name,
+            kind=r.kind,
+            service=r.service,
+            model=r.model,
+            start_unix_nano=r.start_unix_nano,
+            end_unix_nano=r.end_unix_nano,
+            status=r.status,
+            attributes=r.attributes,
+            events=r.events,
+            row=r.row,
+            is_llm=r.is_llm,
+            no_content=r.no_content,
+            received_at=aware(r.received_at) or r.received_at,
+        )
+
+
+@dataclass(frozen=True)
+class SpanFilter:
+    """The span list's filters (all optional, ANDed)."""
+
+    since_unix_nano: int | None = None
+    until_unix_nano: int | None = None
+    service: str | None = None
+    model: str | None = None
+    no_content: bool | None = None
+    llm: bool | None = None
+    text: str | None = None
+
+
+def _cursor(start: int, span_pk: str) -> str:
+    return base64.urlsafe_b64encode(f"{start}:{span_pk}".encode()).decode()
+
+
+def _uncursor(cursor: str) -> tuple[int, str]:
+    try:
+        start, span_pk = base64.urlsafe_b64decode(cursor.encode()).decode().split(":", 1)
+        return int(start), span_pk
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRequestError(
+            "cursor: not a cursor this API gave; pass next_cursor from the previous page"
+        ) from None
+
+
+def _log_id(tenant_id: str, trace_id: str, span_id: str, event: Event) -> str:
+    document = json.dumps(
+        [tenant_id, trace_id, span_id, event.name, event.attributes, event.body],
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha256(document.encode()).hexdigest()
+
+
+def _model(mapped: Mapped) -> str | None:
+    meta = mapped.metadata
+    model = meta.get("response_model") or meta.get("request_model")
+    return None if model is None else str(model)[:500]
+
+
+def _mapped_columns(mapped: Mapped) -> dict[str, Any]:
+    return {
+        "row": mapped.row(),
+        "search_text": search_text(mapped),
+        "is_llm": mapped.is_llm,
+        "no_content": mapped.no_content,
+        "model": _model(mapped),
+    }
+
+
+class SpanStore(SqlSessions):
+    """Spans and their content log records, per tenant."""
+
+    def _insert(self, table: Any) -> Any:
+        return pg_insert(table) if self._dialect == "postgresql" else sqlite_insert(table)
+
+    def _logs_for(self, s: Any, tenant_id: str, keys: set[tuple[str, str]]) -> dict[Any, Any]:
+        """The stored content records of the spans ``keys`` (trace id, span id)."""
+        found: dict[tuple[str, str], list[Event]] = {}
+        if not keys:
+            return found
+        span_ids = sorted({span for _, span in keys})
+        for start in range(0, len(span_ids), 500):
+            rows = s.scalars(
+                select(SpanLogRow)
+                .where(
+                    SpanLogRow.tenant_id == tenant_id,
+                    SpanLogRow.span_id.in_(span_ids[start : start + 500]),
+                )
+                .order_by(SpanLogRow.received_at, SpanLogRow.id)
+            )
+            for r in rows:
+                if (r.trace_id, r.span_id) in keys:
+                    event = Event(r.event_name, r.attributes, r.body)
+                    found.setdefault((r.trace_id, r.span_id), []).append(event)
+        return found
+
+    def add_spans(self, tenant_id: str, spans: Sequence[Span]) -> None:
+        """Store ``spans`` mapped to rows; a span already stored is left as it is."""
+        if not spans:
+            return
+        now = utcnow()
+        with self._session() as s:
+            logs = self._logs_for(s, tenant_id, {(x.trace_id, x.span_id) for x in spans})
+            values = []
+            for span in spans:
+                joined = logs.get((span.trace_id, span.span_id), [])
+                mapped = map_span(_with_events(span, joined) if joined else span)
+                values.append(
+                    {
+                        "id": new_id("span"),
+                        "tenant_id": tenant_id,
+                        "trace_id": span.trace_id,
+                        "span_id": span.span_id,
+                        "parent_span_id": span.parent_span_id,
+                        "name": span.name[:500],
+                        "kind": span.kind,
+                        "service": _short(span.resource.get("service.name")),
+                        "start_unix_nano": span.start_unix_nano,
+                        "end_unix_nano": span.end_unix_nano,
+                        "status": str(mapped.metadata.get("status", "unset")),
+                        "attributes": bounded(span.attributes),
+                        "events": _bounded_events(span.events),
+                        "received_at": now,
+                        **_mapped_columns(mapped),
+                    }
+                )
+            statement = self._insert(SpanRow).on_conflict_do_nothing(
+                index_elements=["tenant_id", "trace_id", "span_id"]
+            )
+            s.execute(statement, values)
+
+    def add_logs(self, tenant_id: str, logs: Sequence[tuple[str, str, Event]]) -> None:
+        """Keep content log records; re-map the spans they name that are already stored."""
+        if not logs:
+            return
+        now = utcnow()
+        values = {}
+        for trace_id, span_id, event in logs:
+            key = _log_id(tenant_id, trace_id, span_id, event)
+            values[key] = {
+                "id": key,
+                "tenant_id": tenant_id,
+                "trace_id": trace_id,
+                "span_id": span_id,
+                "event_name": event.name[:200],
+                "attributes": bounded(event.attributes),
+                "body": event.body,
+                "received_at": now,
+            }
+        keys = {(trace_id, span_id) for trace_id, span_id, _ in logs}
+        with self._session() as s:
+            statement = self._insert(SpanLogRow).on_conflict_do_nothing(index_elements=["id"])
+            s.execute(statement, list(values.values()))
+            stored = list(
+                s.scalars(
+                    select(SpanRow).where(
+                        SpanRow.tenant_id == tenant_id,
+                        tuple_(SpanRow.trace_id, SpanRow.span_id).in_(sorted(keys)),
+                    )
+                )
+            )
+            joined = self._logs_for(s, tenant_id, {(r.trace_id, r.span_id) for r in stored})
+            for r in stored:
+                mapped = map_span(
+                    _with_events(_span_of(r), joined.get((r.trace_id, r.span_id), []))
+                )
+                for column, value in _mapped_columns(mapped).items():
+                    setattr(r, column, value)
+
+    def trace(self, tenant_id: str, trace_id: str) -> list[StoredSpan]:
+        """The spans of one trace, by start time; 404 when the tenant has none of it."""
+        with self._session() as s:
+            rows = s.scalars(
+                select(SpanRow)
+                .where(SpanRow.tenant_id == tenant_id, SpanRow.trace_id == trace_id.lower())
+                .order_by(SpanRow.start_unix_nano, SpanRow.id)
+            ).all()
+            if not rows:
+                raise NotFoundError(
+                    f"trace {trace_id!r} not found: GET /v1/spans lists the traces received"
+                )
+            return [StoredSpan.of(r) for r in rows]
+
+    def spans(
+        self, tenant_id: str, where: SpanFilter, limit: int = 100, cursor: str | None = None
+    ) -> tuple[list[StoredSpan], str | None]:
+        """A page of spans, newest start first, and the cursor of the next page (or None)."""
+        limit = max(1, min(limit, MAX_PAGE))
+        q = select(SpanRow).where(SpanRow.tenant_id == tenant_id)
+        if where.since_unix_nano is not None:
+            q = q.where(SpanRow.start_unix_nano >= where.since_unix_nano)
+        if where.until_unix_nano is not None:
+            q = q.where(SpanRow.start_unix_nano < where.until_unix_nano)
+        if where.service is not None:
+            q = q.where(SpanRow.service == where.service)
+        if where.model is not None:
+            q = q.where(SpanRow.model == where.model)
+        if where.no_content is not None:
+            q = q.where(SpanRow.no_content.is_(where.no_content))
+        if where.llm is not None:
+            q = q.where(SpanRow.is_llm.is_(where.llm))
+        if where.text:
+            escaped = where.text.lower().replace("\\", "\\\\").replace("%", r"\%")
+            pattern = "%" + escaped.replace("_", r"\_") + "%"
+            q = q.where(func.lower(SpanRow.search_text).like(pattern, escape="\\"))
+        if cursor:
+            start, span_pk = _uncursor(cursor)
+            q = q.where(
+                or_(
+                    SpanRow.start_unix_nano < start,
+                    and_(SpanRow.start_unix_nano == start, SpanRow.id < span_pk),
+                )
+            )
+        q = q.order_by(SpanRow.start_unix_nano.desc(), SpanRow.id.desc()).limit(limit + 1)
+        with self._session() as s:
+            rows = list(s.scalars(q))
+        more = len(rows) > limit
+        rows = rows[:limit]
+        after = _cursor(rows[-1].start_unix_nano, rows[-1].id) if more and rows else None
+        return [StoredSpan.of(r) for r in rows], after
+
+
+def _short(value: Any) -> str | None:
+    return None if value is None else str(value)[:500]
+
+
+def _with_events(span: Span, events: Sequence[Event]) -> Span:
+    return Span(**{**span.__dict__, "events": (*span.events, *events)})
+
+
+def _span_of(r: SpanRow) -> Span:
+    """A stored span back as the mapping's input (resource and scope from its row)."""
+    meta = r.row.get("metadata", {}) if isinstance(r.row, dict) else {}
+    resource = {"service.name": r.service} if r.service else {}
+    if meta.get("environment"):
+        resource["deployment.environment.name"] = meta["environment"]
+    status = {"unset": 0, "ok": 1, "error": 2}.get(r.status, 0)
+    return Span(
+        trace_id=r.trace_id,
+        span_id=r.span_id,
+        parent_span_id=r.parent_span_id,
+        name=r.name,
+        kind=r.kind,
+        start_unix_nano=r.start_unix_nano,
+        end_unix_nano=r.end_unix_nano,
+        status_code=status,
+        status_message=str(meta.get("status_message", "")),
+        attributes={k: v for k, v in r.attributes.items() if k != TRUNCATED},
+        events=tuple(
+            Event(str(e.get("name", "")), dict(e.get("attributes", {})))
+            for e in r.events
+            if isinstance(e, dict)
+        ),
+        resource=resource,
+        scope_name=str(meta.get("scope") or ""),
+        scope_version=str(meta.get("scope_version") or ""),
+    )
+
+
+_stores: weakref.WeakKeyDictionary[Engine, SpanStore] = weakref.WeakKeyDictionary()
+
+
+def span_store(engine: Engine) -> SpanStore:
+    """The span store on ``engine``, made once per engine."""
+    store = _stores.get(engine)
+    if store is None:
+        store = _stores[engine] = SpanStore(engine)
+    return store

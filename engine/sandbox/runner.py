@@ -459,7 +459,12 @@ class SandboxRunner:
         )
         done = 0
         loaded = False
-        wall_seconds = limits.job_wall_seconds(len(job.rows))  # no row can have run longer
+        # No row can have run longer than its job, whose end a model call may push back by
+        # one row's gateway allowance (the backend's step deadline), plus slack for clocks.
+        wall_seconds = max(
+            limits.job_wall_seconds(len(job.rows)),
+            (job.gateway_row_timeout_seconds or 0.0) + GATEWAY_ROW_SLACK_SECONDS,
+        )
         required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
         self_skips = False  # a format whose None return skips the row (Braintrust's)
         with self._slots:
@@ -581,6 +586,10 @@ def _skips_disagree(
     k = int(np.flatnonzero(wrong)[0])
     return _skip_fault(bool(skipped[k]), _missing(rows[k][1], required), self_skips)
 
+
+#: What a row that calls the model may run past the gateway's row bound, at most: the
+#: backend's grace before it stops the container, and clocks that differ a little.
+GATEWAY_ROW_SLACK_SECONDS = 10.0
 
 #: Deprecated name of :class:`SandboxRunner`, kept for one release (``engine`` is the package).
 Engine = SandboxRunner

@@ -121,6 +121,19 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(data, ensure_ascii=False)
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler writing to whatever ``sys.stderr`` is when a record comes (a CLI
+    run under a test runner swaps it, and closes the one it swapped in)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 #: what configure_logging installed, so a second call replaces it rather than doubling lines
 _installed: list[logging.Handler] = []
 
@@ -137,15 +150,20 @@ def configure_logging(
     if repeat_seconds is not None:
         _repeat_seconds[0] = repeat_seconds
     root = logging.getLogger()
-    for handler in _installed:
-        root.removeHandler(handler)
+    for installed in _installed:
+        root.removeHandler(installed)
     _installed.clear()
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _Stderr()
     handler.addFilter(ContextFilter())
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    wanted = logging.getLevelName(level.upper()) if isinstance(level, str) else level
+    handler.setLevel(wanted)
     root.addHandler(handler)
     _installed.append(handler)
-    root.setLevel(level.upper() if isinstance(level, str) else level)
+    # lower the root's level when asked for more, never raise it (another handler, such as
+    # a test's capture, may want what is below this one's level)
+    if root.level == logging.NOTSET or root.level > wanted:
+        root.setLevel(wanted)
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         # uvicorn's own handlers (when it configured them) would print a second, other line
         logging.getLogger(name).handlers.clear()

@@ -95,3 +95,28 @@ def test_a_repeated_failure_is_one_warning_per_interval(
         "dispatch pass works again after 240 failures",
     ]
     assert not any(r.exc_info for r in caplog.records)  # tracebacks only at DEBUG
+
+
+def test_configure_logging_writes_one_line_to_the_current_stderr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import sys
+
+    root = logging.getLogger()
+    level = root.level
+    try:
+        logs.configure_logging("WARNING", "json")
+        logs.configure_logging("WARNING", "json")  # again: replaces, does not double
+        out = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", out)  # swapped after the handler was made
+        logging.getLogger("scorebox.cfg").warning("once")
+        logging.getLogger("scorebox.cfg").info("below the handler's level")
+        (line,) = out.getvalue().splitlines()
+        assert json.loads(line)["message"] == "once"
+        assert root.level <= level or level == logging.NOTSET  # never raised
+    finally:
+        for handler in list(logs._installed):
+            root.removeHandler(handler)
+        logs._installed.clear()
+        root.setLevel(level)

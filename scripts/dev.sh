@@ -152,6 +152,13 @@ setup_okareo() {
         || die "could not make the okareo SDK venv: see the output of scripts/okareo_venv.sh above"
 }
 
+setup_otel() {
+    # The OpenAI client, the OpenTelemetry SDK and exporter and three instrumentations from
+    # PyPI in their own venv (.scorebox/otel-venv), for tests/online only.
+    "$ROOT/scripts/otel_venv.sh" >/dev/null \
+        || die "could not make the instrumented-client venv: see the output of scripts/otel_venv.sh above"
+}
+
 cleanup() {
     if [[ -n "${STARTED_REDIS:-}" ]]; then
         "$ROOT/scripts/redis.sh" stop "$SCOREBOX_TEST_REDIS_URL" || true
@@ -341,7 +348,7 @@ main() {
         setup) setup; say_path ;;
         demo) setup; run_demo; say_path ;;
         lint) ensure_venv; run_lint ;;
-        test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; run_tests "$@" ;;
+        test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; setup_otel; run_tests "$@" ;;
         test-fast) ensure_venv; run_fast_tests "$@" ;;
         lock) run_lock ;;
         audit) run_audit ;;

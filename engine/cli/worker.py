@@ -76,7 +76,10 @@ def worker(
     configure_logging(log_level, settings.log_format, settings.log_repeat_seconds)
     threads = concurrency or settings.max_parallel_jobs
     app = create_celery(settings)
-    app.conf.worker_hijack_root_logger = False  # Celery's lines in engine.logs' format too
+    # Celery's lines in engine.logs' format too: it neither replaces the root logger's
+    # handlers nor turns stderr into a logger (engine.logs writes to stderr)
+    app.conf.worker_hijack_root_logger = False
+    app.conf.worker_redirect_stdouts = False
     runtime = WorkerRuntime(settings, app)
     runtime.concurrency = threads
     register_tasks(app, runtime.run_chunk, runtime.run_score, runtime.pools)

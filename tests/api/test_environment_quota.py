@@ -72,7 +72,8 @@ def test_builds_in_flight_count_against_the_environments_quota(
     )
     h = api.tenant(environments=2)
     statuses = []
-    for spelling in ("text-unidecode>=0.1", "text-unidecode>=0.2", "text-unidecode>=0.3"):
+    # a name no index has: no earlier run can have built these, and none will later
+    for spelling in ("scorebox-never-built>=0.1", "scorebox-never-built>=0.2", "sbx-nb>=0.3"):
         pushed = api.client.post(
             "/v1/checks", headers=h, json={"name": "one", "source": _source(spelling)}
         )
@@ -83,10 +84,14 @@ def test_builds_in_flight_count_against_the_environments_quota(
 
     # Spellings of one set are one environment: no new build, no refusal.
     other = api.tenant(environments=1)
-    for spelling in ("Text_Unidecode>=1.0", "text-unidecode>=1", "text-unidecode >= 1.0.0"):
+    for spelling in (
+        "Scorebox_Never.Built>=1.0",
+        "scorebox-never-built>=1",
+        "SCOREBOX-never_built >= 1.0.0",
+    ):
         pushed = api.client.post(
             "/v1/checks", headers=other, json={"name": "same", "source": _source(spelling)}
         )
         assert pushed.status_code in (200, 201), pushed.text
     state = api.client.get("/v1/checks/same/environment", headers=other).json()
-    assert state["requirements"] == ["text-unidecode>=1"]
+    assert state["requirements"] == ["scorebox-never-built>=1"]

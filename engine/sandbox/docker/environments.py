@@ -381,9 +381,8 @@ def wheel_of_stream(stdout: str, sdist: str, max_bytes: int) -> BuiltWheel:
             f"the build of {sdist} handed back an unreadable wheel ({exc}): nothing was "
             "copied into the wheelhouse"
         ) from exc
-    if not _WHEEL_NAME.match(name) or len(data) != size or hashlib.sha256(data).hexdigest() != (
-        digest
-    ):
+    intact = len(data) == size and hashlib.sha256(data).hexdigest() == digest
+    if not _WHEEL_NAME.match(name) or not intact:
         raise EnvironmentBuildError(
             f"the build of {sdist} handed back a wheel that does not match its own "
             "description (name, size or sha256): nothing was copied into the wheelhouse"

@@ -76,6 +76,11 @@ def _needs(path: str, operation: dict[str, Any]) -> set[str]:
     return statuses
 
 
+#: An operation whose error bodies are its own (documented in its ``responses``) besides
+#: the Problem the outer layers may answer: the OTLP receivers (``engine.api.routes.traces``).
+OWN_ERRORS = "x-own-error-bodies"
+
+
 def problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` with every error response a Problem, and the missing statuses added."""
     components = document.setdefault("components", {}).setdefault("schemas", {})
@@ -97,7 +102,11 @@ def problem_responses(document: dict[str, Any]) -> dict[str, Any]:
                 content: dict[str, Any] = {"schema": reference}
                 if example is not None:
                     content["example"] = example
-                response["content"] = {PROBLEM_JSON: content}
+                # OTLP routes answer a google.rpc.Status in the request's encoding, as
+                # OTLP/HTTP says; the layers before them (401, 413) answer a Problem
+                declared = (response.get("content") or {}) if operation.get(OWN_ERRORS) else {}
+                own = {media: v for media, v in declared.items() if media != PROBLEM_JSON}
+                response["content"] = {PROBLEM_JSON: content, **own}
                 if status == "422":
                     response["description"] = _DESCRIPTIONS["422"]
     for unused in ("HTTPValidationError", "ValidationError"):

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from engine.api.deps import PrincipalDep, ServicesDep
+from engine.api.openapi import OWN_ERRORS
 from engine.api.problems import responses
 from engine.errors import StorageError
 from engine.hardening.body import MB
@@ -41,7 +42,17 @@ MAX_BATCHES_IN_FLIGHT = 8
 RETRY_AFTER_SECONDS = 1
 _in_flight = 0
 
+_STATUS = {
+    otlp.PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+    otlp.JSON: {
+        "schema": {
+            "type": "object",
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+        }
+    },
+}
 _OTLP_BODY = {
+    OWN_ERRORS: True,
     "requestBody": {
         "required": True,
         "content": {
@@ -57,9 +68,18 @@ _OTLP_BODY = {
                 otlp.JSON: {"schema": {"type": "object"}},
             },
         },
-        "400": {"description": "A google.rpc.Status: the body cannot be read (not retried)."},
-        "415": {"description": "A google.rpc.Status: not protobuf or JSON, or not gzip."},
-        "503": {"description": "A google.rpc.Status and Retry-After: busy, or no database."},
+        "400": {
+            "description": "A google.rpc.Status: the body cannot be read (not retried).",
+            "content": _STATUS,
+        },
+        "415": {
+            "description": "A google.rpc.Status: not protobuf or JSON, or not gzip.",
+            "content": _STATUS,
+        },
+        "503": {
+            "description": "A google.rpc.Status and Retry-After: busy, or no database.",
+            "content": _STATUS,
+        },
     },
 }
 
@@ -217,11 +237,12 @@ def get_trace(
 
 
 def _nano(value: datetime | None) -> int | None:
+    """``value`` in nanoseconds since the epoch, within the stored column's range."""
     if value is None:
         return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return int(value.timestamp() * 1e9)
+    return max(-(2**63), min(int(value.timestamp() * 1e9), 2**63 - 1))
 
 
 @router.get("/spans", responses=responses(401, 422))

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine as SAEngine
 
+from engine.audit.environments import audit_environment_builds
 from engine.audit.store import AuditLog
 from engine.llm.client import LLMClient
 from engine.okareo.store import OkareoStore
@@ -36,3 +37,7 @@ class Services:
     def __post_init__(self) -> None:
         self.okareo = OkareoStore(self.db)
         self.audit = AuditLog(self.db)
+        audit_builds = audit_environment_builds(self.audit)
+        self.runners.on_start.append(audit_builds)
+        if self.runners.started:  # made before the app: attach now
+            audit_builds(self.runners.get())

@@ -2,17 +2,19 @@
 
 :class:`~engine.environments.build.Environments` tells its listeners of every build
 attempt; the API adds this one, so a build a tenant's push or job started is recorded with
-that tenant, the environment's key, what it asked for and how it ended.
+that tenant, the environment's key, what it asked for and how it ended, from the
+runner's first job on (:func:`audit_environment_builds`, a runner hook).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from engine.audit import hooks
 from engine.audit.records import Actor
 from engine.audit.store import AuditLog
-from engine.environments.build import BuildOutcome
+from engine.environments.build import BuildOutcome, Environments
 
 
 def environment_audit(log: AuditLog) -> Callable[[BuildOutcome], None]:
@@ -34,3 +36,15 @@ def environment_audit(log: AuditLog) -> Callable[[BuildOutcome], None]:
         hooks.environment_built(log, actor, outcome.tenant, outcome.key, detail)
 
     return record
+
+
+def audit_environment_builds(log: AuditLog) -> Callable[[Any], None]:
+    """A runner hook: every environment build of its backend (if it has environments) is
+    written to ``log``, from the runner's first job on."""
+
+    def attach(runner: Any) -> None:
+        environments = getattr(getattr(runner, "backend", None), "environments", None)
+        if isinstance(environments, Environments) and "audit" not in environments.listeners:
+            environments.listeners["audit"] = environment_audit(log)
+
+    return attach

@@ -43,6 +43,9 @@ class RunnerHolder:
         self._factory = factory
         self._runner: SandboxRunner | None = None
         self._lock = threading.Lock()
+        #: Called once with the runner when it is made (the API attaches its audit log to
+        #: the runner's environment builds).
+        self.on_start: list[Callable[[SandboxRunner], None]] = []
 
     def get(self) -> SandboxRunner:
         with self._lock:
@@ -51,6 +54,8 @@ class RunnerHolder:
                     self._runner = self._factory(self.settings)
                 else:
                     self._runner = SandboxRunner(self.settings)
+                for hook in self.on_start:
+                    hook(self._runner)
             return self._runner
 
     @property

@@ -270,3 +270,26 @@ def test_a_build_counts_in_flight_for_its_tenant_while_it_runs(
     assert environments.in_flight.of("t") == {("x>=1",)}
     thread.join(10)
     assert environments.in_flight.of("t") == set()
+
+
+def test_the_runners_environment_builds_are_audited_from_its_first_job(tmp_path: Path) -> None:
+    """The API's runner hook attaches the audit log to the backend's environments, so a
+    build a job starts (not only a push) is recorded."""
+    from types import SimpleNamespace
+
+    from engine.audit.environments import audit_environment_builds
+    from engine.runs.executors import RunnerHolder
+
+    recorded: list[object] = []
+    log = SimpleNamespace(record=recorded.append)
+    environments = Environments(Settings(data_dir=tmp_path, image="img:1"), SlowInstaller(0.0))
+    runner = SimpleNamespace(backend=SimpleNamespace(environments=environments))
+    holder = RunnerHolder(Settings(data_dir=tmp_path), factory=lambda _: runner)  # type: ignore[arg-type,return-value]
+    holder.on_start.append(audit_environment_builds(log))  # type: ignore[arg-type]
+    assert "audit" not in environments.listeners
+    holder.get()
+    assert "audit" in environments.listeners
+    environments._tell(BuildOutcome("k1", ("x",), "t1", "built", 0.1, 10))
+    [event] = recorded
+    assert (event.action, event.tenant_id, event.target) == ("environment.built", "t1", "k1")  # type: ignore[attr-defined]
+    assert event.detail["outcome"] == "built"  # type: ignore[attr-defined]

@@ -16,7 +16,6 @@ from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.api.services import Services
 from engine.audit import hooks
 from engine.audit.deps import AuditDep
-from engine.audit.environments import environment_audit
 from engine.audit.store import AuditLog
 from engine.builtins import describe
 from engine.catalog import CheckSpec
@@ -41,11 +40,7 @@ def _environments(services: Services) -> Environments | None:
     except ScoreboxError:
         return None
     cache = getattr(backend, "environments", None)
-    if not isinstance(cache, Environments):
-        return None
-    if "audit" not in cache.listeners:  # every build this node runs is audited
-        cache.listeners["audit"] = environment_audit(services.audit)
-    return cache
+    return cache if isinstance(cache, Environments) else None
 
 
 def _config_form(raw: str | None) -> dict[str, object] | None:

@@ -12,7 +12,6 @@ from sqlalchemy import Engine as SAEngine
 
 from engine import web
 from engine.admin_key import check_admin_key
-from engine.admin_key import check_admin_key
 from engine.api import docs, openapi, problems
 from engine.api.gate import KeyGate
 from engine.api.guard import SurrogateGuard, reject_unknown_query
@@ -80,7 +79,6 @@ def create_app(
     runner_factory: Callable[[Settings], SandboxRunner] | None = None,
 ) -> FastAPI:
     """The scorebox HTTP API. Storage, workers and the sandbox start with the app's lifespan."""
-    check_admin_key(settings.admin_key.get_secret_value() if settings.admin_key else None)
     check_admin_key(settings.admin_key.get_secret_value() if settings.admin_key else None)
 
     @asynccontextmanager

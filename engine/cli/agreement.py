@@ -191,7 +191,7 @@ def min_agreement_option(func: F) -> F:
 def _stored_requirements(remote: Remote, names: Sequence[str]) -> list[dict[str, Any]]:
     """The server's required agreements of ``names``, judged now."""
     response = remote.client.request(
-        "GET", "/v1/required-agreements", params={"check": list(names)}
+        "GET", "/v1/required-agreements", params={"check": ",".join(names)}
     )
     if response.status_code >= 400:
         from engine.cli.remote import describe_problem  # noqa: PLC0415 (lazy)

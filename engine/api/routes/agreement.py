@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from engine import agreement
@@ -34,7 +34,7 @@ def get_agreement(
     labels_store: LabelStoreDep,
     check: Annotated[str, Query(description="`name` or `name@N`", max_length=120)],
     labels: Annotated[str, Query(description="The label name", max_length=100)],
-    run: Annotated[str | None, Query(description="Only this run's rows")] = None,
+    run: Annotated[str | None, Query(description="Only this run's rows", max_length=40)] = None,
     seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
     resamples: Annotated[int, Query(ge=100, le=MAX_RESAMPLES)] = 2000,
     min_per_class: Annotated[int, Query(ge=1, le=100_000)] = 30,
@@ -69,7 +69,7 @@ def get_agreement(
     responses=responses(401, 404, 422),
 )
 def get_corrected_pass_rates(
-    run_id: str,
+    run_id: Annotated[str, Path(max_length=40)],
     principal: PrincipalDep,
     store: StoreDep,
     labels_store: LabelStoreDep,
@@ -114,7 +114,7 @@ class RequirementStatus(BaseModel):
     responses=responses(401, 404, 422),
 )
 def put_required_agreement(
-    ref: str,
+    ref: Annotated[str, Path(max_length=120)],
     body: RequirementIn,
     principal: PrincipalDep,
     store: StoreDep,
@@ -132,7 +132,10 @@ def put_required_agreement(
     responses=responses(401, 404),
 )
 def delete_required_agreement(
-    ref: str, principal: PrincipalDep, store: StoreDep, labels_store: LabelStoreDep
+    ref: Annotated[str, Path(max_length=120)],
+    principal: PrincipalDep,
+    store: StoreDep,
+    labels_store: LabelStoreDep,
 ) -> dict[str, int]:
     return {"deleted": agreement.drop_required(store, labels_store, principal.tenant_id, ref)}
 
@@ -150,9 +153,15 @@ def get_required_agreements(
     principal: PrincipalDep,
     store: StoreDep,
     labels_store: LabelStoreDep,
-    check: Annotated[list[str] | None, Query()] = None,
+    check: Annotated[
+        str | None,
+        Query(
+            description="Only these checks: `name` or `name@N`, comma-separated.", max_length=2000
+        ),
+    ] = None,
 ) -> list[RequirementStatus]:
+    names = None if check is None else [c.strip() for c in check.split(",") if c.strip()]
     found = agreement.required_status(
-        store, labels_store, principal.tenant_id, check, ReportOptions(n_resamples=1000)
+        store, labels_store, principal.tenant_id, names, ReportOptions(n_resamples=1000)
     )
     return [RequirementStatus(**entry) for entry in found]

@@ -19,6 +19,9 @@ TAG_DESCRIPTION = "Human labels on run rows, and a check's agreement with them."
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 MAX_LABELS_PER_REQUEST = 10_000
+#: Bounds that keep numbers in the database's integer range.
+MAX_ROW = 2**31 - 1
+MAX_OFFSET = 10**9
 
 
 def get_label_store(services: ServicesDep) -> LabelStore:
@@ -49,7 +52,7 @@ class LabelNameOut(BaseModel):
 
 class RowTarget(BaseModel):
     run: str = Field(description="The run's id.", max_length=40)
-    row: int = Field(ge=0, description="The row's index in the run (0-based).")
+    row: int = Field(ge=0, le=MAX_ROW, description="The row's index in the run (0-based).")
 
 
 class LabelIn(BaseModel):
@@ -159,12 +162,12 @@ def post_labels(
 def get_labels(
     principal: PrincipalDep,
     labels: LabelStoreDep,
-    name: str | None = None,
-    run: str | None = None,
-    row: Annotated[int | None, Query(ge=0)] = None,
-    annotator: str | None = None,
+    name: Annotated[str | None, Query(max_length=100)] = None,
+    run: Annotated[str | None, Query(max_length=40)] = None,
+    row: Annotated[int | None, Query(ge=0, le=MAX_ROW)] = None,
+    annotator: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1000,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> LabelList:
     found = labels.list_labels(
         principal.tenant_id,
@@ -184,7 +187,9 @@ def get_labels(
     summary="Delete one label",
     responses=responses(401, 404),
 )
-def delete_label(label_id: str, principal: PrincipalDep, labels: LabelStoreDep) -> LabelsDeleted:
+def delete_label(
+    label_id: Annotated[str, Path(max_length=40)], principal: PrincipalDep, labels: LabelStoreDep
+) -> LabelsDeleted:
     labels.delete_label(principal.tenant_id, label_id)
     return LabelsDeleted(deleted=1)
 
@@ -199,9 +204,9 @@ def delete_label(label_id: str, principal: PrincipalDep, labels: LabelStoreDep) 
 def delete_labels(
     principal: PrincipalDep,
     labels: LabelStoreDep,
-    name: str,
-    run: str | None = None,
-    annotator: str | None = None,
+    name: Annotated[str, Query(max_length=100)],
+    run: Annotated[str | None, Query(max_length=40)] = None,
+    annotator: Annotated[str | None, Query(max_length=200)] = None,
 ) -> LabelsDeleted:
     count = labels.delete_labels(principal.tenant_id, name=name, run_id=run, annotator=annotator)
     return LabelsDeleted(deleted=count)

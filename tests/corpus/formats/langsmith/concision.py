@@ -1,0 +1,2 @@
+def concision(outputs: dict) -> bool:
+    return len(outputs["answer"]) < 40

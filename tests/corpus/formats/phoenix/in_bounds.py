@@ -1,0 +1,2 @@
+def in_bounds(x):
+    return 1 <= x <= 100

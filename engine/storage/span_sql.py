@@ -45,7 +45,9 @@ def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
             value = value[:MAX_VALUE_CHARS]
             dropped += 1
-        size = len(key) + len(json.dumps(value, default=str))
+        # a string's length is its JSON size closely enough for a bound (and far cheaper)
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        size = len(key) + len(text) + 6
         if total + size > MAX_ATTRIBUTES_CHARS:
             dropped += 1
             continue
@@ -220,7 +222,8 @@ class SpanStore(SqlSessions):
                         **_mapped_columns(mapped),
                     }
                 )
-            statement = self._insert(SpanRow).on_conflict_do_nothing(
+            # Core, not the ORM's bulk path: a batch of 512 spans is one executemany
+            statement = self._insert(SpanRow.__table__).on_conflict_do_nothing(
                 index_elements=["tenant_id", "trace_id", "span_id"]
             )
             s.execute(statement, values)
@@ -245,7 +248,9 @@ class SpanStore(SqlSessions):
             }
         keys = {(trace_id, span_id) for trace_id, span_id, _ in logs}
         with self._session() as s:
-            statement = self._insert(SpanLogRow).on_conflict_do_nothing(index_elements=["id"])
+            statement = self._insert(SpanLogRow.__table__).on_conflict_do_nothing(
+                index_elements=["id"]
+            )
             s.execute(statement, list(values.values()))
             stored = list(
                 s.scalars(

@@ -6,6 +6,7 @@ official openai-v2 (content on the span, and content in log records only), expor
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -22,6 +23,7 @@ from engine.storage import open_store
 from tests.conftest import TEST_LABEL
 from tests.fake_llm import FakeLLM
 from tests.live_server import serving
+from tests.online.otlp_requests import new_ids, otlp_json, span, traces
 
 APP = Path(__file__).with_name("instrumented_app.py")
 SYSTEM = "You are a geography tutor."
@@ -182,3 +184,32 @@ def test_another_tenant_cannot_read_the_trace(otel_python: str, live: Live) -> N
     reply = httpx.get(f"{live.url}/v1/traces/{trace_id}", headers=other, timeout=30)
     assert reply.status_code == 404
     assert httpx.get(f"{live.url}/v1/spans", headers=other, timeout=30).json()["spans"] == []
+
+
+def test_otlp_json_with_hex_ids_and_a_gzip_bomb_on_the_live_server(live: Live) -> None:
+    headers = {"authorization": f"Bearer {live.key}"}
+    trace_id, span_id = new_ids()
+    document = otlp_json(traces(span(trace_id, span_id)))
+    reply = httpx.post(
+        f"{live.url}/v1/traces",
+        content=json.dumps(document),
+        headers={**headers, "content-type": "application/json"},
+        timeout=30,
+    )
+    assert (reply.status_code, reply.json()) == (200, {})
+    stored = httpx.get(f"{live.url}/v1/traces/{trace_id.hex()}", headers=headers, timeout=30)
+    assert stored.json()["spans"][0]["span_id"] == span_id.hex()
+    # 200 MB of zeros in about 200 KB: refused once past the 32 MB limit, never inflated
+    bomb = gzip.compress(b"\0" * (200 * 1024 * 1024), compresslevel=1)
+    reply = httpx.post(
+        f"{live.url}/v1/traces",
+        content=bomb,
+        headers={
+            **headers,
+            "content-type": "application/x-protobuf",
+            "content-encoding": "gzip",
+        },
+        timeout=60,
+    )
+    assert reply.status_code == 413
+    assert b"once decompressed" in reply.content

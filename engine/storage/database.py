@@ -202,6 +202,34 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
 _DISK_FULL = ("database or disk is full", "no space left on device", "could not extend file")
 
 
+#: How a lost or refused connection reads in psycopg's and SQLite's errors.
+_AWAY = (
+    "connection",
+    "could not connect",
+    "server closed",
+    "terminating",
+    "the database system is",
+    "timeout",
+    "unable to open database file",
+)
+
+
+def _server_away(exc: SQLAlchemyError) -> bool:
+    """Whether ``exc`` says the database is unreachable, not that a statement was wrong.
+
+    Both are ``OperationalError``s (SQLite's "no such table" is one too): only the first
+    is a condition that repeats on every call until the server is back.
+    """
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    text_of_cause = str(getattr(exc, "orig", None) or exc).lower()
+    return any(sign in text_of_cause for sign in _AWAY)
+
+
 def database_error(exc: SQLAlchemyError) -> ScoreboxError:
     """The error a caller sees for ``exc``: never its SQL or bound parameters (logged here).
 
@@ -212,7 +240,7 @@ def database_error(exc: SQLAlchemyError) -> ScoreboxError:
         return InvalidRequestError(
             "a value holds a NUL character (\\u0000), which the database cannot store: remove it"
         )
-    if isinstance(exc, OperationalError | InterfaceError):
+    if _server_away(exc):
         # the server is away (restarting, unreachable): every call fails alike until it is
         # back, so one warning per interval, not one error per call
         _unreachable.failed(exc)

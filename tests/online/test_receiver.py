@@ -314,3 +314,25 @@ def test_migration_0013_goes_down_and_up_again(api: Api) -> None:
     )
     assert reply.status_code == 200
     assert len(_trace(api, h, trace_id)["spans"]) == 1
+
+
+def test_json_log_records_with_hex_ids_are_joined(api: Api) -> None:
+    h = api.tenant()
+    trace_id, span_id = new_ids()
+    api.client.post(
+        "/v1/traces",
+        content=gz(traces(span(trace_id, span_id, attributes=NO_CONTENT))),
+        headers={**h, **GZIP_PROTOBUF},
+    )
+    document = otlp_json(logs(trace_id, span_id, DETAILS))
+    record = document["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]
+    assert record["spanId"] == span_id.hex()  # hex on the wire
+    other = {**record, "eventName": "app.audit", "spanId": "ab" * 8}  # accepted, not kept
+    broken = {**record, "spanId": "abc"}  # odd hex: rejected
+    document["resourceLogs"][0]["scopeLogs"][0]["logRecords"] += [other, broken]
+    reply = api.client.post("/v1/logs", content=json.dumps(document), headers={**h, **JSON})
+    assert reply.status_code == 200
+    assert reply.json()["partialSuccess"]["rejectedLogRecords"] == "1"
+    (got,) = _trace(api, h, trace_id)["spans"]
+    assert got["no_content"] is False
+    assert got["row"]["model_output"] == ANSWER

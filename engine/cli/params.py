@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from engine.suites.data import ROW_FIELDS
-from engine.suites.names import BUILTIN_PREFIX
+from engine.suites.names import BUILTIN_PREFIX, split_entry
 
 
 def parse_map(pairs: Iterable[str]) -> dict[str, str]:
@@ -51,7 +51,12 @@ def result_names(refs: Sequence[str | Mapping[str, Any]]) -> list[str]:
     for ref in refs:
         name = ref if isinstance(ref, str) else str(ref["name"])
         bare = name.removeprefix(BUILTIN_PREFIX)
-        names.append(bare.rsplit("/", 1)[-1].removesuffix(".py") if bare.endswith(".py") else bare)
+        file, entry = split_entry(bare)
+        if file.endswith(".py"):  # a file's stem, with the entry it names (graders:blocked)
+            stem = file.rsplit("/", 1)[-1].removesuffix(".py")
+            names.append(stem if entry is None else f"{stem}:{entry}")
+        else:
+            names.append(bare)
         if not isinstance(ref, str) and ref.get("version") is not None:
             names.append(f"{names[-1]}@{ref['version']}")
         elif "@" in names[-1]:  # a pinned server check, NAME@VERSION: its results say NAME

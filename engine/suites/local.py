@@ -111,9 +111,10 @@ def run_local(
                     if not report.valid:
                         problems = "; ".join(f"line {i.line}: {i.message}" for i in report.errors)
                         raise InvalidRequestError(f"{path} is not a valid check: {problems}")
+                    label = path.stem if entry is None else f"{path.stem}:{entry}"
                     code = CodeCheck(
                         source=source,
-                        name=path.stem,
+                        name=label,
                         output_type=report.output_data_type,
                         entry=entry,
                         config=config,
@@ -121,10 +122,9 @@ def run_local(
                     runner = scoring.runners.get()  # the sandbox starts for the first .py check
                     session = None  # the check's model calls go to the configured LLM, if any
                     if scoring.gateway is not None:
-                        session = scoring.gateway.session("local", f"local-{path.stem}")
+                        session = scoring.gateway.session("local", f"local-{label}")
                     with gateway_session(session):
                         results = runner.run_check(code, row_list, on_result=tick)
-                    label = path.stem if entry is None else f"{path.stem}:{entry}"
                     summaries.append(summarize(results, label).model_dump())
                 elif bare in builtins:
                     builtin = builtins[bare]

@@ -63,7 +63,8 @@ class AuditPage(BaseModel):
 def list_audit(
     principal: PrincipalDep,
     audit: AuditDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    # past a 32-bit offset the databases overflow (a 500): no log has that many records
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     action: Annotated[str | None, Query(description="Only this action.")] = None,
 ) -> AuditPage:

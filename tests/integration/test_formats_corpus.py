@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,60 @@ def test_corpus_file_scores_as_its_own_tool_scores_it(
     assert len(theirs) == len(ours)
     for mine, their in zip(ours, theirs, strict=True):
         _same(tool, mine, their)
+
+
+# -- the image's stand-ins against the real packages ----------------------------------------
+
+STAND_INS = ROOT / "sandbox_images" / "python" / "stand-in-modules"
+#: (install, the real object, the stand-in's) — Phoenix's experiments evaluators are read
+#: from phoenix.client (arize-phoenix, which holds phoenix.experiments, is a server install).
+SURFACES = [
+    ("reward_kit", f"reward_kit.models:{name}", f"reward_kit.models:{name}")
+    for name in ("EvaluateResult", "MetricResult", "StepOutput", "Message")
+] + [
+    ("reward_kit", "reward_kit.typed_interface:reward_function", None),
+    ("reward_kit", "reward_kit.reward_function:RewardFunction", None),
+    *(
+        ("eval_protocol", f"eval_protocol.models:{name}", None)
+        for name in ("EvaluateResult", "MetricResult", "StepOutput", "Message")
+    ),
+    ("eval_protocol", "eval_protocol.typed_interface:reward_function", None),
+    ("tools", "langsmith.wrappers:wrap_openai", None),
+    ("tools", "langsmith.evaluation:EvaluationResult", None),
+    ("tools", "braintrust:Score", None),
+    (
+        "tools",
+        "phoenix.client.resources.experiments.evaluators:create_evaluator",
+        "phoenix.experiments.evaluators:create_evaluator",
+    ),
+]
+
+
+def _surface(python: str, specs: list[str], path: Path | None = None) -> dict[str, Any]:
+    extra = ["--path", str(path)] if path is not None else []
+    done = subprocess.run(
+        [python, "-I", str(CORPUS / "surface.py"), *extra, *specs],
+        env=QUIET,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_stand_ins_have_the_real_packages_fields_and_parameters(tools: dict[str, str]) -> None:
+    """Each stand-in class has exactly the real one's fields; each function takes every
+    parameter the real one names (by name, or through ``**options``)."""
+    for install in ("reward_kit", "eval_protocol", "tools"):
+        rows = [(real, mine or real) for where, real, mine in SURFACES if where == install]
+        real = _surface(tools[install], [r for r, _ in rows])
+        ours = _surface(sys.executable, [m for _, m in rows], STAND_INS)
+        for real_name, our_name in rows:
+            theirs, mine = real[real_name], ours[our_name]
+            if "fields" in theirs:
+                assert mine == theirs, our_name
+            else:
+                missing = set(theirs["parameters"]) - set(mine["parameters"])
+                assert not missing or mine["var_keyword"], (our_name, missing)

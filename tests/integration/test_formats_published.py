@@ -111,7 +111,7 @@ def test_structured_outputs_reach_the_formats_that_pass_them(engine: SandboxRunn
     def rows_ok(output, expected):
         return 1.0 if len(output["rows"]) == int(expected) else 0.0
     """
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"model_output": "ignored", "output": {"rows": [1, 2]}, "scenario_result": "2"},
         {"model_output": '{"rows": [1, 2, 3]}', "scenario_result": "2"},
     ]

@@ -97,10 +97,45 @@ def _answer(status: int, body: bytes, encoding: str, retry_after: int | None = N
     return Response(body, status_code=status, media_type=encoding, headers=headers)
 
 
-def _refusal(status: int, message: str, encoding: str) -> Response:
+def _status(status: int, message: str, encoding: str) -> bytes:
     code = {429: otlp.RESOURCE_EXHAUSTED, 503: otlp.UNAVAILABLE}.get(status, otlp.INVALID_ARGUMENT)
+    return otlp.status_body(code, message, encoding)
+
+
+def _refusal(status: int, message: str, encoding: str) -> Response:
     retry = RETRY_AFTER_SECONDS if status in (429, 503) else None
-    return _answer(status, otlp.status_body(code, message, encoding), encoding, retry)
+    return _answer(status, _status(status, message, encoding), encoding, retry)
+
+
+def _ingest(
+    store: SpanStore,
+    tenant_id: str,
+    what: str,
+    raw: bytes,
+    coding: str | None,
+    encoding: str,
+    limit: int,
+) -> tuple[bytes, int]:
+    """One request's body decoded and stored: the answer's body and status."""
+    try:
+        body = otlp.decompress(raw, coding, limit)
+        if what == "traces":
+            decoded = otlp.decode_traces(body, encoding)
+        else:
+            decoded = otlp.decode_logs(body, encoding)
+    except otlp.OtlpError as exc:
+        return _status(exc.status, str(exc), encoding), exc.status
+    try:
+        if what == "traces":
+            store.add_spans(tenant_id, decoded.spans)
+        else:
+            store.add_logs(tenant_id, decoded.logs)
+    except StorageError as exc:
+        log.warning("OTLP %s not stored: %s", what, exc)
+        return _status(503, f"the database is unavailable: {exc}", encoding), 503
+    if what == "traces":
+        return otlp.trace_response(decoded, encoding), 200
+    return otlp.logs_response(decoded, encoding), 200
 
 
 async def _receive(request: Request, store: SpanStore, tenant_id: str, what: str) -> Response:
@@ -115,25 +150,12 @@ async def _receive(request: Request, store: SpanStore, tenant_id: str, what: str
     try:
         limit = int(request.app.state.services.settings.max_body_mb * MB)
         raw = await request.body()
-        try:
-            body = otlp.decompress(raw, request.headers.get("content-encoding"), limit)
-            if what == "traces":
-                decoded = otlp.decode_traces(body, encoding)
-            else:
-                decoded = otlp.decode_logs(body, encoding)
-        except otlp.OtlpError as exc:
-            return _refusal(exc.status, str(exc), encoding)
-        try:
-            if what == "traces":
-                await run_in_threadpool(store.add_spans, tenant_id, decoded.spans)
-            else:
-                await run_in_threadpool(store.add_logs, tenant_id, decoded.logs)
-        except StorageError as exc:
-            log.warning("OTLP %s not stored: %s", what, exc)
-            return _refusal(503, f"the database is unavailable: {exc}", encoding)
-        if what == "traces":
-            return _answer(200, otlp.trace_response(decoded, encoding), encoding)
-        return _answer(200, otlp.logs_response(decoded, encoding), encoding)
+        coding = request.headers.get("content-encoding")
+        # inflating, decoding, mapping and storing are CPU and database work: off the loop
+        body, status = await run_in_threadpool(
+            _ingest, store, tenant_id, what, raw, coding, encoding, limit
+        )
+        return _answer(status, body, encoding, RETRY_AFTER_SECONDS if status == 503 else None)
     finally:
         _in_flight -= 1
 

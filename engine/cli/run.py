@@ -386,6 +386,12 @@ def run(
                 f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
             )
     refs = apply_configs(check_refs(checks, parse_params(params)), configs)
+    if server and not local and any(not isinstance(r, str) and "config" in r for r in refs):
+        raise click.UsageError(
+            "a configuration is part of a pushed check's version: push it with "
+            "`scorebox check push FILE --config JSON` and run that check by name "
+            "(--config and a suite's config: apply to local runs)"
+        )
     check_agreement(None if local else server, api_key, refs, min_agreement)
     check_threshold_names(gates.thresholds, refs)  # before scoring: a typo is a usage error
     rows = read_rows(data, parse_map(maps))  # later --map pairs win

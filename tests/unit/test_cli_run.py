@@ -151,7 +151,7 @@ def test_parameterised_builtins_run_locally(env: Path) -> None:
     ("name", "content", "message"),
     [
         ("rows.json", '[{"model_output": "a"},', "rows.json:1:"),
-        ("rows.csv", "output,expected\nhi,there\n", "unknown column(s) expected, output"),
+        ("rows.csv", "answer,expected\nhi,there\n", "unknown column(s) answer, expected"),
         ("rows.csv", 'model_output,id\n"abc,1\nx,2\n', "rows.csv:"),
         ("rows.jsonl", '{"model_output": "a"}\n{"scenario_input": "b"}\n', "rows.jsonl:2:"),
         ("rows.txt", "x", "unknown data format"),

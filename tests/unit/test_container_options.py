@@ -8,7 +8,7 @@ from engine.settings import Settings
 
 
 def options(**settings: object) -> dict[str, object]:
-    return container_options(Settings(**settings), Limits(), {"scorebox.tenant": "t1"})  # type: ignore[arg-type]
+    return container_options(Settings(**settings), Limits(), {"scorebox.tenant": "t1"})
 
 
 def test_network_filesystem_and_user() -> None:

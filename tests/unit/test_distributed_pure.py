@@ -79,7 +79,7 @@ def test_fair_order_round_robins_tenants_fewest_in_flight_first() -> None:
 
 
 def _settings(tmp_path: Path, **values: object) -> Settings:
-    return Settings(data_dir=tmp_path, **values)  # type: ignore[arg-type]
+    return Settings(data_dir=tmp_path, **values)
 
 
 def test_embedded_mode_needs_nothing(tmp_path: Path) -> None:

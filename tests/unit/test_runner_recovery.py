@@ -64,7 +64,7 @@ class ScriptedBackend:
 
 
 def run(backend: ScriptedBackend, outputs: list[str], **settings: object) -> list[RowResult]:
-    with SandboxRunner(Settings(**settings), backend=backend) as engine:  # type: ignore[arg-type]
+    with SandboxRunner(Settings(**settings), backend=backend) as engine:
         return engine.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
 
 

@@ -135,3 +135,24 @@ def test_imports_past_a_stand_in_name_the_real_distribution() -> None:
         "def handler(output):\n    return 1.0\n"
     )
     assert validate(unchanged, Policy.STANDARD).valid
+
+
+def test_a_suite_names_entries_and_configurations(tmp_path: Path) -> None:
+    from engine.cli.params import result_names
+    from engine.suites.file import load_suite
+
+    suite = tmp_path / "scorebox.yaml"
+    suite.write_text(
+        "version: 1\ndata: rows.jsonl\nchecks:\n"
+        "  - checks/graders.py:blocked\n"
+        "  - name: checks/graders.py:clean\n"
+        "    config: {banned: [refund]}\n"
+        "    threshold: 0.5\n"
+    )
+    plan = load_suite(suite)
+    assert plan.checks == (
+        f"{tmp_path}/checks/graders.py:blocked",
+        {"name": f"{tmp_path}/checks/graders.py:clean", "config": {"banned": ["refund"]}},
+    )
+    assert plan.thresholds == {"graders:clean": 0.5}
+    assert result_names(plan.checks) == ["graders:blocked", "graders:clean"]

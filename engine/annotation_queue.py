@@ -57,7 +57,8 @@ def next_row(
     if not pool:
         return None
     done = sum(1 for c in candidates if annotator in c.labels)
-    rng = random.Random(f"{seed}:{annotator}:{done}:{len(skip)}")
+    # the order items are shown in, reproducible from its seed: nothing secret depends on it
+    rng = random.Random(f"{seed}:{annotator}:{done}:{len(skip)}")  # nosec B311
     if strategy == "disagreements":
         for tier in (
             [c for c in pool if _disagrees(c)],

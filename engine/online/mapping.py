@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.online.metadata import span_metadata
+
 #: The log record (and event) carrying a whole operation's content, structured.
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 #: The deprecated per-message events, by the role each stands for.
@@ -37,7 +39,6 @@ CHOICE_EVENT = "gen_ai.choice"
 #: Events (span events or log records) that carry content the mapping reads.
 CONTENT_EVENTS = frozenset({DETAILS_EVENT, CHOICE_EVENT, *MESSAGE_EVENTS})
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
-STATUS_NAMES = {0: "unset", 1: "ok", 2: "error"}
 
 
 @dataclass(frozen=True)
@@ -368,112 +369,6 @@ def _output_text(message: dict[str, Any]) -> str | None:
     return json.dumps(calls) if calls else content
 
 
-def _first(*values: Any) -> Any:
-    for value in values:
-        if value is not None and value != "":
-            return value
-    return None
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None and not isinstance(value, bool) else None
-    except (TypeError, ValueError):
-        return None
-
-
-def _usage(a: dict[str, Any]) -> dict[str, int]:
-    usage = {
-        "input_tokens": _int(
-            _first(
-                a.get("gen_ai.usage.input_tokens"),
-                a.get("llm.token_count.prompt"),
-                a.get("gen_ai.usage.prompt_tokens"),
-            )
-        ),
-        "output_tokens": _int(
-            _first(
-                a.get("gen_ai.usage.output_tokens"),
-                a.get("llm.token_count.completion"),
-                a.get("gen_ai.usage.completion_tokens"),
-            )
-        ),
-        "total_tokens": _int(
-            _first(
-                a.get("gen_ai.usage.total_tokens"),
-                a.get("llm.token_count.total"),
-                a.get("llm.usage.total_tokens"),
-            )
-        ),
-        "cache_read_input_tokens": _int(
-            _first(
-                a.get("gen_ai.usage.cache_read.input_tokens"),
-                a.get("llm.token_count.prompt_details.cache_read"),
-            )
-        ),
-        "reasoning_output_tokens": _int(a.get("gen_ai.usage.reasoning.output_tokens")),
-    }
-    inp, out = usage["input_tokens"], usage["output_tokens"]
-    if usage["total_tokens"] is None and inp is not None and out is not None:
-        usage["total_tokens"] = inp + out
-    return {k: v for k, v in usage.items() if v is not None}
-
-
-def _finish_reasons(a: dict[str, Any], output: list[dict[str, Any]]) -> list[str]:
-    reasons = a.get("gen_ai.response.finish_reasons")
-    if isinstance(reasons, list):
-        return [str(r) for r in reasons]
-    if isinstance(a.get("llm.finish_reason"), str):
-        return [a["llm.finish_reason"]]
-    return [m["finish_reason"] for m in output if isinstance(m.get("finish_reason"), str)]
-
-
-def _operation(a: dict[str, Any]) -> str | None:
-    op = _first(a.get("gen_ai.operation.name"), a.get("llm.request.type"))
-    if op is None and str(a.get("openinference.span.kind", "")).upper() == "LLM":
-        return "chat"
-    return None if op is None else str(op)
-
-
-def _metadata(span: Span, a: dict[str, Any], output: list[dict[str, Any]]) -> dict[str, Any]:
-    r = span.resource
-    meta: dict[str, Any] = {
-        "trace_id": span.trace_id,
-        "span_id": span.span_id,
-        "parent_span_id": span.parent_span_id,
-        "span_name": span.name,
-        "scope": span.scope_name or None,
-        "scope_version": span.scope_version or None,
-        "service_name": r.get("service.name"),
-        "operation": _operation(a),
-        "provider": _first(
-            a.get("gen_ai.provider.name"),
-            a.get("gen_ai.system"),
-            a.get("llm.provider"),
-            a.get("llm.system"),
-        ),
-        "request_model": _first(a.get("gen_ai.request.model"), a.get("llm.request.model")),
-        "response_model": _first(
-            a.get("gen_ai.response.model"), a.get("llm.response.model"), a.get("llm.model_name")
-        ),
-        "response_id": a.get("gen_ai.response.id"),
-        "finish_reasons": _finish_reasons(a, output),
-        "usage": _usage(a),
-        "session_id": _first(a.get("session.id"), a.get("gen_ai.conversation.id")),
-        "user_id": _first(a.get("user.id"), a.get("enduser.id")),
-        "environment": _first(
-            a.get("deployment.environment.name"),
-            r.get("deployment.environment.name"),
-            a.get("deployment.environment"),
-            r.get("deployment.environment"),
-        ),
-        "status": STATUS_NAMES.get(span.status_code, "unset"),
-    }
-    if span.status_message:
-        meta["status_message"] = span.status_message
-    return {k: v for k, v in meta.items() if v is not None}
-
-
 def _inputs(span: Span, a: dict[str, Any], details: dict[str, Any], warnings: list[str]) -> Any:
     """The input messages and where they came from."""
     for source in (a, details):
@@ -532,7 +427,7 @@ def map_span(span: Span) -> Mapped:
     user_turns = [m for m in inputs if m.get("role") == "user" and m.get("content")]
     scenario_input: Any = user_turns[-1]["content"] if user_turns else a.get("input.value")
     messages = [*inputs, outputs[0]] if inputs and outputs else list(inputs)
-    meta = _metadata(span, {**details, **a}, outputs)
+    meta = span_metadata(span, {**details, **a}, outputs)
     meta["content_source"] = {"input": input_source, "output": output_source}
     if warnings:
         meta["mapping_warnings"] = warnings

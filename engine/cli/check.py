@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
 from engine.contract import OutputType, Policy
 from engine.contract.formats import FORMATS, Format
+from engine.suites.names import split_entry
 
 
 @click.group()
@@ -22,7 +23,7 @@ def check() -> None:
 
 
 @check.command("validate")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("target", metavar="FILE[:FUNCTION]")
 @click.option(
     "--policy",
     type=click.Choice([p.value for p in Policy]),
@@ -57,7 +58,7 @@ def check() -> None:
 @click.pass_context
 def validate_command(
     ctx: click.Context,
-    file: Path,
+    target: str,
     policy: str,
     as_json: bool,
     entry: str | None,
@@ -65,7 +66,19 @@ def validate_command(
     requires_scenario_input: bool | None,
     requires_scenario_result: bool | None,
 ) -> None:
-    """Validate a check FILE without running it; exit 0 when valid, 1 when not."""
+    """Validate a check FILE without running it; exit 0 when valid, 1 when not.
+
+    FILE:FUNCTION (promptfoo's file://FILE:FUNCTION) names the entry, as --entry does.
+    """
+    named, named_entry = split_entry(target)
+    file = Path(named)
+    if not file.is_file():
+        raise click.BadParameter(f"{named}: no such file", param_hint="FILE")
+    if named_entry and entry and named_entry != entry:
+        raise click.BadParameter(
+            f"{target} names the entry {named_entry!r} and --entry names {entry!r}: give one"
+        )
+    entry = entry or named_entry
     # Undecodable bytes survive as surrogates, so the validator reports them as an issue.
     source = file.read_bytes().decode("utf-8-sig", errors="surrogateescape")
     from engine.validation import DeclaredCheck, validate  # noqa: PLC0415 (lazy: keeps scorebox --help fast)

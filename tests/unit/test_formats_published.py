@@ -156,3 +156,21 @@ def test_a_suite_names_entries_and_configurations(tmp_path: Path) -> None:
     )
     assert plan.thresholds == {"graders:clean": 0.5}
     assert result_names(plan.checks) == ["graders:blocked", "graders:clean"]
+
+
+def test_validate_takes_file_colon_function(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    path = tmp_path / "graders.py"
+    two = "def a(output, context):\n    return 1\n\n\ndef b(output, context):\n    return 1\n"
+    path.write_text(two)
+    several = CliRunner().invoke(main, ["check", "validate", str(path)])
+    assert several.exit_code == 1 and "several functions" in several.output
+    named = CliRunner().invoke(main, ["check", "validate", f"{path}:b", "--json"])
+    assert named.exit_code == 0, named.output
+    report = json.loads(named.output)
+    assert (report["entry"], report["format"]) == ("b", "promptfoo")
+    clash = CliRunner().invoke(main, ["check", "validate", f"{path}:b", "--entry", "a"])
+    assert clash.exit_code == 2 and "give one" in clash.output

@@ -366,6 +366,7 @@ def run(
             fail_on = ",".join(suite.fail_on) or "none"
         if max_failures is None:
             max_failures = suite.max_failures
+        min_agreement = (*suite.min_agreement, *min_agreement)
         if not checks:
             checks = tuple(suite_checks(plan))
             thresholds = (*(f"{k}={v!r}" for k, v in plan.thresholds.items()), *thresholds)

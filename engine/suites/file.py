@@ -125,6 +125,21 @@ def _output_path(base: Path, name: str) -> Path:
 OutputPath = Annotated[str, Field(pattern=OUTPUT_PATTERN), AfterValidator(_under_suite)]
 
 
+def _requirement(text: str) -> str:
+    """A ``min_agreement:`` entry parses as ``--min-agreement`` does (or is ``required``)."""
+    if text == "required":
+        return text
+    from engine.calibration.gate import parse_requirement  # noqa: PLC0415 (lazy: numpy)
+
+    try:
+        return str(parse_requirement(text))
+    except InvalidRequestError as exc:
+        raise ValueError(str(exc)) from None
+
+
+AgreementRequirement = Annotated[str, Field(min_length=1), AfterValidator(_requirement)]
+
+
 class Suite(BaseModel):
     """A ``scorebox.yaml`` suite: data, mapping, checks, gates, labels and outputs of a run."""
 
@@ -171,6 +186,14 @@ class Suite(BaseModel):
         default_factory=list,
         description="Files to write every row x check result to, relative to the suite file: "
         ".jsonl, .csv, .tsv, or .html (a one-file report); `-o` replaces the list.",
+    )
+    min_agreement: list[AgreementRequirement] = Field(
+        default_factory=list,
+        description="Refuse the run's checks unless they agree with human labels, judged on "
+        "each interval's lower bound: LABELS:FIGURE=MIN[,FIGURE=MIN], e.g. helpful:kappa=0.6 "
+        "or helpful:tpr=0.8,tnr=0.8, or `required` (the agreement the server requires of each "
+        "check version). Exit 3 below it, 2 with too few labels; needs a server "
+        "(`--min-agreement` adds to the list).",
     )
 
 

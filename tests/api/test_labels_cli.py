@@ -303,3 +303,34 @@ def test_labels_as_generator_examples_with_a_held_back_part(
     )
     assert "on the held-back rows only (0.25, seed 0)" in text.output
     assert "n = 10" in text.output
+
+
+def test_a_suites_min_agreement_gates_as_the_flag_does(
+    cli: tuple[Api, str], tmp_path: Path
+) -> None:
+    api, tid = cli
+    (tmp_path / "rows.jsonl").write_text(json.dumps({"model_output": "x"}) + "\n")
+    suite = tmp_path / "scorebox.yaml"
+    suite.write_text(
+        "data: rows.jsonl\nchecks: [is_helpful]\nmin_agreement: ['helpful:tpr=0.8,tnr=0.8']\n"
+    )
+    # too few labels: exit 2, with the verdict
+    _labelled(api, tid, good=True, per_class=10)
+    r = _cli("run", "--suite", str(suite))
+    assert r.exit_code == 2, r.output
+    assert "too few labels: 20 more 'false', 20 more 'true'" in r.output
+    # enough labels, poor agreement: exit 3, judged on the lower bound
+    api.client.delete("/v1/labels", params={"name": "helpful"})
+    _labelled(api, tid, good=False)
+    r = _cli("run", "--suite", str(suite))
+    assert r.exit_code == 3, r.output
+    assert "its lower bound is below 0.8" in r.output
+    # --min-agreement adds to the suite's list: the suite's still refuses the run
+    r = _cli("run", "--suite", str(suite), "--min-agreement", "helpful:kappa=-1")
+    assert r.exit_code == 3, r.output
+    # a bad entry is the suite's problem, with its line and the form to use
+    suite.write_text("data: rows.jsonl\nchecks: [is_helpful]\nmin_agreement: [helpful:kapa=1]\n")
+    bad = _cli("run", "--suite", str(suite))
+    assert bad.exit_code == 2, bad.output
+    assert "scorebox.yaml:3: min_agreement[0]" in bad.output
+    assert "'kapa' is not one of" in bad.output

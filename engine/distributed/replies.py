@@ -42,6 +42,9 @@ WORKER_PREFIX = "scorebox:worker:"
 #: A worker not heard from this long is not counted.
 WORKER_TTL_SECONDS = 30
 
+#: Each worker host's declared environments (a key per host, expiring like the announcement).
+HOST_ENVS_PREFIX = "scorebox:host-envs:"
+
 #: A key every node sets if missing: its absence means the broker lost its data (restarted
 #: without persistence, flushed), so the chunks it held must be sent again.
 MARKER_KEY = "scorebox:broker-marker"
@@ -161,6 +164,31 @@ class Replies:
             name = (key.decode() if isinstance(key, bytes) else str(key))[len(WORKER_PREFIX) :]
             info = json.loads(value)
             out[name] = info if isinstance(info, dict) else {}
+        return out
+
+    def publish_environments(self, host: str, snapshot: dict[str, Any]) -> None:
+        """Publish ``host``'s environments (key -> state) for :data:`WORKER_TTL_SECONDS`.
+
+        Every worker of a host publishes the same host-level snapshot, so the last one wins.
+        """
+        with _broker(self.url):
+            self._redis.set(HOST_ENVS_PREFIX + host, json.dumps(snapshot), ex=WORKER_TTL_SECONDS)
+
+    def host_environments(self) -> dict[str, dict[str, Any]]:
+        """Every host's published environments (host -> key -> state), heard of lately."""
+        with _broker(self.url):
+            keys = list(self._redis.scan_iter(match=HOST_ENVS_PREFIX + "*", count=500))
+            values = self._redis.mget(keys) if keys else []
+        out: dict[str, dict[str, Any]] = {}
+        for key, value in zip(keys, values, strict=True):
+            if value is None:
+                continue
+            host = (key.decode() if isinstance(key, bytes) else str(key))[len(HOST_ENVS_PREFIX) :]
+            try:
+                snapshot = json.loads(value)
+            except ValueError:
+                continue
+            out[host] = snapshot if isinstance(snapshot, dict) else {}
         return out
 
     def ping(self) -> None:

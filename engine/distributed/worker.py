@@ -24,6 +24,8 @@ from engine.distributed.celery_app import CHUNK_TASK, send
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
+from engine.environments.build import Environments
+from engine.environments.hosts import host_snapshot
 from engine.errors import ScoreboxError, StorageError
 from engine.logs import Repeated
 from engine.models import IndexedRow, Limits, Row, RowResult
@@ -137,6 +139,7 @@ class WorkerRuntime:
                 self.replies.announce(self.name, self.announcement())
             except ScoreboxError as exc:  # the broker may be restarting
                 log.debug("could not announce this worker: %s", exc)
+            self.publish_environments()
             if self._stop.wait(interval):
                 return
 
@@ -149,6 +152,18 @@ class WorkerRuntime:
             "concurrency": self.concurrency,
             "chunks_in_hand": held,
         }
+
+    def publish_environments(self) -> None:
+        """Publish this host's declared environments (what the API node shows per host)."""
+        if not self.runners.started:  # no sandbox yet: nothing built here to speak of
+            return
+        try:
+            environments = getattr(self.runners.get().backend, "environments", None)
+            if not isinstance(environments, Environments):
+                return
+            self.replies.publish_environments(socket.gethostname(), host_snapshot(environments))
+        except ScoreboxError as exc:  # Docker or the broker may be restarting: next beat
+            log.debug("could not publish this host's environments: %s", exc)
 
     def serve_metrics(self, host: str, port: int) -> None:
         """Serve this worker's metrics (``/metrics``) on ``host:port`` from a daemon thread."""

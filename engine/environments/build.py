@@ -495,6 +495,14 @@ class Environments:
             return None
         return RememberedFailure(str(data.get("error", "failed")), retryable, left)
 
+    def failure(self, key: str) -> RememberedFailure | None:
+        """The remembered failed build of ``key`` on this host, if still remembered."""
+        return self._failure(key)
+
+    def building(self, key: str) -> bool:
+        """Whether a process on this host holds ``key``'s build lock (is building it)."""
+        return self._locked_elsewhere(key)
+
     def _raise_recent_failure(self, key: str) -> None:
         failure = self._failure(key)
         if failure is not None:

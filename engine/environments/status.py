@@ -3,7 +3,8 @@
 An API node that scores (embedded mode) starts building a pushed check's environment in
 the background, so the push returns as soon as the check is stored and the first score
 finds it ready. A node that does not score (distributed mode) builds nothing: each
-worker builds on first use.
+worker host builds on first use, and the state shown is what the workers published
+(:mod:`engine.environments.hosts`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class EnvironmentStatus(BaseModel):
     state: State = Field(
         description="`none`: no block; `missing`: not built yet (the first job builds it); "
         "`building`; `ready`; `failed` (see `error` and `log`); `unknown`: this node has no "
-        "sandbox (distributed mode: each worker builds on first use)"
+        "sandbox and no worker published lately (distributed mode: see `hosts`)"
     )
     requirements: list[str] = Field(default_factory=list)
     resolved: dict[str, str] = Field(default_factory=dict)
@@ -49,6 +50,12 @@ class EnvironmentStatus(BaseModel):
         "(`scorebox env show KEY`); never a host path.",
     )
     detail: str | None = None
+    hosts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Distributed mode: the state on each worker host (`built`, `building`, "
+        "`failed`, `missing`: that host builds it on first use), from what the workers "
+        "published in the last 30 s.",
+    )
 
 
 def status_of(source: str | None, environments: Environments | None) -> EnvironmentStatus:

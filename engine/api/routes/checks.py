@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import logging
 from contextlib import nullcontext
 from pathlib import PurePath
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
-from engine import catalog
+from engine import agreement, catalog
 from engine.api.deps import PrincipalDep, RunsDep, ServicesDep, StoreDep
 from engine.api.problems import responses
+from engine.api.routes.labels import LabelStoreDep
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.api.services import Services
 from engine.audit import hooks
@@ -23,10 +25,14 @@ from engine.contract import Policy
 from engine.contract.files import kind_of_file
 from engine.contract.rules import ModelCheckType
 from engine.environments.build import Environments
+from engine.environments.hosts import distributed_status
 from engine.environments.spec import BLOCK_MARKER
 from engine.environments.status import EnvironmentStatus, build_in_background, status_of
 from engine.errors import InvalidRequestError, NotFoundError, ScoreboxError
+from engine.redact import mask_credentials
 from engine.validation import ValidationReport
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1/checks", tags=["checks"])
 
@@ -216,17 +222,26 @@ def validate_check(
     response_model=CheckList,
     summary="List checks",
     description="This tenant's checks (latest version of each, or every version with "
-    "`all_versions=true`), followed by the built-ins (`builtin: true`).",
+    "`all_versions=true`), followed by the built-ins (`builtin: true`). A version that "
+    "requires an agreement with human labels carries it judged now in `required_agreement`: "
+    "`status` other than `passed` flags a check that does not meet it.",
     responses=responses(401),
 )
 def list_checks(
     store: StoreDep,
     runs: RunsDep,
     principal: PrincipalDep,
+    labels: LabelStoreDep,
     all_versions: bool = False,
     include_builtins: bool = True,
 ) -> CheckList:
-    own = [CheckOut.of(c) for c in store.list_checks(principal.tenant_id, all_versions)]
+    found = store.list_checks(principal.tenant_id, all_versions)
+    judged = agreement.required_by_id(
+        store, labels, principal.tenant_id, [(c.id, c.name, c.version) for c in found]
+    )
+    own = [
+        CheckOut.of(c).model_copy(update={"required_agreement": judged.get(c.id)}) for c in found
+    ]
     builtins = []
     if include_builtins:
         builtins = [CheckOut.of_builtin(item) for item in describe(runs.builtins)]
@@ -282,7 +297,21 @@ def check_environment(
 ) -> EnvironmentStatus:
     check = catalog.get_check(store, principal.tenant_id, ref, version)
     source = check.source or ""
-    return status_of(source, _environments(services) if BLOCK_MARKER in source else None)
+    status = status_of(source, _environments(services) if BLOCK_MARKER in source else None)
+    return _from_workers(status, services)
+
+
+def _from_workers(status: EnvironmentStatus, services: Services) -> EnvironmentStatus:
+    """In distributed mode, ``unknown`` told from what the worker hosts published."""
+    replies = getattr(services.runs, "replies", None)  # the distributed run service's
+    if status.state != "unknown" or not services.settings.broker_url or replies is None:
+        return status
+    try:
+        hosts = replies.host_environments()
+    except ScoreboxError as exc:  # the broker may be restarting: say unknown
+        log.warning("could not read the workers' environments: %s", mask_credentials(str(exc)))
+        return status
+    return distributed_status(status, services.settings.image, hosts)
 
 
 @router.delete(

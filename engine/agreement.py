@@ -259,6 +259,31 @@ def drop_required(store: Store, labels: LabelStore, tenant_id: str, check_ref: s
     return labels.delete_requirement(tenant_id, check.id)
 
 
+def _judge_stored(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    label: str,
+    text: str,
+    options: ReportOptions | None,
+) -> dict[str, Any]:
+    """One stored requirement ``text`` of the check version ``label`` (``name@N``) judged
+    now: ``{check, requirement, status, message}``."""
+    from engine.calibration.gate import judge, parse_requirement  # noqa: PLC0415 (lazy)
+    from engine.calibration.report import TOO_FEW  # noqa: PLC0415 (lazy)
+
+    requirement = parse_requirement(text)
+    entry: dict[str, Any] = {"check": label, "requirement": text}
+    try:
+        rep = report(store, labels, tenant_id, label, requirement.labels, None, options)
+    except (NotFoundError, InvalidRequestError) as exc:
+        entry.update(status=TOO_FEW, message=f"{label} against {requirement.labels!r}: {exc}")
+    else:
+        result = judge(rep, requirement)
+        entry.update(status=result.status, message=result.message)
+    return entry
+
+
 def required_status(
     store: Store,
     labels: LabelStore,
@@ -270,9 +295,6 @@ def required_status(
     None) judged now against the labels: ``passed``, ``below`` or ``too few labels``.
 
     Judged on every read, so a requirement is re-checked as labels arrive."""
-    from engine.calibration.gate import judge, parse_requirement  # noqa: PLC0415 (lazy)
-    from engine.calibration.report import TOO_FEW  # noqa: PLC0415 (lazy)
-
     wanted = None if names is None else {catalog.split_ref(n) for n in names}
     out: list[dict[str, Any]] = []
     for check_id, text in sorted(labels.requirements(tenant_id).items()):
@@ -285,14 +307,24 @@ def required_status(
         ):
             continue
         label = f"{check.name}@{check.version}"
-        requirement = parse_requirement(text)
-        entry: dict[str, Any] = {"check": label, "requirement": text}
-        try:
-            rep = report(store, labels, tenant_id, label, requirement.labels, None, options)
-        except (NotFoundError, InvalidRequestError) as exc:
-            entry.update(status=TOO_FEW, message=f"{label} against {requirement.labels!r}: {exc}")
-        else:
-            result = judge(rep, requirement)
-            entry.update(status=result.status, message=result.message)
-        out.append(entry)
+        out.append(_judge_stored(store, labels, tenant_id, label, text, options))
     return out
+
+
+def required_by_id(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    checks: Sequence[tuple[str, str, int]],
+    options: ReportOptions | None = None,
+) -> dict[str, dict[str, Any]]:
+    """The required agreement of each of ``checks`` (``(id, name, version)``) that carries
+    one, judged now, by check id. One query when none does: cheap enough for a list."""
+    stored = labels.requirements(tenant_id)
+    return {
+        check_id: _judge_stored(
+            store, labels, tenant_id, f"{name}@{version}", stored[check_id], options
+        )
+        for check_id, name, version in checks
+        if check_id in stored
+    }

@@ -59,6 +59,13 @@ class CheckOut(BaseModel):
         default=None,
         description="Built-ins: JSON schema of the `params` a check reference may pass.",
     )
+    required_agreement: dict[str, Any] | None = Field(
+        default=None,
+        description="In lists: the agreement with human labels this version requires "
+        "(`PUT /v1/checks/{ref}/required-agreement`), judged now: `{check, requirement, "
+        "status, message}`, `status` one of `passed`, `below`, `too few labels`; null when "
+        "it requires none.",
+    )
 
     @classmethod
     def of_builtin(cls, item: Mapping[str, Any]) -> CheckOut:

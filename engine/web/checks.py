@@ -19,10 +19,11 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, TextLexer
 from starlette.concurrency import run_in_threadpool
 
-from engine import catalog, generation
+from engine import agreement, catalog, generation
 from engine.api.deps import get_llm
 from engine.api.problems import status_for
 from engine.audit import hooks
+from engine.calibration.gate import PASSED
 from engine.catalog import CheckSpec
 from engine.contract import Policy
 from engine.errors import (
@@ -31,6 +32,7 @@ from engine.errors import (
     NotFoundError,
     ScoreboxError,
 )
+from engine.storage.label_sql import label_store
 from engine.web.pages import (
     not_found,
     page_router,
@@ -52,7 +54,21 @@ def checks_page(request: Request) -> HTMLResponse:
     for c in own:
         by_name.setdefault(c.name, []).append(c)
     builtins = sorted(services.runs.builtins.values(), key=lambda b: b.name)
-    return render(request, "checks.html", session, checks=by_name, builtins=builtins)
+    judged = agreement.required_by_id(
+        services.store,
+        label_store(services.db),
+        principal.tenant_id,
+        [(c.id, c.name, c.version) for c in own],
+    )
+    # a name is flagged by its versions' requirements that are not met now
+    flags = {
+        name: [judged[c.id] for c in versions if judged.get(c.id, {}).get("status") != PASSED]
+        for name, versions in by_name.items()
+        if any(c.id in judged for c in versions)
+    }
+    return render(
+        request, "checks.html", session, checks=by_name, builtins=builtins, agreement=flags
+    )
 
 
 GENERATE_DEFAULTS: dict[str, Any] = {

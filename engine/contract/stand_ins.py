@@ -59,7 +59,7 @@ SURFACES: Mapping[str, frozenset[str]] = {
     "phoenix.experiments.evaluators": frozenset({"create_evaluator"}),
     "phoenix.experiments.types": frozenset({"EvaluationResult"}),
     "phoenix.evals": frozenset({"Score", "create_evaluator"}),
-    "braintrust": frozenset({"Score"}),
+    "braintrust": frozenset({"Score", "traced", "wrap_openai"}),
 }
 
 

@@ -219,6 +219,8 @@ SURFACES = [
     ("tools", "langsmith.wrappers:wrap_openai", None),
     ("tools", "langsmith.evaluation:EvaluationResult", None),
     ("tools", "braintrust:Score", None),
+    ("tools", "braintrust:wrap_openai", None),
+    ("tools", "braintrust:traced", None),
     (
         "tools",
         "phoenix.client.resources.experiments.evaluators:create_evaluator",

@@ -78,4 +78,5 @@ def test_cli_validate_entry_option(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(main, ["check", "validate", str(path), "--entry", "second"])
     assert result.exit_code == 0, result.output
-    assert "promptfoo" in result.output and "a <- the row's output, else model_output" in result.output
+    assert "promptfoo" in result.output
+    assert "a <- the row's output, else model_output" in result.output

@@ -17,6 +17,7 @@ from engine import catalog
 from engine.calibration.labels import LabelType, declare, parse_value
 from engine.calibration.report import LabelledItem, LabelSpec, ReportOptions, agreement_report
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.runs.summary import CheckSummary
 from engine.storage import Run, Store
 from engine.storage.label_sql import Label, LabelName, LabelStore, NewLabel
 
@@ -180,6 +181,43 @@ def report(
     return {"check": label, "run": run_id, "holdout": held, **out}
 
 
+def _corrected(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    check_ref: str,
+    pass_rate: float,
+    scored: int,
+    label_name: str,
+    opts: ReportOptions,
+) -> dict[str, Any]:
+    """One check's measured ``pass_rate`` over ``scored`` rows corrected for its TPR and TNR
+    on ``label_name``: ``corrected`` (or None) and the ``reason`` it is None."""
+    from engine.calibration.prevalence import rogan_gladen  # noqa: PLC0415 (lazy: scipy)
+
+    entry: dict[str, Any] = {"corrected": None, "reason": None}
+    try:
+        rep = report(store, labels, tenant_id, check_ref, label_name, None, opts)
+    except (NotFoundError, InvalidRequestError) as exc:
+        entry["reason"] = str(exc)
+        return entry
+    tpr, tnr = rep.get("tpr") or {}, rep.get("tnr") or {}
+    matrix = (rep.get("confusion") or {}).get("matrix")
+    if tpr.get("value") is None or tnr.get("value") is None or not matrix:
+        entry["reason"] = "the agreement report measures no TPR and TNR: " + rep["message"]
+        return entry
+    n_fail, n_pass = sum(matrix[0]), sum(matrix[1])
+    fixed = rogan_gladen(
+        pass_rate, scored, tpr["value"], tnr["value"], n_pass, n_fail, opts.confidence
+    )
+    entry["tpr"], entry["tnr"], entry["verdict"] = tpr, tnr, rep["verdict"]
+    if fixed.value is None or fixed.ci is None:
+        entry["reason"] = "the check is no better than chance (TPR + TNR <= 1)"
+        return entry
+    entry["corrected"] = {"value": round(fixed.value, 6), "ci": [round(x, 6) for x in fixed.ci]}
+    return entry
+
+
 def corrected_pass_rates(
     store: Store,
     labels: LabelStore,
@@ -195,7 +233,6 @@ def corrected_pass_rates(
     labelled rows it scored), where the report has too few labels of a class to measure
     TPR and TNR, or where the check is no better than chance (TPR + TNR <= 1).
     """
-    from engine.calibration.prevalence import rogan_gladen  # noqa: PLC0415 (lazy: scipy)
     from engine.runs.summary import run_summary  # noqa: PLC0415 (lazy)
 
     run = store.get_run(tenant_id, run_id)
@@ -214,27 +251,51 @@ def corrected_pass_rates(
         if check.pass_rate is None:
             entry["reason"] = "not a pass/fail check"
             continue
-        try:
-            rep = report(store, labels, tenant_id, entry["check"], label_name, None, opts)
-        except (NotFoundError, InvalidRequestError) as exc:
-            entry["reason"] = str(exc)
-            continue
-        tpr, tnr = rep.get("tpr") or {}, rep.get("tnr") or {}
-        matrix = (rep.get("confusion") or {}).get("matrix")
-        if tpr.get("value") is None or tnr.get("value") is None or not matrix:
-            entry["reason"] = "the agreement report measures no TPR and TNR: " + rep["message"]
-            continue
-        n_fail, n_pass = sum(matrix[0]), sum(matrix[1])
-        fixed = rogan_gladen(
-            check.pass_rate, check.scored, tpr["value"], tnr["value"], n_pass, n_fail,
-            opts.confidence,
+        entry.update(
+            _corrected(
+                store, labels, tenant_id, entry["check"], check.pass_rate, check.scored,
+                label_name, opts,
+            )
         )  # fmt: skip
-        entry["tpr"], entry["tnr"], entry["verdict"] = tpr, tnr, rep["verdict"]
-        if fixed.value is None or fixed.ci is None:
-            entry["reason"] = "the check is no better than chance (TPR + TNR <= 1)"
-            continue
-        entry["corrected"] = {"value": round(fixed.value, 6), "ci": [round(x, 6) for x in fixed.ci]}
     return {"run": run_id, "labels": label_name, "checks": out}
+
+
+#: TPR and TNR are Wilson intervals, not bootstrapped: a run summary's correction needs
+#: few resamples (only the report's other figures use them), which keeps it cheap.
+SUMMARY_OPTIONS = ReportOptions(n_resamples=200)
+
+
+def with_corrected(
+    store: Store,
+    labels: LabelStore,
+    tenant_id: str,
+    checks: Sequence[CheckSummary],
+    label_name: str | None = None,
+) -> list[CheckSummary]:
+    """A run summary's pass/fail checks with ``corrected_pass_rate`` against ``label_name``,
+    or, when None, against the label of the check version's required agreement. Checks
+    with neither are left as they are: without either, one query and no report."""
+    from engine.calibration.gate import parse_requirement  # noqa: PLC0415 (lazy)
+
+    required = labels.requirements(tenant_id) if label_name is None else {}
+    out: list[CheckSummary] = []
+    for check in checks:
+        name = label_name
+        if name is None and check.id is not None and check.id in required:
+            name = parse_requirement(required[check.id]).labels
+        if name is None or check.pass_rate is None:
+            out.append(check)
+            continue
+        ref = check.check if check.version is None else f"{check.check}@{check.version}"
+        found = _corrected(
+            store, labels, tenant_id, ref, check.pass_rate, check.scored, name, SUMMARY_OPTIONS
+        )
+        fixed = found["corrected"] or {"value": None, "reason": found["reason"]}
+        extra = {k: found[k] for k in ("tpr", "tnr", "verdict") if k in found}
+        out.append(
+            check.model_copy(update={"corrected_pass_rate": {"labels": name, **fixed, **extra}})
+        )
+    return out
 
 
 def set_required(

@@ -19,6 +19,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -49,6 +50,13 @@ class CheckSummary(BaseModel):
         default=None,
         description="Share of ok results that pass: the check's own pass flag where its "
         "format has one (promptfoo), else the share of true scores (bool checks only).",
+    )
+    corrected_pass_rate: dict[str, Any] | None = Field(
+        default=None,
+        description="Only when asked for (`GET /v1/runs/{id}?labels=NAME`) or when the check "
+        "version requires an agreement on a label: the pass rate corrected for the check's "
+        "TPR and TNR against that label (Rogan-Gladen), `{labels, value, ci, tpr, tnr, "
+        "verdict}`, or `{labels, value: null, reason}` where it cannot be corrected.",
     )
 
 

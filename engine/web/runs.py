@@ -16,9 +16,11 @@ from fastapi.responses import (
     StreamingResponse,
 )
 
+from engine import agreement
 from engine.runs.export import to_csv
 from engine.runs.summary import RunSummary, results_done
 from engine.storage import Run
+from engine.storage.label_sql import label_store
 from engine.web import charts, table
 from engine.web.pages import (
     not_found,
@@ -184,7 +186,14 @@ def run_page(
     run = run_or_none(request, principal, run_id)
     if run is None:
         return not_found(request, session, f"run {run_id}")
-    summary = services_of(request).runs.summary(run)  # stored once the run has finished
+    services = services_of(request)
+    summary = services.runs.summary(run)  # stored once the run has finished
+    labels = request.query_params.get("labels") or None
+    if labels is not None or not run.status.active:  # a finished run: its required labels
+        corrected = agreement.with_corrected(
+            services.store, label_store(services.db), principal.tenant_id, summary.checks, labels
+        )
+        summary = summary.model_copy(update={"checks": corrected})
     return render(
         request,
         "run.html",
@@ -192,6 +201,7 @@ def run_page(
         run=run,
         done=results_done(run, summary),
         checks=_charts(summary),
+        corrected=any(s.corrected_pass_rate is not None for s in summary.checks),
         **_table(request, run, after),
     )
 

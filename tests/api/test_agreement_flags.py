@@ -1,14 +1,23 @@
-"""Where people look, a check version's required agreement (SQLite and PostgreSQL): flagged
+"""Where people look (SQLite and PostgreSQL): a check version's required agreement flagged
 in ``GET /v1/checks`` and on the dashboard's check list while the labels do not meet it,
-re-checked as labels arrive."""
+re-checked as labels arrive; corrected pass rates beside the measured ones in a run's
+summary and on its dashboard page."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
+import pytest
+
+from engine.calibration.prevalence import rogan_gladen
+from engine.contract import Status
+from engine.models import RowResult
+from engine.storage import RunCheck, RunStatus
 from tests.api.conftest import Api
 from tests.api.test_labels import _run, _tenant
 from tests.api.test_labels_dashboard import _sign_in
+from tests.conftest import queued_run
 
 SOURCE = "def evaluate(model_output: str) -> bool:\n    return True\n"
 
@@ -73,3 +82,82 @@ def test_checks_list_flags_a_requirement_not_met_now(api: Api) -> None:
     # another tenant's list carries none of it
     other, _ = _tenant(api)
     assert _listed(api, other) == {}
+
+
+def _production(api: Api, tid: str, check_id: str) -> str:
+    """A finished, unlabelled run of is_helpful@1 (``check_id``): 60 of 100 rows pass."""
+    scores = [True] * 60 + [False] * 40
+    run = dataclasses.replace(
+        queued_run(tid, len(scores)),
+        status=RunStatus.SUCCEEDED,
+        checks=[RunCheck("code", "is_helpful", 1, check_id)],
+    )
+    api.store.create_run(run, ({"model_output": f"row {i}"} for i in range(100)), None)
+    results = [(0, i, RowResult(status=Status.OK, score=x)) for i, x in enumerate(scores)]
+    api.store.save_results(run.id, results)
+    return run.id
+
+
+def test_run_summary_carries_the_corrected_pass_rate(api: Api) -> None:
+    h, tid = _tenant(api)
+    _push(api, h, "is_helpful")
+    check_id = api.client.get("/v1/checks/is_helpful", headers=h).json()["id"]
+    # labelled: 40 people-pass (the check passes 36), 40 people-fail (it fails 32)
+    human = [True] * 40 + [False] * 40
+    check = [True] * 36 + [False] * 4 + [False] * 32 + [True] * 8
+    labelled = _run(api, tid, check)
+    api.client.put("/v1/label-names/helpful", headers=h, json={"type": "bool"})
+    labels = [
+        {"target": {"run": labelled, "row": i}, "name": "helpful", "value": x}
+        for i, x in enumerate(human)
+    ]
+    assert api.client.post("/v1/labels", headers=h, json={"labels": labels}).status_code == 201
+    run = _production(api, tid, check_id)
+    # not asked for, and no requirement: the summary is as it was
+    (plain,) = api.client.get(f"/v1/runs/{run}", headers=h).json()["summary"]
+    assert plain["pass_rate"] == pytest.approx(0.6)
+    assert plain["corrected_pass_rate"] is None
+    # asked for: beside the measured rate, as /corrected-pass-rates gives it
+    (asked,) = api.client.get(f"/v1/runs/{run}", headers=h, params={"labels": "helpful"}).json()[
+        "summary"
+    ]
+    expected = rogan_gladen(0.6, 100, 36 / 40, 32 / 40, 40, 40)
+    assert expected.value is not None and expected.ci is not None
+    fixed = asked["corrected_pass_rate"]
+    assert fixed["labels"] == "helpful"
+    assert fixed["value"] == pytest.approx(0.4 / 0.7, abs=1e-6)
+    assert fixed["ci"] == pytest.approx(list(expected.ci), abs=1e-6)
+    assert fixed["tpr"]["value"] == pytest.approx(0.9)
+    via_route = api.client.get(
+        f"/v1/runs/{run}/corrected-pass-rates", headers=h, params={"labels": "helpful"}
+    ).json()
+    assert via_route["checks"][0]["corrected"]["value"] == pytest.approx(fixed["value"])
+    # a label name nobody declared: no value, and the reason
+    (none,) = api.client.get(f"/v1/runs/{run}", headers=h, params={"labels": "nope"}).json()[
+        "summary"
+    ]
+    assert none["corrected_pass_rate"]["value"] is None
+    assert "not declared" in none["corrected_pass_rate"]["reason"]
+    # the version requires an agreement on helpful: a finished run carries it unasked
+    put = api.client.put(
+        "/v1/checks/is_helpful/required-agreement",
+        headers=h,
+        json={"requirement": "helpful:tpr=0.5"},
+    )
+    assert put.status_code == 200, put.text
+    (unasked,) = api.client.get(f"/v1/runs/{run}", headers=h).json()["summary"]
+    assert unasked["corrected_pass_rate"]["value"] == pytest.approx(0.4 / 0.7, abs=1e-6)
+    # and the dashboard's run page shows it beside the measured rate
+    _sign_in(api, h)
+    page = api.client.get(f"/ui/runs/{run}")
+    assert page.status_code == 200
+    assert "<th>Corrected</th>" in page.text
+    assert f"{100 * 0.4 / 0.7:.1f}% [{100 * expected.ci[0]:.1f}, {100 * expected.ci[1]:.1f}]" in (
+        page.text
+    )
+    # another tenant: the run is 404, labels or not
+    other, _ = _tenant(api)
+    assert (
+        api.client.get(f"/v1/runs/{run}", headers=other, params={"labels": "helpful"}).status_code
+        == 404
+    )

@@ -10,8 +10,10 @@ from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter, ValidationError
 
+from engine import agreement
 from engine.api.deps import PrincipalDep, RunsDep, StoreDep
 from engine.api.problems import responses
+from engine.api.routes.labels import LabelStoreDep
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.audit import hooks
 from engine.audit.deps import AuditDep
@@ -201,10 +203,26 @@ def list_runs(
     "/{run_id}",
     response_model=RunOut,
     summary="A run's status, progress and per-check summary",
+    description="With `labels=NAME`, each pass/fail check's summary carries "
+    "`corrected_pass_rate`: its pass rate corrected for the check's TPR and TNR against "
+    "those human labels. A finished run's checks whose versions require an agreement carry "
+    "it against that requirement's label without asking.",
     responses=responses(401, 404),
 )
-def get_run(run_id: str, runs: RunsDep, principal: PrincipalDep) -> RunOut:
+def get_run(
+    run_id: str,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    labels_store: LabelStoreDep,
+    labels: Annotated[
+        str | None, Query(description="A label name to correct pass rates for", max_length=100)
+    ] = None,
+) -> RunOut:
     run, done, summary = runs.get_run(principal, run_id)
+    if labels is not None or not run.status.active:
+        summary = agreement.with_corrected(
+            runs.store, labels_store, principal.tenant_id, summary, labels
+        )
     return RunOut.of(run, done, summary)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from engine import catalog
 from engine.calibration.labels import LabelType, declare, parse_value
 from engine.calibration.report import LabelledItem, LabelSpec, ReportOptions, agreement_report
-from engine.errors import InvalidRequestError, NotFoundError
+from engine.errors import ConflictError, InvalidRequestError, NotFoundError
 from engine.runs.summary import CheckSummary
 from engine.storage import Run, Store
 from engine.storage.label_sql import Label, LabelName, LabelStore, NewLabel
@@ -389,3 +389,54 @@ def required_by_id(
         for check_id, name, version in checks
         if check_id in stored
     }
+
+
+def _refers_to(
+    store: Store, tenant_id: str, ref: Any, check_id: str, name: str, version: int
+) -> bool:
+    """Whether a run's check reference (a name, ``name@N``, or ``{name, version, id}``)
+    names the stored version ``check_id`` (``name@version``)."""
+    if isinstance(ref, str):
+        ref_name, ref_version, ref_id = *catalog.split_ref(ref), None
+    else:
+        ref_name, ref_version, ref_id = ref.name, ref.version, ref.id
+    if ref_id is not None:
+        return bool(ref_id == check_id)
+    if ref_name != name:
+        return False
+    if ref_version is not None:
+        return bool(ref_version == version)
+    latest = store.latest_check(tenant_id, name)
+    return latest is not None and latest.id == check_id
+
+
+def refuse_unmet(store: Store, labels: LabelStore, tenant_id: str, refs: Sequence[Any]) -> None:
+    """Refuse a run (:class:`ConflictError`, naming the check, the figure and the verdict)
+    when one of its checks' versions carries a required agreement the labels do not meet
+    now. One query when no version of the tenant carries a requirement."""
+    from engine.calibration.gate import PASSED  # noqa: PLC0415 (lazy)
+
+    stored = labels.requirements(tenant_id)
+    unmet: list[str] = []
+    for check_id, text in sorted(stored.items()):
+        try:
+            check = store.get_check_by_id(tenant_id, check_id)
+        except NotFoundError:
+            continue
+        if not any(
+            _refers_to(store, tenant_id, r, check_id, check.name, check.version) for r in refs
+        ):
+            continue
+        label = f"{check.name}@{check.version}"
+        judged = _judge_stored(store, labels, tenant_id, label, text, None)
+        if judged["status"] != PASSED:
+            unmet.append(f"{judged['message']} (required of {label}: {judged['status']})")
+    if unmet:
+        raise ConflictError(
+            "a check does not meet the agreement with human labels its version requires: "
+            + "; ".join(unmet)
+            + ". Label more rows or fix the check (scorebox check agreement NAME --labels "
+            "LABELS shows where it disagrees), drop the requirement (DELETE "
+            "/v1/checks/{ref}/required-agreement), or run it anyway with "
+            "?ignore_required_agreement=true"
+        )

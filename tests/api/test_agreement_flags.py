@@ -161,3 +161,57 @@ def test_run_summary_carries_the_corrected_pass_rate(api: Api) -> None:
         api.client.get(f"/v1/runs/{run}", headers=other, params={"labels": "helpful"}).status_code
         == 404
     )
+
+
+def test_a_run_is_refused_while_a_check_misses_its_required_agreement(api: Api) -> None:
+    h, tid = _tenant(api)
+    _push(api, h, "is_helpful")
+    _push(api, h, "plain")
+    _label(api, h, tid, good=False)
+    body = {"checks": ["is_helpful"], "rows": [{"model_output": "x"}]}
+    # no requirement yet: the run starts
+    assert api.client.post("/v1/runs", headers=h, json=body).status_code == 202
+    put = api.client.put(
+        "/v1/checks/is_helpful/required-agreement",
+        headers=h,
+        json={"requirement": "helpful:tpr=0.8,tnr=0.8"},
+    )
+    assert put.status_code == 200, put.text
+    for checks in (["is_helpful"], ["plain", "is_helpful@1"], [{"name": "is_helpful"}]):
+        refused = api.client.post("/v1/runs", headers=h, json={**body, "checks": checks})
+        assert refused.status_code == 409, (checks, refused.text)
+        detail = refused.json()["detail"]
+        assert "is_helpful@1 against 'helpful': tpr" in detail
+        assert "its lower bound is below 0.8" in detail
+        assert "(required of is_helpful@1: below)" in detail
+        assert "ignore_required_agreement=true" in detail
+    # a run of other checks, or one that opts out, is not refused
+    assert (
+        api.client.post("/v1/runs", headers=h, json={**body, "checks": ["plain"]}).status_code
+        == 202
+    )
+    opted = api.client.post(
+        "/v1/runs", headers=h, json=body, params={"ignore_required_agreement": "true"}
+    )
+    assert opted.status_code == 202, opted.text
+    # the NDJSON upload is held to it too
+    upload = api.client.post(
+        "/v1/runs/upload",
+        headers=h,
+        data={"checks": "is_helpful"},
+        files={"file": ("rows.jsonl", b'{"model_output": "x"}\n', "application/x-ndjson")},
+    )
+    assert upload.status_code == 409 and "required of is_helpful@1" in upload.json()["detail"]
+    # too few labels is refused with its verdict
+    api.client.delete("/v1/labels", headers=h, params={"name": "helpful"})
+    _label(api, h, tid, good=True, per_class=5)
+    few = api.client.post("/v1/runs", headers=h, json=body)
+    assert few.status_code == 409 and "(required of is_helpful@1: too few labels)" in few.text
+    # labels the check agrees with arrive: re-checked, the run starts
+    api.client.delete("/v1/labels", headers=h, params={"name": "helpful"})
+    _label(api, h, tid, good=True)
+    assert api.client.post("/v1/runs", headers=h, json=body).status_code == 202
+    # another tenant's check of the same name carries none of it
+    other, _ = _tenant(api)
+    _push(api, other, "is_helpful")
+    assert api.client.post("/v1/runs", headers=other, json=body).status_code == 202

@@ -29,6 +29,14 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 NDJSON = "application/x-ndjson"
 #: Results are numbered by 32-bit integers; no run holds more.
 MAX_OFFSET = 2**31 - 1
+#: The explicit opt-out of a check version's required agreement.
+IgnoreAgreement = Annotated[
+    bool,
+    Query(
+        description="Run even when a check's version requires an agreement with human labels "
+        "that the labels do not meet now."
+    ),
+]
 
 
 def _accepted(run: Run, response: Response) -> RunOut:
@@ -42,12 +50,22 @@ def _accepted(run: Run, response: Response) -> RunOut:
     status_code=202,
     summary="Start a run",
     description="Rows and results are stored; the run continues across restarts. Poll "
-    "`GET /v1/runs/{id}`. 429 when the tenant's rows-per-run or queued-runs quota is passed.",
-    responses=responses(401, 404, 422, 429),
+    "`GET /v1/runs/{id}`. 429 when the tenant's rows-per-run or queued-runs quota is passed; "
+    "409 when a check's version requires an agreement with human labels that the labels do "
+    "not meet now (unless `ignore_required_agreement=true`).",
+    responses=responses(401, 404, 409, 422, 429),
 )
 def create_run(
-    body: RunRequest, runs: RunsDep, principal: PrincipalDep, response: Response, audit: AuditDep
+    body: RunRequest,
+    runs: RunsDep,
+    principal: PrincipalDep,
+    response: Response,
+    audit: AuditDep,
+    labels_store: LabelStoreDep,
+    ignore_required_agreement: IgnoreAgreement = False,
 ) -> RunOut:
+    if not ignore_required_agreement:
+        agreement.refuse_unmet(runs.store, labels_store, principal.tenant_id, body.checks)
     run = runs.submit_run(principal, body.checks, body.rows, body.limits, body.labels)
     hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
@@ -125,14 +143,16 @@ def _ndjson_rows(data: bytes) -> list[dict[str, Any]]:
     status_code=202,
     summary="Start a run from an NDJSON file",
     description="Multipart form: `file` (one JSON row per line), `checks` (comma-separated "
-    "references, or a JSON list), optional `limits` and `labels` (JSON objects).",
-    responses=responses(401, 404, 422, 429),
+    "references, or a JSON list), optional `limits` and `labels` (JSON objects). 409 as "
+    "`POST /v1/runs` when a check misses its required agreement.",
+    responses=responses(401, 404, 409, 422, 429),
 )
 async def upload_run(
     runs: RunsDep,
     principal: PrincipalDep,
     audit: AuditDep,
     response: Response,
+    labels_store: LabelStoreDep,
     file: Annotated[UploadFile, File(description="NDJSON rows: one JSON object a line.")],
     checks: Annotated[
         str,
@@ -156,6 +176,7 @@ async def upload_run(
             examples=['{"suite": "nightly"}'],
         ),
     ] = None,
+    ignore_required_agreement: IgnoreAgreement = False,
 ) -> RunOut:
     try:
         rows = _ndjson_rows(await file.read())
@@ -163,7 +184,10 @@ async def upload_run(
         raise InvalidRequestError(f"file: {exc}") from exc
     limit_values = _form_json("limits", limits, _LIMITS) if limits else None
     label_values = _form_json("labels", labels, _LABELS) if labels else {}
-    run = runs.submit_run(principal, _parse_checks(checks), rows, limit_values, label_values)
+    refs = _parse_checks(checks)
+    if not ignore_required_agreement:
+        agreement.refuse_unmet(runs.store, labels_store, principal.tenant_id, refs)
+    run = runs.submit_run(principal, refs, rows, limit_values, label_values)
     hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
 

@@ -11,13 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from engine.cli.remote import server_options
 from engine.contract.files import TEMPLATE_SUFFIXES
 from engine.contract.formats import GENERATOR_FORMATS
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 if TYPE_CHECKING:
+    from engine.cli.generate_labels import LabelledSplit
     from engine.contract.rules import ModelCheckType
+    from generator.pipeline import RunRows
 
 
 def _example(text: str, where: str) -> dict[str, Any]:
@@ -117,6 +120,25 @@ def _outcome(attempt: Any) -> str:
 )
 @click.option("--force", is_flag=True, help="Write the best attempt even if not accepted.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the feedback sent after each attempt.")
+@click.option(
+    "--labels",
+    "label_name",
+    metavar="NAME",
+    default=None,
+    help="Learn from human labels: the rows of --run labelled NAME are the examples (each "
+    "row's majority label expected), part held back, and the generated check's agreement "
+    "on the held-back rows is reported. Needs a server, where the labels are.",
+)
+@click.option("--run", "run_id", metavar="RUN", default=None, help="The labelled run (--labels).")
+@click.option(
+    "--holdout",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.3,
+    show_default=True,
+    help="--labels: the share of labelled rows held back from the generator, per label value.",
+)
+@click.option("--holdout-seed", type=int, default=0, show_default=True, help="Seeds the split.")
+@server_options
 def generate(
     description: str,
     inline: tuple[str, ...],
@@ -131,6 +153,12 @@ def generate(
     scorer_format: str,
     force: bool,
     verbose: bool,
+    label_name: str | None,
+    run_id: str | None,
+    holdout: float,
+    holdout_seed: int,
+    server: str | None,
+    api_key: str | None,
 ) -> None:
     """Generate a check from DESCRIPTION, test it on the examples, repair it.
 
@@ -146,6 +174,20 @@ def generate(
     )
 
     examples = _examples(inline, files)
+    split = None
+    if label_name is not None or run_id is not None:
+        if label_name is None or run_id is None or kind != "code":
+            raise click.UsageError("--labels NAME and --run RUN go together, for --type code")
+        from engine.cli.generate_labels import fetch_split  # noqa: PLC0415 (lazy)
+        from engine.cli.remote import Remote  # noqa: PLC0415 (lazy)
+
+        split = fetch_split(Remote(server, api_key), label_name, run_id, holdout, holdout_seed)
+        examples += split.examples
+        click.echo(
+            f"{len(split.examples)} labelled rows as examples; {len(split.held)} held back "
+            f"(--holdout {holdout:g} --holdout-seed {holdout_seed})",
+            err=True,
+        )
     settings = Settings().model_copy(update={"pool_size": 0})
 
     def show(attempt: Any) -> None:
@@ -177,6 +219,11 @@ def generate(
                 options=GeneratorOptions.from_settings(settings),
                 on_attempt=show,
             )
+            if split is not None and engine is not None and result.code is not None:
+                runner = engine_runner(engine)
+                held_back_agreement(
+                    split, str(run_id), runner, result.code, output_type, holdout_seed
+                )
         finally:
             if engine is not None:
                 engine.close()
@@ -194,6 +241,20 @@ def generate(
         for line in next_steps(output, kind, result.model_check_type):
             click.echo(line, err=True)
     raise SystemExit(0 if result.accepted else 1)
+
+
+def held_back_agreement(
+    split: LabelledSplit, run_id: str, run: RunRows, code: str, output_type: str, seed: int
+) -> None:
+    """Score the generated check on the held-back rows and print its agreement report."""
+    from engine.cli.agreement import render_report  # noqa: PLC0415 (lazy)
+    from engine.cli.generate_labels import held_back_report  # noqa: PLC0415 (lazy)
+    from engine.contract import OutputType  # noqa: PLC0415 (lazy)
+
+    kind = OutputType(output_type)
+    report = held_back_report(split, run_id, lambda rows: run(code, kind, rows), seed)
+    click.echo(f"agreement on the {len(split.held)} held-back rows:", err=True)
+    click.echo(render_report(report), err=True)
 
 
 def next_steps(

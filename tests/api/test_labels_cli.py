@@ -334,3 +334,84 @@ def test_a_suites_min_agreement_gates_as_the_flag_does(
     assert bad.exit_code == 2, bad.output
     assert "scorebox.yaml:3: min_agreement[0]" in bad.output
     assert "'kapa' is not one of" in bad.output
+
+
+def test_generate_from_labels_holds_rows_back_and_reports_on_them(
+    cli: tuple[Api, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The generator sees the labelled rows not held back; the generated check is scored
+    on the held-back rows alone and its agreement with their labels reported."""
+    import generator.pipeline
+    from engine.cli.generate_labels import fetch_split, held_back_report
+    from engine.contract import Status
+    from engine.models import RowResult
+
+    api, tid = cli
+    human = [i % 2 == 0 for i in range(80)]  # people pass the even rows
+    run = _run(api, tid, [True] * 80)
+    api.client.put("/v1/label-names/helpful", json={"type": "bool"})
+    labels = [
+        {"target": {"run": run, "row": i}, "name": "helpful", "value": h, "annotator": "ann"}
+        for i, h in enumerate(human)
+    ]
+    assert api.client.post("/v1/labels", json={"labels": labels}).status_code == 201
+
+    def verdict(row_text: str) -> bool:  # the "generated check": passes even rows and 1, 3
+        i = int(row_text.rsplit(maxsplit=1)[-1])
+        return i % 2 == 0 or i in (1, 3)
+
+    seen: dict[str, object] = {}
+
+    class Result:
+        accepted = True
+        code = "def evaluate(model_output: str) -> bool:\n    return True\n"
+        prompt_template = None
+        model_check_type = None
+        message = "accepted"
+
+    def fake_generate(description: str, **kwargs: object) -> Result:
+        seen["examples"] = kwargs["examples"]
+        return Result()
+
+    def fake_runner(engine: object) -> object:
+        def run(source: str, output_type: object, rows: list[object]) -> list[RowResult]:
+            return [
+                RowResult(status=Status.OK, score=verdict(r.model_output))  # type: ignore[attr-defined]
+                for r in rows
+            ]
+
+        return run
+
+    class FakeSandbox:
+        def __init__(self, settings: object) -> None: ...
+
+        def close(self) -> None: ...
+
+    monkeypatch.setattr(generator.pipeline, "generate_check", fake_generate)
+    monkeypatch.setattr(generator.pipeline, "engine_runner", fake_runner)
+    monkeypatch.setattr("engine.sandbox.runner.SandboxRunner", FakeSandbox)
+    monkeypatch.setattr("engine.llm.openai_client.create_llm_client", lambda settings: None)
+    r = _cli("check", "generate", "a helpful answer", "--labels", "helpful", "--run", run)
+    assert r.exit_code == 0, r.output
+    # 30 % of each class held back: 12 of 40 passes and 12 of 40 fails
+    assert "56 labelled rows as examples; 24 held back (--holdout 0.3 --holdout-seed 0)" in (
+        r.output
+    )
+    examples = seen["examples"]
+    assert isinstance(examples, list) and len(examples) == 56
+    split = fetch_split(Remote("http://testserver", "k"), "helpful", run, 0.3, 0)
+    held_rows = {h.row for h in split.held}
+    shown = {int(e["row"]["model_output"].split()[-1]) for e in examples}
+    assert len(held_rows) == 24 and not shown & held_rows  # never shown to the generator
+    assert all(e["expected"] == human[int(e["row"]["model_output"].split()[-1])] for e in examples)
+    # the report is on the held-back rows alone, with the check's verdicts on them
+    fp = sum(1 for i in held_rows if not human[i] and verdict(f"row {i}"))
+    run_rows = fake_runner(None)
+    report = held_back_report(split, run, lambda rows: run_rows("", None, rows), 0)  # type: ignore[operator]
+    assert report["n"] == 24
+    assert report["confusion"]["matrix"] == [[12 - fp, fp], [0, 12]]
+    assert "agreement on the 24 held-back rows:" in r.output
+    assert "n = 24" in r.output and "verdict: too few labels" in r.output
+    # both or neither
+    bad = _cli("check", "generate", "x", "--labels", "helpful")
+    assert bad.exit_code == 2 and "--labels NAME and --run RUN go together" in bad.output

@@ -9,6 +9,7 @@ one state per host and a summary state.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,6 +55,15 @@ def host_snapshot(environments: Environments) -> dict[str, dict[str, Any]]:
     return out
 
 
+def host_label(host: str) -> str:
+    """How a tenant sees a worker host: a stable label, not the operator's host name.
+
+    Host names are the operator's infrastructure. The label is ``host-`` and the first 8 hex
+    digits of the name's SHA-256, so an operator can tell which host it is.
+    """
+    return "host-" + hashlib.sha256(host.encode()).hexdigest()[:8]
+
+
 def distributed_status(
     status: EnvironmentStatus, image: str, hosts: Mapping[str, Mapping[str, Any]]
 ) -> EnvironmentStatus:
@@ -74,11 +84,12 @@ def distributed_status(
     entries: dict[str, Mapping[str, Any]] = {}
     for host in sorted(hosts):
         entry = hosts[host].get(key)
+        shown = host_label(host)
         if isinstance(entry, Mapping) and entry.get("state") in ("built", "building", "failed"):
-            per_host[host] = str(entry["state"])
-            entries[host] = entry
+            per_host[shown] = str(entry["state"])
+            entries[shown] = entry
         else:
-            per_host[host] = "missing"
+            per_host[shown] = "missing"
     states = set(per_host.values())
     update: dict[str, Any] = {"key": key, "hosts": per_host, "detail": None}
     if "failed" in states:

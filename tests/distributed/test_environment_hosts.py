@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engine.distributed.replies import HOST_ENVS_PREFIX, WORKER_TTL_SECONDS, Replies
-from engine.environments.hosts import distributed_status
+from engine.environments.hosts import distributed_status, host_label
 from engine.environments.spec import environment_key, read_block
 from engine.environments.status import status_of
 from engine.settings import Settings
@@ -39,21 +39,21 @@ def test_the_api_node_shows_each_hosts_state_from_redis(redis_url: str) -> None:
     assert 0 < api._redis.ttl(HOST_ENVS_PREFIX + "host-a") <= WORKER_TTL_SECONDS
     status = distributed_status(unknown, IMAGE, seen)
     assert (status.state, status.key) == ("ready", key)
-    assert status.hosts == {"host-a": "built", "host-b": "missing"}
+    assert status.hosts == {host_label("host-a"): "built", host_label("host-b"): "missing"}
 
     worker_b.publish_environments("host-b", {key: {"state": "building"}})
     status = distributed_status(unknown, IMAGE, api.host_environments())
-    assert (status.state, status.hosts["host-b"]) == ("building", "building")
+    assert (status.state, status.hosts[host_label("host-b")]) == ("building", "building")
 
     message = "environment k failed to build: no wheel for textstat (build log: ...)"
     worker_b.publish_environments("host-b", {key: {"state": "failed", "error": message}})
     status = distributed_status(unknown, IMAGE, api.host_environments())
     assert (status.state, status.error) == ("failed", message)
-    assert status.hosts == {"host-a": "built", "host-b": "failed"}
+    assert status.hosts == {host_label("host-a"): "built", host_label("host-b"): "failed"}
 
     api._redis.delete(HOST_ENVS_PREFIX + "host-b")  # host-b's workers stopped: it expired
     status = distributed_status(unknown, IMAGE, api.host_environments())
-    assert (status.state, status.hosts) == ("ready", {"host-a": "built"})
+    assert (status.state, status.hosts) == ("ready", {host_label("host-a"): "built"})
     for replies in (worker_a, worker_b, api):
         replies.close()
 
@@ -101,4 +101,6 @@ def test_two_workers_on_one_host_build_once_and_the_api_node_shows_the_host(
     )
     assert builds == 1, cluster.log("w1")[-3000:] + cluster.log("w2")[-3000:]
     assert (state["state"], state["key"]) == ("ready", key), state
-    assert state["hosts"] == {socket.gethostname(): "built"}, state
+    # tenants see a label, never the operator's host name
+    assert state["hosts"] == {host_label(socket.gethostname()): "built"}, state
+    assert socket.gethostname() not in state["hosts"]

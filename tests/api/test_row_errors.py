@@ -18,7 +18,7 @@ BAD = {"modle_output": "x"}
 ROWS = [{"model_output": "{}"}, BAD, {"model_output": 3}]
 FIELDS = (
     "expected fields: model_output (required), id, scenario_input, scenario_result, "
-    "model_input, metadata, messages, item, sample, vars, ground_truth"
+    "model_input, metadata, messages, item, sample, vars, ground_truth, output"
 )
 
 

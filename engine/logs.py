@@ -49,12 +49,12 @@ def current() -> dict[str, str]:
 def annotate(**fields: str | None) -> None:
     """Add fields to the current request's or chunk's context (None values are skipped).
 
-    Outside :func:`bound` (no holder yet) this starts one for the current context.
+    Outside :func:`bound` (no request or chunk) it does nothing: a field set there would
+    stay on every later line of the thread (a key resolved by a CLI command or a test).
     """
     holder = _context.get()
     if holder is None:
-        holder = {}
-        _context.set(holder)
+        return
     holder.update({k: str(v) for k, v in fields.items() if v is not None})
 
 

@@ -120,3 +120,12 @@ def test_configure_logging_writes_one_line_to_the_current_stderr(
             root.removeHandler(handler)
         logs._installed.clear()
         root.setLevel(level)
+
+
+def test_a_field_annotated_outside_a_request_stays_off_later_lines() -> None:
+    logs.annotate(tenant="t_outside")  # a key resolved outside any request or chunk
+    assert " tenant=- " in logs.TextFormatter().format(_record())
+    with logs.bound(request_id="r-4"):
+        logs.annotate(tenant="t_inside")
+        assert " tenant=t_inside " in logs.TextFormatter().format(_record())
+    assert " tenant=- " in logs.TextFormatter().format(_record())

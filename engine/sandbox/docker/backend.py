@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import queue
 import socket
 import struct
@@ -700,13 +699,3 @@ def _finished_before(state: Mapping[str, Any], moment: float) -> bool:
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.timestamp() < moment - 1.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

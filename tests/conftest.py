@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -181,3 +183,34 @@ def queued_run(tenant_id: str, rows: int, checks: int = 1) -> Run:
         started_at=None,
         finished_at=None,
     )
+
+
+@pytest.fixture
+def silent_index() -> Iterator[str]:
+    """A package index that accepts connections and never answers (a stalled proxy or
+    mirror): every download from it hangs until its caller gives up."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
+    stop.set()
+    thread.join(5)
+    for conn in held:
+        conn.close()
+    server.close()

@@ -6,9 +6,6 @@ and spellings of one requirement set are one environment."""
 from __future__ import annotations
 
 import os
-import socket
-import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,36 +20,6 @@ BODY = "def evaluate(model_output) -> bool:\n    return True\n"
 def _source(*requirements: str) -> str:
     listed = ", ".join(f'"{r}"' for r in requirements)
     return f"# /// script\n# dependencies = [{listed}]\n# ///\n" + BODY
-
-
-@pytest.fixture
-def silent_index() -> Iterator[str]:
-    """An index that accepts connections and never answers: every build stays in flight."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
-    stop.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def test_builds_in_flight_count_against_the_environments_quota(

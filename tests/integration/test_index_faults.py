@@ -13,7 +13,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,36 +43,6 @@ def _closed_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
     return port  # nothing listens there once the probe is closed
-
-
-@pytest.fixture
-def silent_index() -> Iterator[str]:
-    """An index that accepts connections and never answers (a stalled proxy or mirror)."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/simple"
-    stop.set()
-    thread.join(5)
-    for conn in held:
-        conn.close()
-    server.close()
 
 
 def _only_the_given_index(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Issue 27, finding 1: server RSS under 20 concurrent oversized bodies, before and after.
+"""Server RSS under 20 concurrent oversized bodies, before and after.
 
     .venv/bin/python -m bench.bench_body_limit            # 20 x 300 MB, writes results/body_limit.*
     .venv/bin/python -m bench.bench_body_limit --size-mb 30 --clients 4   # a quick look

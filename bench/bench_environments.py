@@ -1,4 +1,4 @@
-"""Benchmark (issue 29): a check with a declared environment against one without, same run.
+"""Benchmark: a check with a declared environment against one without, same run.
 
 Run: ``.venv/bin/python -m bench.bench_environments [--image REF] [--calls N] [--rows N]
 [--runtime runc|runsc]``. Measures, for the same trivial check with and without a

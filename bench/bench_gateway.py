@@ -4,7 +4,7 @@ A check in a warm container calls ``OpenAI().chat.completions.create`` ``calls``
 timing each call (the check's call to the reply it gets) with ``time.perf_counter``; the
 host then makes the same calls with the openai SDK straight to the same scripted server
 (``tests/fake_llm.py``). The response cache is off, so every gateway call goes upstream.
-The difference of the medians is what the gateway adds per call (issue 21: goal <= 2 ms).
+The difference of the medians is what the gateway adds per call (goal: <= 2 ms).
 """
 
 from __future__ import annotations

@@ -304,7 +304,7 @@ class Settings(BaseSettings):
         "are removed (after each build and by `scorebox env prune`); 0: no cap.",
     )
 
-    # --- security round 3 (issue 27): request bodies, LLM call deadline ---
+    # --- request bodies, LLM call deadline ---
     max_body_mb: float = Field(
         default=32.0,
         gt=0,
@@ -341,7 +341,7 @@ class Settings(BaseSettings):
         "trickles in is cut off).",
     )
 
-    # Model gateway (issue 21): checks that call the operator's model from the sandbox
+    # Model gateway: checks that call the operator's model from the sandbox
     quota_llm_tokens_per_run: int = Field(
         default=200_000,
         ge=0,

@@ -34,7 +34,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\u0000")
 def body_problem(body: bytes) -> str | None:
     """The lone surrogate or NUL in a JSON body, as a message naming its field; None if none.
 
-    PostgreSQL's text cannot hold ``\\u0000`` (issue 27): a NUL is refused here, with its field.
+    PostgreSQL's text cannot hold ``\\u0000``: a NUL is refused here, with its field.
     """
     if not _SURROGATE_ESCAPE.search(body):
         return None

@@ -128,7 +128,7 @@ SANDBOX_PACKAGES: tuple[SandboxPackage, ...] = (
     SandboxPackage("Levenshtein", "python3-levenshtein"),
     SandboxPackage("RestrictedPython", None, wheel="RestrictedPython"),
     SandboxPackage("rapidfuzz", None, wheel="rapidfuzz"),
-    # Model clients (issue 21), configured by the image's environment to reach the model only
+    # Model clients, configured by the image's environment to reach the model only
     # through the sandbox's gateway, with what they import. Pinned at the version named
     # here, else at the host's (the openai SDK's tree is the host's own).
     SandboxPackage("openai", None, wheel="openai"),

@@ -1,4 +1,4 @@
-"""The metered model gateway (issue 21): checks in the sandbox call the operator's model.
+"""The metered model gateway: checks in the sandbox call the operator's model.
 
 :mod:`engine.gateway.translate` is the pure half (each client's HTTP shape <-> one chat
 request); :mod:`engine.gateway.service` the host half (quota, cache, meter, model map,

@@ -1,4 +1,4 @@
-"""Defences at the service's edges (issue 27): request bodies, response headers, text cells.
+"""Defences at the service's edges: request bodies, response headers, text cells.
 
 - :mod:`engine.hardening.body`: a byte limit per route family and a total deadline on
   every request body, enforced while it streams in, before authentication.

@@ -30,7 +30,7 @@ class Quotas:
         return [f.name for f in fields(cls)]
 
 
-#: Quotas for which 0 means "off" rather than "nothing may run" (issue 21).
+#: Quotas for which 0 means "off" rather than "nothing may run".
 ZERO_ALLOWED: dict[str, int] = {"llm_tokens_per_run": 0, "runsc_only": 0}
 
 

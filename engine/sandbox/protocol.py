@@ -71,7 +71,7 @@ class Job(BaseModel):
     #: Under gVisor: how many tasks the checks may create in one container before it is
     #: retired (each leaves host threads behind for a while; see ``pids_options``).
     task_budget: int | None = None
-    #: Model gateway (issue 21): a row whose check called the model may run this long
+    #: Model gateway: a row whose check called the model may run this long
     #: (None: no gateway for this job; its requests are refused).
     gateway_row_timeout_seconds: float | None = None
     #: Model requests the container may have waiting on the host at once.

@@ -487,7 +487,7 @@ def _result_value(
         "status": status,
         "score": score,
         "score_num": None if score is None else float(score),
-        # a check's own text: a NUL in it must never fail the run's write (issue 27)
+        # a check's own text: a NUL in it must never fail the run's write
         "explanation": None if explanation is None else without_nul(explanation),
         "error": None if error is None else without_nul(error),
         "output": None if output is None else without_nul(output),

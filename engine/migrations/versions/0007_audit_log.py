@@ -1,4 +1,4 @@
-"""audit_events: the append-only audit log (issue 27)
+"""audit_events: the append-only audit log
 
 Triggers refuse ``UPDATE`` and ``DELETE`` on the table (and ``TRUNCATE`` on
 PostgreSQL): the application has no such path, and the database holds the line

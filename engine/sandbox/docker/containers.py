@@ -124,10 +124,8 @@ def require_runtime(runtime: str | None, offered: tuple[str, ...], docker_host: 
     )
 
 
-def check_runtime(settings: Settings) -> None:
-    """Start-up check of SCOREBOX_RUNTIME; silent when the engine cannot be asked yet."""
-    if not settings.runtime:
-        return
+def _ask_runtimes(settings: Settings) -> tuple[tuple[str, ...], str] | None:
+    """The engine's runtimes and its default one, or None when it cannot be asked."""
     try:
         with docker_errors(settings.docker_host):
             client = (
@@ -136,29 +134,28 @@ def check_runtime(settings: Settings) -> None:
                 else docker.from_env()
             )
         try:
-            offered, _, _ = engine_runtimes(client, settings.docker_host)
-        finally:
-            client.close()
-    except SandboxError:
-        return  # Docker is down: the service starts and the sandbox retries later
-    require_runtime(settings.runtime, offered, settings.docker_host)
-
-
-def default_runtime(settings: Settings) -> str | None:
-    """The Docker engine's default OCI runtime, or None when the engine cannot be asked."""
-    try:
-        with docker_errors(settings.docker_host):
-            client = (
-                docker.DockerClient(base_url=settings.docker_host)
-                if settings.docker_host
-                else docker.from_env()
-            )
-        try:
-            return engine_runtimes(client, settings.docker_host)[1]
+            offered, default, _ = engine_runtimes(client, settings.docker_host)
         finally:
             client.close()
     except SandboxError:
         return None
+    return offered, default
+
+
+def check_runtime(settings: Settings) -> None:
+    """Start-up check of SCOREBOX_RUNTIME; silent when the engine cannot be asked yet."""
+    if not settings.runtime:
+        return
+    asked = _ask_runtimes(settings)
+    if asked is None:
+        return  # Docker is down: the service starts and the sandbox retries later
+    require_runtime(settings.runtime, asked[0], settings.docker_host)
+
+
+def default_runtime(settings: Settings) -> str | None:
+    """The Docker engine's default OCI runtime, or None when the engine cannot be asked."""
+    asked = _ask_runtimes(settings)
+    return None if asked is None else asked[1]
 
 
 def harness_idle_exit(settings: Settings) -> float:

@@ -107,10 +107,11 @@ class RequirementStatus(BaseModel):
     "/checks/{ref}/required-agreement",
     response_model=RequirementOut,
     summary="Require a check version to agree with human labels",
-    description="Runs on the CLI that name the version are refused (exit 3 below, 2 with too "
-    "few labels) while the lower bounds of its agreement figures miss the minimums; "
-    "`GET /v1/required-agreements` flags them. `ref` is `name` (the latest version) or "
-    "`name@N`.",
+    description="While the lower bounds of its agreement figures miss the minimums, "
+    "`POST /v1/runs` naming the version answers 409 (unless "
+    "`?ignore_required_agreement=true`), `scorebox run --min-agreement required` exits 3 "
+    "(2 with too few labels), and `GET /v1/checks` and `GET /v1/required-agreements` flag "
+    "it. `ref` is `name` (the latest version) or `name@N`.",
     responses=responses(401, 404, 422),
 )
 def put_required_agreement(

@@ -66,7 +66,8 @@ class SpanScoreRow(Base):
             "uq_span_scores_version_check_span",
             "rule_version_id",
             "check_key",
-            "span_key",
+            "trace_id",
+            "span_id",
             unique=True,
         ),
         Index("ix_span_scores_tenant_trace", "tenant_id", "trace_id"),
@@ -80,7 +81,6 @@ class SpanScoreRow(Base):
     rule_id: Mapped[str] = mapped_column(ForeignKey("rules.id", ondelete="CASCADE"))
     rule_version_id: Mapped[str] = mapped_column(ForeignKey("rule_versions.id", ondelete="CASCADE"))
     rule_version: Mapped[int] = mapped_column(Integer)
-    span_key: Mapped[str] = mapped_column(String(40))
     trace_id: Mapped[str] = mapped_column(String(32))
     span_id: Mapped[str] = mapped_column(String(16))
     span_start_unix_nano: Mapped[int] = mapped_column(BigInteger)
@@ -132,7 +132,7 @@ class RuleBackfillRow(Base):
     row_cap: Mapped[int] = mapped_column(Integer)
     status: Mapped[str] = mapped_column(String(16))
     cursor_unix_nano: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    cursor_span_key: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    cursor_span_pk: Mapped[str | None] = mapped_column(String(40), nullable=True)
     counts: Mapped[dict[str, int]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -59,7 +59,6 @@ def test_migration_0014_goes_down_and_up_again(database_url: str) -> None:
                     rule_id="rul_1",
                     rule_version_id="rv_1",
                     rule_version=1,
-                    span_key="spn_1",
                     trace_id="a" * 32,
                     span_id="b" * 16,
                     span_start_unix_nano=2**62,

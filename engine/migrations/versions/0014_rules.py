@@ -79,7 +79,6 @@ def upgrade() -> None:
         sa.Column("rule_id", sa.String(40), nullable=False),
         sa.Column("rule_version_id", sa.String(40), nullable=False),
         sa.Column("rule_version", sa.Integer(), nullable=False),
-        sa.Column("span_key", sa.String(40), nullable=False),
         sa.Column("trace_id", sa.String(32), nullable=False),
         sa.Column("span_id", sa.String(16), nullable=False),
         sa.Column("span_start_unix_nano", sa.BigInteger(), nullable=False),
@@ -109,7 +108,7 @@ def upgrade() -> None:
     op.create_index(
         "uq_span_scores_version_check_span",
         "span_scores",
-        ["rule_version_id", "check_key", "span_key"],
+        ["rule_version_id", "check_key", "trace_id", "span_id"],
         unique=True,
     )
     op.create_index("ix_span_scores_tenant_trace", "span_scores", ["tenant_id", "trace_id"])
@@ -142,7 +141,7 @@ def upgrade() -> None:
         sa.Column("row_cap", sa.Integer(), nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("cursor_unix_nano", sa.BigInteger(), nullable=True),
-        sa.Column("cursor_span_key", sa.String(40), nullable=True),
+        sa.Column("cursor_span_pk", sa.String(40), nullable=True),
         sa.Column("counts", sa.JSON(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),

@@ -40,9 +40,9 @@ from engine.errors import (
 from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
+from engine.names import BUILTIN_PREFIX
 from engine.runs.quotas import Quotas, check_source
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
-from engine.suites.names import BUILTIN_PREFIX
 from engine.validation import Issue, ValidationReport, validate
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
 from engine.contract import OutputType, Policy
 from engine.contract.formats import FORMATS, Format
-from engine.suites.names import split_entry
+from engine.names import split_entry
 
 
 @click.group()

@@ -9,7 +9,7 @@ import click
 
 from engine.cli.check_config import read_config
 from engine.cli.remote import Remote, with_remote
-from engine.suites.names import split_entry
+from engine.names import split_entry
 
 
 @click.command("push")

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
+from engine.names import BUILTIN_PREFIX, split_entry
 from engine.suites.data import ROW_FIELDS
-from engine.suites.names import BUILTIN_PREFIX, split_entry
 
 
 def parse_map(pairs: Iterable[str]) -> dict[str, str]:

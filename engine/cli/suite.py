@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from engine.suites.names import SUITE_FILE
+from engine.names import SUITE_FILE
 
 if TYPE_CHECKING:
     from engine.suites.file import SuitePlan

@@ -22,7 +22,7 @@ from engine.errors import InvalidRequestError
 from engine.hardening.cells import escape_cell
 
 # re-exported (engine.cli.run reads it here)
-from engine.suites.names import DEFAULT_FAIL_ON as DEFAULT_FAIL_ON  # noqa: PLC0414
+from engine.names import DEFAULT_FAIL_ON as DEFAULT_FAIL_ON  # noqa: PLC0414
 
 #: A result's own columns, as RowResult and the API's ResultItem name them.
 RESULT_FIELDS = (

@@ -31,7 +31,7 @@ from pydantic import (
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError
-from engine.suites.names import BUILTIN_PREFIX, DEFAULT_FAIL_ON, SUITE_FILE, split_entry
+from engine.names import BUILTIN_PREFIX, DEFAULT_FAIL_ON, SUITE_FILE, split_entry
 
 OUTPUT_PATTERN = r"\.(jsonl|ndjson|csv|tsv|html|htm)$"
 RowField = Literal[

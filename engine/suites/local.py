@@ -8,11 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from engine.runs.export import record
-
 # re-exported (engine.cli.run reads it here)
-from engine.suites.names import BUILTIN_PREFIX as BUILTIN_PREFIX  # noqa: PLC0414
-from engine.suites.names import split_entry
+from engine.names import BUILTIN_PREFIX as BUILTIN_PREFIX  # noqa: PLC0414
+from engine.names import split_entry
+from engine.runs.export import record
 
 
 def _ref_name(ref: str | Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.suites.names import SUITE_FILE
+from engine.names import SUITE_FILE
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidRequestError
+from engine.names import DEFAULT_FAIL_ON
 from engine.runs.export import Gates, check_value
 from engine.suites.gates import broken_gates, failing_rows
-from engine.suites.names import DEFAULT_FAIL_ON
 
 
 @dataclass(frozen=True)

@@ -25,8 +25,8 @@ import pytest
 
 from engine.contract import Status, formats
 from engine.models import RowResult
+from engine.names import split_entry
 from engine.sandbox.runner import CodeCheck, SandboxRunner
-from engine.suites.names import split_entry
 from tests.integration.conftest import FAST
 
 pytestmark = pytest.mark.docker

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from engine.cli import main
+from engine.names import DEFAULT_FAIL_ON
 from engine.runs.export import Gates
 from engine.suites.gates import broken_gates, failing_rows, row_reasons
-from engine.suites.names import DEFAULT_FAIL_ON
 from engine.suites.testing import failure_message
 
 ROWS = [{"id": "a", "model_output": "x"}, {"id": "b", "model_output": "y"}]

@@ -14,8 +14,8 @@ import pytest
 
 from engine.cli.check_config import apply_configs, read_config
 from engine.contract import Policy, formats, stand_ins
+from engine.names import split_entry
 from engine.suites.file import threshold_key
-from engine.suites.names import split_entry
 from engine.validation import validate
 
 ROOT = Path(__file__).resolve().parents[2]

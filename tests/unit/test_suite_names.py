@@ -1,4 +1,4 @@
-"""The names suites, the CLI and the exports share are defined once (engine.suites.names)."""
+"""The names suites, the CLI and the exports share are defined once (engine.names)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import engine
+from engine import names
 from engine.contract import Status
-from engine.suites import file, names
+from engine.suites import file
 
 SHARED = ("SUITE_FILE", "BUILTIN_PREFIX", "DEFAULT_FAIL_ON")
 
@@ -35,7 +36,7 @@ def _definitions(name: str) -> list[str]:
 
 def test_each_shared_name_is_defined_once() -> None:
     for name in SHARED:
-        assert _definitions(name) == ["engine/suites/names.py"], name
+        assert _definitions(name) == ["engine/names.py"], name
 
 
 def test_default_fail_on_is_statuses_and_a_suite_defaults_to_them() -> None:
@@ -51,6 +52,6 @@ def test_default_fail_on_is_statuses_and_a_suite_defaults_to_them() -> None:
 
 
 def test_the_names_load_without_pydantic() -> None:
-    code = "import sys, engine.suites.names; print('pydantic' in sys.modules)"
+    code = "import sys, engine.names; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

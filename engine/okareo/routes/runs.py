@@ -23,6 +23,7 @@ from engine.catalog import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.hardening.text import nul_problem
 from engine.json_limits import json_problem
+from engine.names import BUILTIN_PREFIX
 from engine.okareo import translate
 from engine.okareo.routes.checks import TAG
 from engine.okareo.routes.deps import OkareoPrincipalDep, OkareoStoreDep, project_of
@@ -48,7 +49,6 @@ from engine.okareo.store import (
     new_uuid,
 )
 from engine.storage import Run, Store, StoredResult, utcnow
-from engine.suites.names import BUILTIN_PREFIX
 
 router = APIRouter(prefix="/v0", tags=[TAG])
 

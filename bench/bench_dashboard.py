@@ -26,12 +26,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
 from engine.api import create_app
-from engine.auth import create_tenant
 from engine.runs.summary import store_summary
 from engine.settings import Settings
 from engine.storage import open_store
 from engine.storage.repository import new_id, utcnow
 from engine.storage.tables import ResultRow, RunInputRow, RunRow
+from engine.tenancy.auth import create_tenant
 from engine.web import table
 
 STATUSES = ["ok"] * 97 + ["error", "timeout", "invalid_score"]

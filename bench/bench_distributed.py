@@ -164,8 +164,8 @@ class Nodes:
 
 
 def _tenant(database_url: str) -> dict[str, str]:
-    from engine import auth
     from engine.storage import open_store
+    from engine.tenancy import auth
 
     store = open_store(database_url)
     try:

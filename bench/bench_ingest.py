@@ -35,9 +35,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from sqlalchemy import func, select
 
 from bench.http_side import CLI, free_port
-from engine import auth
 from engine.storage import open_store
 from engine.storage.tables import SpanRow
+from engine.tenancy import auth
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

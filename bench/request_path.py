@@ -36,10 +36,10 @@ def trace_request(root: Path, path: str = "score") -> dict[str, Any]:
     is imported from."""
     from fastapi.testclient import TestClient
 
-    from engine import auth
     from engine.api import create_app
     from engine.settings import Settings
     from engine.storage import open_store
+    from engine.tenancy import auth
 
     engine_dir = str((root / "engine").resolve()) + "/"
     seen: set[str] = set()

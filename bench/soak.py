@@ -147,8 +147,8 @@ def _containers(pids: list[int]) -> int:
 
 
 def _tenant(database_url: str, name: str) -> dict[str, str]:
-    from engine import auth
     from engine.storage import open_store
+    from engine.tenancy import auth
 
     store = open_store(database_url)
     try:

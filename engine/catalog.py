@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.auth import Principal
 from engine.builtins import BuiltinCheck, Builtins
 from engine.contract import OutputType, Policy
 from engine.contract.rules import ModelCheckType
@@ -41,8 +40,9 @@ from engine.json_limits import FreeJSON
 from engine.judging.templates import validate_template
 from engine.models import Limits
 from engine.names import BUILTIN_PREFIX
-from engine.runs.quotas import Quotas, check_source
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
+from engine.tenancy.auth import Principal
+from engine.tenancy.quotas import Quotas, check_source
 from engine.validation import Issue, ValidationReport, validate
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).

@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
-from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.conftest import TEST_LABEL
 from tests.fake_llm import MODEL
 

@@ -11,7 +11,6 @@ from fastapi import Depends, FastAPI
 from sqlalchemy import Engine as SAEngine
 
 from engine import web
-from engine.admin_key import check_admin_key
 from engine.api import docs, openapi, problems
 from engine.api.gate import KeyGate
 from engine.api.guard import SurrogateGuard, reject_unknown_query
@@ -36,6 +35,7 @@ from engine.settings import Settings
 from engine.storage import SqlStore, create_db_engine, upgrade
 from engine.storage.cached import CachedStore
 from engine.storage.database import check_schema_at_start
+from engine.tenancy.admin_key import check_admin_key
 
 if TYPE_CHECKING:
     from engine.sandbox.runner import SandboxRunner

@@ -10,13 +10,13 @@ from starlette.concurrency import run_in_threadpool
 
 from engine.api.gate import principal_of_scope
 from engine.api.services import Services
-from engine.auth import Principal, authenticate, authenticate_cached, authorize_admin
 from engine.llm.client import LLMClient
 from engine.llm.openai_client import create_llm_client
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Store
 from engine.storage.cached import CachedStore
+from engine.tenancy.auth import Principal, authenticate, authenticate_cached, authorize_admin
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer sbx_...`")
 

@@ -30,11 +30,11 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.api.problems import status_for
-from engine.auth import Principal, authenticate, authenticate_cached, authorize_admin
 from engine.errors import AuthError, QuotaExceededError, ScoreboxError, StorageError
 from engine.hardening.body import declared_length, has_body, send_problem
 from engine.hardening.budget import BodyBudget
 from engine.storage.cached import CachedStore
+from engine.tenancy.auth import Principal, authenticate, authenticate_cached, authorize_admin
 
 log = logging.getLogger("scorebox.api")
 

@@ -30,10 +30,10 @@ from engine.audit.records import (
 from engine.audit.store import AuditLog
 
 if TYPE_CHECKING:
-    from engine.auth import NewKey, Principal
     from engine.catalog import SaveOutcome
     from engine.storage import Run
     from engine.storage.records import ApiKey, Tenant
+    from engine.tenancy.auth import NewKey, Principal
 
 
 def check_pushed(log: AuditLog, principal: Principal, via: Via, outcome: SaveOutcome) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from engine.errors import InvalidRequestError
 
 if TYPE_CHECKING:
-    from engine.auth import Principal
+    from engine.tenancy.auth import Principal
 
 CHECK_PUSHED = "check.pushed"
 CHECK_DELETED = "check.deleted"

@@ -23,12 +23,12 @@ import httpx
 import uvicorn
 
 from engine.api import create_app
-from engine.auth import create_tenant
 from engine.cli.run_manage import render_summary
 from engine.runs.export import record, write_records
 from engine.settings import Settings
 from engine.storage import open_store
 from engine.suites.data import read_rows
+from engine.tenancy.auth import create_tenant
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: The report's file name in the data directory.

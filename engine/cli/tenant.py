@@ -29,7 +29,7 @@ def _store() -> SqlStore:
 
 def _quotas(pairs: tuple[str, ...], clearing: bool = False) -> dict[str, int | None]:
     """``NAME=VALUE`` pairs as overrides; with ``clearing``, ``NAME=default`` clears one."""
-    from engine.runs.quotas import parse_overrides  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.tenancy.quotas import parse_overrides  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     values: dict[str, str] = {}
     cleared: list[str] = []
@@ -57,7 +57,7 @@ def tenant() -> None:
 @click.option("--quota", "quotas", multiple=True, metavar="NAME=VALUE", help="Quota override.")
 def create_command(name: str, quotas: tuple[str, ...]) -> None:
     """Create a tenant and print its first API key (shown once)."""
-    from engine.auth import create_tenant  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.tenancy.auth import create_tenant  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         store = _store()
@@ -91,7 +91,7 @@ def list_command() -> None:
 @click.option("--name", default=None, help="A label for the key.")
 def create_key_command(tenant_ref: str, name: str | None) -> None:
     """Issue another API key for TENANT (name or id); printed once."""
-    from engine.auth import issue_key  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.tenancy.auth import issue_key  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         store = _store()
@@ -146,7 +146,7 @@ def set_quota_command(tenant_ref: str, quotas: tuple[str, ...]) -> None:
 def show_command(tenant_ref: str) -> None:
     """TENANT's state, keys and effective quotas: each quota's value, marked `override`
     where the tenant's own value replaces the setting's default."""
-    from engine.runs.quotas import Quotas, effective_quotas  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.tenancy.quotas import Quotas, effective_quotas  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     try:
         store = _store()

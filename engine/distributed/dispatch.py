@@ -12,9 +12,9 @@ from engine.distributed.celery_app import CHUNK_QUEUE, queue_of
 from engine.distributed.ledger import ChunkKey, ChunkLedger
 from engine.errors import ScoreboxError
 from engine.logs import Repeated
-from engine.runs.quotas import Quotas, default_quotas, effective_quotas
 from engine.settings import Settings
 from engine.storage import TenantStore
+from engine.tenancy.quotas import Quotas, default_quotas, effective_quotas
 
 log = logging.getLogger("scorebox.distributed")
 

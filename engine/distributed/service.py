@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine import errors
-from engine.auth import Principal
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
 from engine.distributed.celery_app import (
@@ -39,6 +38,7 @@ from engine.runs.scoring import ScoreOutcome
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store
+from engine.tenancy.auth import Principal
 
 if TYPE_CHECKING:
     from celery import Celery

@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.auth import Principal
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
 from engine.contract import OutputType
@@ -36,15 +35,6 @@ from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
-from engine.runs.quotas import (
-    Quotas,
-    check_evaluations,
-    check_queued,
-    check_references,
-    check_rows,
-    check_score_evaluations,
-    effective_quotas,
-)
 from engine.runs.scheduler import FairScheduler, WorkItem
 from engine.runs.scoring import Ref, ScoreOutcome, chunked, effective_limits, outcome
 from engine.runs.summary import (
@@ -64,6 +54,16 @@ from engine.runs.work import (
 from engine.sandbox.runner import as_rows
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store, new_id, utcnow
+from engine.tenancy.auth import Principal
+from engine.tenancy.quotas import (
+    Quotas,
+    check_evaluations,
+    check_queued,
+    check_references,
+    check_rows,
+    check_score_evaluations,
+    effective_quotas,
+)
 
 log = logging.getLogger("scorebox.runs")
 

@@ -21,8 +21,8 @@ from engine.gateway import ModelGateway
 from engine.llm.client import LLMClient, ResponseCache
 from engine.runs.executors import CodeExecutor, Executors, ModelExecutor, RunnerHolder
 from engine.runs.metrics import Metrics
-from engine.runs.quotas import effective_quotas
 from engine.settings import Settings
+from engine.tenancy.quotas import effective_quotas
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine as SAEngine

@@ -7,13 +7,13 @@ from fastapi.responses import (
     HTMLResponse,
 )
 
-from engine.auth import Principal
 from engine.errors import (
     NotFoundError,
     ScoreboxError,
 )
 from engine.runs.compare import RunComparison, compare_runs
 from engine.runs.summary import RunSummary
+from engine.tenancy.auth import Principal
 from engine.web import charts
 from engine.web.pages import (
     not_found,

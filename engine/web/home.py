@@ -11,12 +11,12 @@ from fastapi.responses import (
     Response,
 )
 
-from engine.auth import authenticate
 from engine.errors import (
     AuthError,
 )
 from engine.hardening.headers import cross_site
 from engine.readiness import readiness
+from engine.tenancy.auth import authenticate
 from engine.web.pages import (
     page_router,
     render,

@@ -10,9 +10,9 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from engine.api.services import Services
-from engine.auth import Principal
 from engine.errors import NotFoundError
 from engine.storage import Run
+from engine.tenancy.auth import Principal
 from engine.web import display
 from engine.web.session import COOKIE, Session, SessionStore, principal_of
 

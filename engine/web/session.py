@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from fastapi import Request, Response
 
-from engine.auth import Principal, hash_key
 from engine.storage import TenantStore
+from engine.tenancy.auth import Principal, hash_key
 
 COOKIE = "scorebox_session"
 #: Sessions expire after this long without use.

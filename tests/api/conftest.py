@@ -19,11 +19,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from engine import auth
 from engine.api import create_app
 from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 from engine.storage import SqlStore, open_store
+from engine.tenancy import auth
 from tests.conftest import TEST_LABEL, _in_ci
 
 POSTGRES_ENV = "SCOREBOX_TEST_POSTGRES_URL"

@@ -19,8 +19,8 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.core.result import Err
 
-from engine import auth
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.conftest import TEST_LABEL, _in_ci
 from tests.fake_llm import FakeLLM, Reply
 from tests.live_server import serving

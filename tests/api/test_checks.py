@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from engine.auth import hash_key
+from engine.tenancy.auth import hash_key
 from tests.api.conftest import Api
 
 SOURCE = "def evaluate(model_output: str) -> bool:\n    return len(model_output) > 3\n"

@@ -352,11 +352,11 @@ def test_text_search_looks_at_the_model_output_ignores_case_and_takes_wildcards_
 def test_the_run_page_shows_the_current_result_count_while_its_summary_is_kept(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from engine.auth import create_tenant
     from engine.contract import Status
     from engine.models import RowResult
     from engine.runs import summary as summary_module
     from engine.storage import RunStatus
+    from engine.tenancy.auth import create_tenant
 
     monkeypatch.setattr(summary_module, "STALE_FACTOR", 1e9)  # the kept summary is served
     made = create_tenant(api.store, "kept-summary")

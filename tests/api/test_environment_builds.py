@@ -15,10 +15,10 @@ import pytest
 
 from engine.audit import ENVIRONMENT_BUILT
 from engine.audit.store import AuditLog
-from engine.auth import authenticate
 from engine.environments import environment_key, read_block
 from engine.sandbox.docker.environments import docker_environments
 from engine.settings import Settings
+from engine.tenancy.auth import authenticate
 from tests.api.conftest import Api, AppFactory
 
 pytestmark = pytest.mark.docker

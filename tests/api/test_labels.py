@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from engine import auth
 from engine.contract import Status
 from engine.models import RowResult
 from engine.storage import RunCheck, RunStatus
+from engine.tenancy import auth
 from tests.api.conftest import Api
 from tests.conftest import queued_run
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from engine import auth
-from engine.auth import Principal
 from engine.builtins import build_builtins
 from engine.errors import QuotaExceededError
 from engine.runs.executors import CodeExecutor, Executors, RunnerHolder
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.storage import open_store
+from engine.tenancy import auth
+from engine.tenancy.auth import Principal
 from tests.api.conftest import SLOW_CHECK, TRIVIAL_CHECK, Api, AppFactory, api_settings
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from engine.auth import hash_key
 from engine.sandbox.fake import fake_engine_factory
 from engine.sandbox.protocol import Job, JobRow
 from engine.storage import new_id
 from engine.storage.cached import CachedStore
+from engine.tenancy.auth import hash_key
 from tests.api.conftest import Api, AppFactory
 
 ADMIN = secrets.token_urlsafe(24)

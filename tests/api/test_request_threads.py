@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.live_server import serve_env, serving
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

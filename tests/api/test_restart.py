@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.conftest import TEST_LABEL
 from tests.live_server import (
     duplicate_results,

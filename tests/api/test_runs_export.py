@@ -12,13 +12,13 @@ from typing import Any, cast
 import pytest
 from click.testing import CliRunner
 
-from engine import auth
 from engine.cli import run_manage
 from engine.cli.remote import Remote
 from engine.contract import Status
 from engine.models import RowResult
 from engine.runs.export import FIELDS
 from engine.storage import RunStatus, new_id
+from engine.tenancy import auth
 from tests.api.conftest import TRIVIAL_CHECK, Api
 from tests.conftest import queued_run
 

@@ -218,12 +218,12 @@ def test_a_running_runs_done_count_is_current_while_its_summary_is_kept(
 ) -> None:
     # GET /v1/runs/{id} (what `scorebox run` follows) reports `done`: it must not wait for
     # the kept summary to be recomputed, only the per-check figures may lag.
-    from engine.auth import Principal
     from engine.builtins import build_builtins
     from engine.runs import summary as summary_module
     from engine.runs.executors import CodeExecutor, Executors, RunnerHolder
     from engine.runs.metrics import Metrics
     from engine.runs.service import RunService
+    from engine.tenancy.auth import Principal
     from tests.api.conftest import api_settings
 
     monkeypatch.setattr(summary_module, "STALE_FACTOR", 1e9)  # the kept summary is served

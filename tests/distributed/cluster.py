@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from engine import auth
 from engine.storage import SqlStore, open_store
+from engine.tenancy import auth
 from tests.conftest import TEST_LABEL, remove_test_containers
 from tests.live_server import (
     CLI,

@@ -9,7 +9,6 @@ from collections.abc import Iterator, Mapping, Sequence
 import pytest
 from sqlalchemy import text
 
-from engine import auth
 from engine.catalog import ResolvedCheck
 from engine.contract import Status
 from engine.distributed.ledger import DISPATCH_LOCK, ChunkKey, ChunkLedger
@@ -18,6 +17,7 @@ from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.runs.work import ChunkSpec, execute_chunk
 from engine.storage import Run, RunStatus, SqlStore, open_store
+from engine.tenancy import auth
 from tests.conftest import queued_run
 
 pytestmark = pytest.mark.postgres

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engine import auth
 from engine.settings import Settings
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.faults.runs import assert_every_row_once, length_check, start_run
 from tests.live_server import serve_env, serving
 

@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 import pytest
 from starlette.types import ASGIApp, Message
 
-from engine import auth
 from engine.errors import QuotaExceededError
 from engine.hardening.budget import MB, BodyBudget
+from engine.tenancy import auth
 from tests.api.conftest import Api, AppFactory
 
 T = TypeVar("T")

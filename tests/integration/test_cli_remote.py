@@ -25,9 +25,9 @@ import httpx
 import pytest
 from click.testing import CliRunner, Result
 
-from engine import auth
 from engine.cli import main
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.fake_llm import MODEL, FakeLLM, Reply
 from tests.live_server import CLI, serving
 

@@ -292,10 +292,11 @@ def test_local_run_env_commands_and_offline_mode(
     assert docker_environments(docker_settings).installer.find_environment(key) is not None
 
     # `env list` has a header and names the checks that declare each environment
-    from engine import auth, catalog
+    from engine import catalog
     from engine.catalog import CheckSpec
-    from engine.runs.quotas import default_quotas
     from engine.storage import open_store
+    from engine.tenancy import auth
+    from engine.tenancy.quotas import default_quotas
 
     settings = Settings()
     store = open_store(settings.effective_database_url)

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from engine import auth
 from engine.storage import open_store
+from engine.tenancy import auth
 from tests.conftest import TEST_LABEL
 from tests.fake_llm import FakeLLM
 from tests.live_server import serving

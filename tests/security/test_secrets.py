@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from engine import auth
+from engine.tenancy import auth
 from tests.api.conftest import Api, AppFactory
 
 LLM_KEY = "sk-live-do-not-leak-0123456789"

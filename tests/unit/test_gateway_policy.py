@@ -16,10 +16,10 @@ from engine.errors import InvalidRequestError, LLMUnavailableError
 from engine.gateway import ModelGateway
 from engine.llm import Completion, Message, Usage
 from engine.llm.usage import MeteredClient, UsageMeter
-from engine.runs.quotas import effective_quotas, parse_overrides
 from engine.sandbox.docker.image.wheels import wheel_matches
 from engine.sandbox.protocol import encode_reply
 from engine.settings import Settings
+from engine.tenancy.quotas import effective_quotas, parse_overrides
 
 
 def test_llm_tokens_per_run_accepts_zero_and_other_quotas_do_not() -> None:

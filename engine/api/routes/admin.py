@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from engine import auth
 from engine.api.deps import AdminDep, StoreDep
 from engine.api.problems import responses
 from engine.api.schemas import KeyOut, NewKeyOut, TenantCreate, TenantOut
 from engine.audit import hooks
 from engine.audit.deps import AuditDep
-from engine.runs.quotas import parse_overrides
 from engine.storage import ApiKey, Tenant
+from engine.tenancy import auth
+from engine.tenancy.quotas import parse_overrides
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"])
 

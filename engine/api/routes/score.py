@@ -8,8 +8,8 @@ from starlette.concurrency import run_in_threadpool
 from engine.api.deps import PrincipalDep, RunsDep
 from engine.api.problems import responses
 from engine.api.schemas import ResultItem, ScoreRequest, ScoreResponse
-from engine.auth import Principal
 from engine.runs.service import RunService
+from engine.tenancy.auth import Principal
 
 router = APIRouter(tags=["scoring"])
 

@@ -8,9 +8,9 @@ from fastapi import Depends
 from fastapi.security import APIKeyHeader
 
 from engine.api.deps import Credentials, ServicesDep, StoreDep
-from engine.auth import Principal, authenticate
 from engine.errors import AuthError, NotFoundError
 from engine.okareo.store import OkareoStore, Project
+from engine.tenancy.auth import Principal, authenticate
 
 _api_key = APIKeyHeader(
     name="api-key",

@@ -1,10 +1,13 @@
 """Description → validated, self-tested, repaired check.
 
 Per attempt: ask the LLM → extract the code → validate it (restricted policy,
-declared flags) → run it on the labelled examples in the sandbox → collect
-every failure → send them back as the next message. Stops at the first attempt
-that validates and agrees with every example, or after ``max_attempts`` with
-the best attempt and a report of what is still wrong. Nothing is saved.
+declared flags) → run it on every labelled example in the sandbox → send the
+problems back as the next message: validation errors, and the examples it
+disagrees with, a balanced sample bounded in count and size
+(:mod:`generator.repair`; the first message shows the examples the same way).
+Stops at the first attempt that validates and agrees with every example, or
+after ``max_attempts`` with the best attempt and a report of what is still
+wrong. Nothing is saved.
 
 The LLM client and the way to run code are injected (an :class:`LLMClient`
 and a :data:`RunRows` callable, e.g. :func:`engine_runner`); this module opens
@@ -44,6 +47,7 @@ from generator.prompts import (
     feedback_problems,
     initial_messages,
 )
+from generator.repair import EXAMPLE_BUDGET, REPAIR_BUDGET, RowBudget
 
 #: Runs a code check on rows: ``(source, output_type, rows) -> one result per row``.
 RunRows = Callable[[str, OutputType, Sequence[Row]], list[RowResult]]
@@ -81,6 +85,10 @@ class GeneratorOptions:
     max_attempts: int = 4
     max_tokens: int | None = 2048
     tolerance: float = 1e-6
+    #: The labelled examples the first message shows (every example is tested).
+    example_budget: RowBudget = EXAMPLE_BUDGET
+    #: The disagreeing examples one repair message carries.
+    repair_budget: RowBudget = REPAIR_BUDGET
 
     @classmethod
     def from_settings(cls, settings: Settings) -> GeneratorOptions:
@@ -278,7 +286,7 @@ class _Generation:
         self.judge = judge
         self.options = options
         self.on_attempt = on_attempt
-        self.messages = initial_messages(spec)
+        self.messages = initial_messages(spec, options.example_budget)
         self.unusable: list[LLMResponseError] = []  # replies the endpoint sent unusable
 
     def attempt(self, n: int) -> Attempt:
@@ -320,6 +328,7 @@ class _Generation:
                 passed=attempt.agreement.passed,
                 total=attempt.agreement.total,
                 kind=spec.kind,
+                budget=self.options.repair_budget,
             )
             attempt = attempt.model_copy(update={"feedback": feedback})
             self.messages.append({"role": "user", "content": feedback})

@@ -39,6 +39,7 @@ from engine.contract.rules import (
 from engine.judging.templates import model_check_type
 from engine.validation import Issue
 from generator.models import Example, ExampleResult
+from generator.repair import EXAMPLE_BUDGET, REPAIR_BUDGET, RowBudget, within_budget
 
 #: Longest row value shown in a prompt, in characters.
 MAX_VALUE_CHARS = 1500
@@ -232,8 +233,14 @@ def _signature_rules(spec: GenerationSpec) -> str:
     return "\n".join(lines)
 
 
-def task_prompt(spec: GenerationSpec) -> str:
-    """The first user message: description, signature rules, score type, examples, prior code."""
+def _example_line(index: int, example: Example) -> str:
+    row, expected = render_row(example), render_expected(example.expected)
+    return f"{index + 1}. row: {row}\n   expected score: {expected}"
+
+
+def task_prompt(spec: GenerationSpec, budget: RowBudget = EXAMPLE_BUDGET) -> str:
+    """The first user message: description, signature rules, score type, examples (a
+    balanced sample within ``budget`` when there are many), prior code."""
     if spec.kind == "model":
         requires = {
             "scenario_input": spec.requires_scenario_input,
@@ -262,14 +269,25 @@ def task_prompt(spec: GenerationSpec) -> str:
         )
     parts = [head]
     if spec.examples:
-        lines = [
-            f"{i + 1}. row: {render_row(ex)}\n   expected score: {render_expected(ex.expected)}"
-            for i, ex in enumerate(spec.examples)
+        lines = [(repr(ex.expected), _example_line(i, ex)) for i, ex in enumerate(spec.examples)]
+        shown = [
+            text
+            for _, text in within_budget(
+                lines, lambda pair: pair[0], lambda pair: len(pair[1]), budget
+            )
         ]
+        more = len(lines) - len(shown)
+        rest = (
+            f"({more} more labelled examples are not shown here; the check is tested on "
+            "them too, and the ones it gets wrong will be shown after your reply.)\n"
+            if more
+            else ""
+        )
         parts.append(
             "Labelled examples (the check must return exactly the expected score on each):\n"
-            + "\n".join(lines)
+            + "\n".join(shown)
             + "\n"
+            + rest
         )
     if spec.prior_code:
         what = "template" if spec.kind == "model" else "check"
@@ -281,15 +299,19 @@ def task_prompt(spec: GenerationSpec) -> str:
     return "\n".join(parts)
 
 
-def initial_messages(spec: GenerationSpec) -> list[Message]:
-    """The conversation's opening: system contract, then the task."""
+def initial_messages(spec: GenerationSpec, budget: RowBudget = EXAMPLE_BUDGET) -> list[Message]:
+    """The conversation's opening: system contract, then the task (examples within
+    ``budget``)."""
     if spec.kind == "model":
         system = model_system_prompt(model_check_type(spec.output_type))
     elif spec.format is not Format.OKAREO:
         system = format_system_prompt(spec.format)
     else:
         system = code_system_prompt()
-    return [{"role": "system", "content": system}, {"role": "user", "content": task_prompt(spec)}]
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": task_prompt(spec, budget)},
+    ]
 
 
 # -- feedback ----------------------------------------------------------------------------
@@ -337,11 +359,13 @@ def feedback_message(
     passed: int = 0,
     total: int = 0,
     kind: str = "code",
+    budget: RowBudget = REPAIR_BUDGET,
 ) -> str:
     """The user message after a failed attempt: every problem found, then what to send back.
 
-    Its first and last paragraphs speak to the model; :func:`feedback_problems` gives the
-    rest, for people."""
+    ``failures`` are the examples the check disagrees with; the message carries a balanced
+    sample of them within ``budget`` and says how many there are in all. Its first and last
+    paragraphs speak to the model; :func:`feedback_problems` gives the rest, for people."""
     what = "template" if kind == "model" else "check"
     fence = "text" if kind == "model" else "python"
     parts = [f"Attempt {attempt} is not acceptable yet. Fix every problem below."]
@@ -353,10 +377,17 @@ def feedback_message(
             f"Validation of the {what} failed:\n" + "\n".join(render_issue(i) for i in errors)
         )
     if failures:
-        parts.append(
-            f"It disagrees with {len(failures)} of {total} labelled examples "
-            f"({passed} agreed):\n" + "\n".join(render_example_failure(r, ex) for r, ex in failures)
+        rendered = [(r, render_example_failure(r, ex)) for r, ex in failures]
+        shown = within_budget(
+            rendered, lambda pair: repr(pair[0].expected), lambda pair: len(pair[1]), budget
         )
+        head = f"It disagrees with {len(failures)} of {total} labelled examples ({passed} agreed)"
+        if len(shown) < len(failures):
+            head += (
+                f"; {len(shown)} of them below (the rest are left out to keep this short: "
+                "fix the rule they share, not these rows alone)"
+            )
+        parts.append(head + ":\n" + "\n".join(text for _, text in shown))
     parts.append(f"Reply with the complete corrected {what} in a single ```{fence} block.")
     return "\n\n".join(parts)
 

@@ -220,9 +220,15 @@ def generate(
                 on_attempt=show,
             )
             if split is not None and engine is not None and result.code is not None:
-                runner = engine_runner(engine)
+                first = next((a.code for a in result.attempts if a.code is not None), None)
                 held_back_agreement(
-                    split, str(run_id), runner, result.code, output_type, holdout_seed
+                    split,
+                    str(run_id),
+                    engine_runner(engine),
+                    result.code,
+                    output_type,
+                    holdout_seed,
+                    first=first if first != result.code else None,
                 )
         finally:
             if engine is not None:
@@ -244,17 +250,32 @@ def generate(
 
 
 def held_back_agreement(
-    split: LabelledSplit, run_id: str, run: RunRows, code: str, output_type: str, seed: int
+    split: LabelledSplit,
+    run_id: str,
+    run: RunRows,
+    code: str,
+    output_type: str,
+    seed: int,
+    *,
+    first: str | None = None,
 ) -> None:
-    """Score the generated check on the held-back rows and print its agreement report."""
+    """Score the generated check on the held-back rows and print its agreement report;
+    with ``first`` (the first attempt's check, when repair changed it), say how the
+    repair moved the agreement on those rows."""
     from engine.cli.agreement import render_report  # noqa: PLC0415 (lazy)
-    from engine.cli.generate_labels import held_back_report  # noqa: PLC0415 (lazy)
+    from engine.cli.generate_labels import (  # noqa: PLC0415 (lazy)
+        held_back_report,
+        repair_figures,
+    )
     from engine.contract import OutputType  # noqa: PLC0415 (lazy)
 
     kind = OutputType(output_type)
     report = held_back_report(split, run_id, lambda rows: run(code, kind, rows), seed)
     click.echo(f"agreement on the {len(split.held)} held-back rows:", err=True)
     click.echo(render_report(report), err=True)
+    if first is not None:
+        before = held_back_report(split, run_id, lambda rows: run(first, kind, rows), seed)
+        click.echo(f"held-back rows, {repair_figures(before, report)}", err=True)
 
 
 def next_steps(

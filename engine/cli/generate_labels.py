@@ -3,7 +3,10 @@ examples, with part of them held back and the generated check's agreement report
 
 The split is :mod:`engine.calibration.holdout`'s (seeded, per label value), the same
 that ``scorebox labels examples`` and ``--holdout`` on ``scorebox check agreement`` use,
-so the held-back rows are rows the generator never saw.
+so the held-back rows are rows the generator never saw. Repair learns from the rows the
+check and the labels disagree on among the examples (the training part); the held-back
+rows only ever reach the sandbox, and the report is made again on them for the repaired
+check, beside the first one's (:func:`repair_figures`).
 """
 
 from __future__ import annotations
@@ -99,6 +102,9 @@ def fetch_split(
 
 RunSource = Callable[[Sequence[Row]], list[RowResult]]
 
+#: The figures :func:`repair_figures` compares, the first a report has.
+HEADLINE = ("kappa", "accuracy", "spearman", "mae")
+
 
 def held_back_report(
     split: LabelledSplit, run_id: str, run_rows: RunSource, seed: int = 0
@@ -128,3 +134,18 @@ def held_back_report(
     spec = LabelSpec(split.label_name, split.label_type, split.levels)
     report = agreement_report(items, spec, ReportOptions(seed=seed))
     return {"check": "the generated check", "run": run_id, **report}
+
+
+def repair_figures(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """One line comparing two held-back reports (the first check and the repaired one) by
+    their first figure of :data:`HEADLINE`, with its interval."""
+
+    def figure(report: dict[str, Any], name: str) -> str:
+        fig = report.get(name) or {}
+        if fig.get("value") is None:
+            return "n/a"
+        lo, hi = fig.get("ci") or (None, None)
+        return f"{fig['value']:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+
+    name = next((n for n in HEADLINE if n in after or n in before), "accuracy")
+    return f"{name}: {figure(before, name)} before repair, {figure(after, name)} after"

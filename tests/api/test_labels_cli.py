@@ -368,6 +368,7 @@ def test_generate_from_labels_holds_rows_back_and_reports_on_them(
         prompt_template = None
         model_check_type = None
         message = "accepted"
+        attempts: list[object] = []
 
     def fake_generate(description: str, **kwargs: object) -> Result:
         seen["examples"] = kwargs["examples"]

@@ -25,8 +25,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.api.problems import PROBLEM_JSON
 from engine.errors import InvalidRequestError
-from engine.hardening.text import nul_problem
 from engine.json_limits import json_problem
+from engine.nul import nul_problem
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|\\u0000")
 

@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from engine.audit.records import AuditEvent, AuditRecord
 from engine.audit.table import AuditEventRow
-from engine.hardening.text import without_nul, without_nul_json
+from engine.nul import without_nul, without_nul_json
 from engine.storage.database import SqlSessions
 from engine.storage.records import aware, utcnow
 

@@ -1,10 +1,9 @@
-"""Defences at the service's edges: request bodies, response headers, text cells.
+"""Defences at the service's HTTP edge: request bodies and URLs.
 
 - :mod:`engine.hardening.body`: a byte limit per route family and a total deadline on
   every request body, enforced while it streams in, before authentication.
-- :mod:`engine.hardening.headers`: framing, content-type and script policy of ``/ui``.
-- :mod:`engine.hardening.cells`: spreadsheet formula escaping of CSV/TSV cells.
-- :mod:`engine.hardening.text`: NUL characters, which PostgreSQL text cannot hold.
+- :mod:`engine.hardening.budget`: bytes of request bodies in flight, per caller and in total.
+- :mod:`engine.hardening.nul`: a NUL character in a request's path or query is a 422.
 """
 
 from __future__ import annotations

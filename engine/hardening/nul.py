@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engine.hardening.body import send_problem
-from engine.hardening.text import NUL
+from engine.nul import NUL
 
 
 def url_problem(path: str, query: bytes) -> str | None:

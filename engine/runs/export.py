@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InvalidRequestError
-from engine.hardening.cells import escape_cell
 
 # re-exported (engine.cli.run reads it here)
 from engine.names import DEFAULT_FAIL_ON as DEFAULT_FAIL_ON  # noqa: PLC0414
+from engine.runs.cells import escape_cell
 
 #: A result's own columns, as RowResult and the API's ResultItem name them.
 RESULT_FIELDS = (
@@ -98,7 +98,7 @@ def to_csv(records: Iterable[Mapping[str, Any]], delimiter: str = ",") -> str:
     """CSV with a header of :data:`FIELDS`; booleans as true/false, None empty.
 
     Text cells that a spreadsheet would run as a formula get a leading ``'``
-    (:func:`engine.hardening.cells.escape_cell`); JSONL keeps the raw values.
+    (:func:`engine.runs.cells.escape_cell`); JSONL keeps the raw values.
     """
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=FIELDS, delimiter=delimiter, extrasaction="ignore")

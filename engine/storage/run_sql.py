@@ -12,8 +12,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFoundError, StorageError
-from engine.hardening.text import without_nul
 from engine.models import ResultColumns, RowResult
+from engine.nul import without_nul
 from engine.storage import moments
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (

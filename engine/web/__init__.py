@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from engine.hardening.headers import UiHeaders
+from engine.web.headers import UiHeaders
 from engine.web.routes import SignInRequired, router
 from engine.web.session import SessionStore
 

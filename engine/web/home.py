@@ -14,9 +14,9 @@ from fastapi.responses import (
 from engine.errors import (
     AuthError,
 )
-from engine.hardening.headers import cross_site
 from engine.readiness import readiness
 from engine.tenancy.auth import authenticate
+from engine.web.headers import cross_site
 from engine.web.pages import (
     page_router,
     render,

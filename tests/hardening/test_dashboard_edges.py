@@ -7,9 +7,9 @@ import io
 import json
 from pathlib import Path
 
-from engine.hardening.cells import escape_cell
-from engine.hardening.headers import CSP
+from engine.runs.cells import escape_cell
 from engine.runs.export import write_records
+from engine.web.headers import CSP
 from tests.api.conftest import Api
 
 HOSTILE = ['=HYPERLINK("http://evil.example","x")', "+1+1", "-2+3", "@SUM(A1)", "\tx", "ok"]

@@ -21,9 +21,9 @@ from engine.audit import hooks
 from engine.audit.deps import AuditDep
 from engine.catalog import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
-from engine.hardening.text import nul_problem
 from engine.json_limits import json_problem
 from engine.names import BUILTIN_PREFIX
+from engine.nul import nul_problem
 from engine.okareo import translate
 from engine.okareo.routes.checks import TAG
 from engine.okareo.routes.deps import OkareoPrincipalDep, OkareoStoreDep, project_of

@@ -42,7 +42,7 @@ class Agreement(BaseModel):
 
 
 class Attempt(BaseModel):
-    """One round: the LLM's reply, what validation and the examples said, the feedback sent."""
+    """One attempt: the LLM's reply, what validation and the examples said, the feedback sent."""
 
     n: int = Field(description="1-based attempt number.")
     code: str | None = None

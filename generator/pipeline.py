@@ -290,7 +290,7 @@ class _Generation:
         self.unusable: list[LLMResponseError] = []  # replies the endpoint sent unusable
 
     def attempt(self, n: int) -> Attempt:
-        """One round; appends the reply and the feedback to the conversation."""
+        """One attempt; appends the reply and the feedback to the conversation."""
         spec = self.spec
         try:
             reply = self.llm.complete(

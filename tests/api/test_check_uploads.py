@@ -1,5 +1,5 @@
-"""Issue 11 on the checks API: a pushed check that shadows a built-in gets a warning
-(finding 7), and a prompt-template file uploads as a model check (finding 8)."""
+"""The checks API: a pushed check that shadows a built-in gets a warning, and a
+prompt-template file uploads as a model check."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Issue 29 through the API with a real Docker engine: a push returns as soon as the check
-is stored, its environment builds in the background, GET .../environment shows the state,
-scoring uses it; a failed build gives every row a sandbox_error naming the build and log."""
+"""Declared dependencies through the API with a real Docker engine: a push returns as soon
+as the check is stored, its environment builds in the background, GET .../environment
+shows the state, scoring uses it; a failed build gives every row a sandbox_error naming
+the build and log."""
 
 from __future__ import annotations
 

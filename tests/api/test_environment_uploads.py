@@ -1,4 +1,4 @@
-"""Issue 29 at upload: a PEP 723 block is validated with line and column (422), an
+"""Declared dependencies at upload: a PEP 723 block is validated with line and column (422), an
 undeclared import is refused naming the module and how to declare it, and the operator's
 allow/deny globs apply. No Docker: nothing is built at upload."""
 

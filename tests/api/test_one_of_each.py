@@ -1,4 +1,4 @@
-"""One definition per idea (issue 26): the check-name pattern, the suite names."""
+"""One definition per idea: the check-name pattern, the suite names."""
 
 from __future__ import annotations
 

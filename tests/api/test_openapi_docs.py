@@ -1,4 +1,4 @@
-"""Issue 11, finding 11: /docs works offline, form fields are described, and the
+"""/docs works offline, form fields are described, and the
 OpenAPI document has no generated names (``engine__api__schemas__CheckOut``,
 ``Body_upload_check_v1_checks_upload_post``, ``..._v1_runs__run_id__get``)."""
 

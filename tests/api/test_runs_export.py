@@ -1,4 +1,4 @@
-"""Issue 11 on the API: GET /v1/runs honours status, label and offset; results as CSV;
+"""Runs on the API: GET /v1/runs honours status, label and offset; results as CSV;
 ``builtin:NAME`` always names the built-in. Built-in checks only (no Docker)."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_builtin_prefix_reaches_the_builtin_past_a_pushed_check(api: Api) -> Non
 
 
 def test_openapi_request_examples_run_on_a_fresh_tenant(api: Api) -> None:
-    """Finding 11: the /v1/score and /v1/runs examples named a check that does not exist."""
+    """The /v1/score and /v1/runs examples named a check that does not exist."""
     h = api.tenant()
     spec = api.client.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]

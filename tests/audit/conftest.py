@@ -1,4 +1,4 @@
-"""The API fixtures (app factory on SQLite and PostgreSQL) for the audit log tests (issue 27)."""
+"""The API fixtures (app factory on SQLite and PostgreSQL) for the audit log tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The audit log (issue 27): API, CLI, /v0, tenant isolation, append-only on both databases."""
+"""The audit log: API, CLI, /v0, tenant isolation, append-only on both databases."""
 
 from __future__ import annotations
 

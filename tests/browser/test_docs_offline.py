@@ -1,4 +1,4 @@
-"""Issue 11, finding 11: ``/docs`` rendered in chromium with every request to another
+"""``/docs`` rendered in chromium with every request to another
 host refused (as on a machine without internet access): Swagger UI still draws
 every operation, from the assets the package serves."""
 

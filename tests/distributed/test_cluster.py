@@ -387,7 +387,7 @@ def test_distributed_mode_refuses_to_start_without_postgres_or_broker(
 
 
 def test_postgres_restarted_mid_run(cluster: Cluster) -> None:
-    """Issue 28: PostgreSQL (the one store of truth) stops and starts again while a run is
+    """PostgreSQL (the one store of truth) stops and starts again while a run is
     spread over two workers: the run finishes with exactly one result per row, and the API
     nodes answer 503 with Retry-After meanwhile, not 500."""
     import os

@@ -1,4 +1,4 @@
-"""The data disk fills up mid-run (issue 28), on a small tmpfs mounted as the data directory.
+"""The data disk fills up mid-run, on a small tmpfs mounted as the data directory.
 
 Promised, and checked here: writes fail with a clear error (503, "disk is full", with
 Retry-After); nothing already stored is corrupted (SQLite's integrity check, and every

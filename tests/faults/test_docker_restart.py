@@ -1,4 +1,4 @@
-"""The Docker engine restarts mid-run (issue 28).
+"""The Docker engine restarts mid-run.
 
 ``dockerd`` is stopped by its PID (SIGTERM: it stops every container, the run's included)
 and started again while a durable run is scoring. Promised, and checked here on the

@@ -1,4 +1,4 @@
-"""PostgreSQL restarts mid-run (issue 28): the run finishes with exactly one result per row,
+"""PostgreSQL restarts mid-run: the run finishes with exactly one result per row,
 and requests during the outage get 503 with Retry-After, not 500."""
 
 from __future__ import annotations

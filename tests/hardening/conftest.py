@@ -1,4 +1,4 @@
-"""The API fixtures (app factory on SQLite and PostgreSQL) for the issue 27 hardening tests."""
+"""The API fixtures (app factory on SQLite and PostgreSQL) for the hardening tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding 1 (issue 27): request bodies are bounded while they stream in, before auth."""
+"""Request bodies are bounded while they stream in, before auth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding 5 (issue 27): malformed LLM replies are 502 with the reason; every call has a total
+"""Malformed LLM replies are 502 with the reason; every call has a total
 deadline (a reply that trickles in is cut off), for the client, the generator and the judges."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Finding 3 (issue 27): NUL characters on SQLite and PostgreSQL, and database errors' text."""
+"""NUL characters on SQLite and PostgreSQL, and database errors' text."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding 10 (issue 27): a suite's ``output:`` paths stay under the suite's directory."""
+"""A suite's ``output:`` paths stay under the suite's directory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding 4 (issue 27): /v0 validates everything before writing anything."""
+"""/v0 validates everything before writing anything."""
 
 from __future__ import annotations
 

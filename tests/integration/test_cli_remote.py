@@ -1,8 +1,7 @@
-"""The CLI against a live ``scorebox serve`` (issue 11): ``check push`` of a code check
-that shadows a built-in (finding 7) and of a prompt template (finding 8); ``run`` with
-``-o`` on a server; ``run list / show / results / cancel``; Ctrl-C on a followed run
-(finding 6). Built-ins and model checks only, judged by the scripted LLM server of
-``tests/fake_llm.py``: no Docker.
+"""The CLI against a live ``scorebox serve``: ``check push`` of a code check that
+shadows a built-in and of a prompt template; ``run`` with ``-o`` on a server;
+``run list / show / results / cancel``; Ctrl-C on a followed run. Built-ins and model
+checks only, judged by the scripted LLM server of ``tests/fake_llm.py``: no Docker.
 
 The live server is ``tests/live_server.serving``.
 """
@@ -114,7 +113,7 @@ def _rows_file(tmp_path: Path, rows: list[dict[str, Any]] = ROWS) -> Path:
     return path
 
 
-# --- findings 7 and 8: check push ----------------------------------------------------------------
+# --- check push -----------------------------------------------------------------------------------
 
 
 def test_push_warns_when_a_check_shadows_a_builtin(live: Live, tmp_path: Path) -> None:
@@ -151,7 +150,7 @@ def test_push_a_prompt_template_and_run_it(live: Live, tmp_path: Path) -> None:
     assert [json.loads(x)["score"] for x in out.read_text().splitlines()] == [True] * 3
 
 
-# --- finding 2 remotely, and run list / show / results / cancel ---------------------------------
+# --- remote runs, and run list / show / results / cancel ------------------------------------------
 
 
 def test_remote_run_writes_every_output_and_the_run_commands_work(
@@ -224,7 +223,7 @@ def test_run_cancel_stops_a_running_run(live: Live, tmp_path: Path) -> None:
     assert shown["status"] == "cancelled"
 
 
-# --- finding 6: Ctrl-C on a followed remote run ---------------------------------------------------
+# --- Ctrl-C on a followed remote run --------------------------------------------------------------
 
 
 def test_ctrl_c_prints_the_run_id_and_exits_without_a_tty(live: Live, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Declared dependencies (issue 29) against the real package index, under runc and runsc.
+"""Declared dependencies against the real package index, under runc and runsc.
 
 Each test first removes the environment images it expects to build, so "built once"
 is measured, not inherited from an earlier session on the same Docker engine.

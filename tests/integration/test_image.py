@@ -186,7 +186,7 @@ def test_okareo_shim_covers_the_sdk_exports(docker_settings: Settings) -> None:
 def test_the_image_records_its_exact_versions_and_image_show_prints_them(
     docker_settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 28: the image records its Python and every Debian package and Python
+    """The image records its Python and every Debian package and Python
     distribution at their exact versions; `scorebox image show` prints them."""
     from click.testing import CliRunner
 

@@ -1,4 +1,4 @@
-"""The package index fails during an environment build (issue 28).
+"""The package index fails during an environment build.
 
 The build fails with a clear, retryable state (``PackageIndexError``: every row of that
 check is ``sandbox_error`` naming the index and the retry), other checks keep scoring

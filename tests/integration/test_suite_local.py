@@ -1,4 +1,4 @@
-"""The suite file and the pytest helper with a .py check in the real sandbox (issue 11):
+"""The suite file and the pytest helper with a .py check in the real sandbox:
 ``scorebox init`` then ``scorebox run`` scores the example; ``assert_scores`` fails a
 test on a code check's threshold, through the same local path as ``scorebox run``."""
 

@@ -1,5 +1,5 @@
-"""Bad input from the outside attack round (§4): each is a 4xx naming the field, never a 500,
-and never accepted first and failed later."""
+"""Bad input from outside callers: each is a 4xx naming the field, never a 500, and never
+accepted first and failed later."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (the seeds' judge code is quoted as published)
-"""The metered model gateway (issue 21), end to end in real containers, under each runtime.
+"""The metered model gateway, end to end in real containers, under each runtime.
 
 A check calls the operator's model with the clients in the image (``OpenAI()``,
 ``cohere.Client()``, ``genai.Client()``, no arguments); the harness relays each request over
@@ -63,7 +63,7 @@ def score(
 
 
 # Seed 002's judge (Fireworks "LLM as a judge"), its body unchanged but for the signature:
-# binding ``messages`` and dict returns come with the scorer formats (issue 21 item 4).
+# binding ``messages`` and dict returns come with the scorer formats.
 SEED_002 = '''
 from openai import OpenAI
 import os

@@ -1,4 +1,4 @@
-"""Checks that attack the harness itself (issue 14, §2 and §4): real Docker, both runtimes.
+"""Checks that attack the harness itself (its records, its statuses): real Docker, both runtimes.
 
 A check that corrupts its own result records is at fault, so its row is
 ``crashed``; ``sandbox_error`` stays for faults of scorebox, Docker or the image.
@@ -87,7 +87,7 @@ def evaluate(model_output):
 def test_a_stolen_nonce_never_forges_a_host_status(
     engine: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
-    # The attack of the outside round: walk gc to the harness's job, read its nonce and
+    # An attack from inside the check: walk gc to the harness's job, read its nonce and
     # write framed records claiming sandbox_error, through every descriptor within reach:
     # its own fd 1 and 2 (they lead to the parent's output counter), and every descriptor
     # of the harness's parent and of tini (PID 1) under /proc. Under runc the parent is

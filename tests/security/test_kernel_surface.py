@@ -1,4 +1,4 @@
-"""Findings 7 and 11 (issue 27): io_uring and the harness's descriptors, under both runtimes."""
+"""io_uring and the harness's descriptors, under both runtimes."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_io_uring_syscalls_are_denied(engine: SandboxRunner) -> None:
 def test_the_harness_descriptors_cannot_be_opened(
     engine: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
-    # Finding 11: under runsc gVisor's procfs lets another uid list /proc/1/fd (names only);
+    # Under runsc gVisor's procfs lets another uid list /proc/1/fd (names only);
     # under both runtimes no descriptor of the harness (PID 1) can be opened.
     status, _score, detail = probe(
         engine,

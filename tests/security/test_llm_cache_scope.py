@@ -1,4 +1,4 @@
-"""The LLM response cache is per tenant: B never gets A's cached reply (finding §4.1)."""
+"""The LLM response cache is per tenant: B never gets A's cached reply."""
 
 from __future__ import annotations
 

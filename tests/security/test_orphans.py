@@ -1,4 +1,4 @@
-"""Containers do not outlive a server killed with SIGKILL for long (finding §4, orphans).
+"""Containers do not outlive a server killed with SIGKILL for long.
 
 Nothing on the host cleans up after a `kill -9`: the harness in each container exits on
 its own when no job comes for its idle limit (the host's idle limits plus 10 s), so this

@@ -1,4 +1,4 @@
-"""Work is bounded by rows x check references, not by rows alone (finding §4)."""
+"""Work is bounded by rows x check references, not by rows alone."""
 
 from __future__ import annotations
 

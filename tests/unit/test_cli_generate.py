@@ -49,7 +49,7 @@ def test_generate_model_check_writes_the_template(
     assert "attempt 1: invalid" in result.output
     assert "attempt 2: accepted: agrees with 1/1 examples" in result.output
     assert '"model_output": "Paris"' in fake_llm.requests[0]["messages"][1]["content"]
-    # issue 11, finding 8: the exact next commands (a bool check is judged pass/fail)
+    # the exact next commands (a bool check is judged pass/fail)
     assert f"  scorebox check push {out} --check-type pass_fail\n" in result.stderr
     assert "  scorebox run --check judge --data rows.jsonl\n" in result.stderr
 

@@ -1,4 +1,4 @@
-"""``scorebox run`` as a CI runner (issue 11): local judges, per-row output, gates,
+"""``scorebox run`` as a CI runner: local judges, per-row output, gates,
 parameterised built-ins, data files, ``--help`` speed. Built-ins only: no Docker."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def cli(*args: str) -> Result:
     return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
-# --- finding 1: local judges use the configured LLM endpoint, with a disk cache ---------------
+# --- local judges use the configured LLM endpoint, with a disk cache ------------------------------
 
 
 def test_local_judges_reach_the_configured_endpoint_and_cache(
@@ -67,7 +67,7 @@ def test_local_judges_reach_the_configured_endpoint_and_cache(
     assert len(fake_llm.requests) == 4
 
 
-# --- findings 2 and 3: per-row output, gates and exit codes -----------------------------------
+# --- per-row output, gates and exit codes ---------------------------------------------------------
 
 
 def test_per_row_output_jsonl_csv_html(env: Path) -> None:
@@ -115,7 +115,7 @@ def test_thresholds_and_max_failures(env: Path) -> None:
     assert missing.exit_code == 2 and "no check 'other'" in missing.output  # before scoring
 
 
-# --- finding 4: parameterised built-ins locally, builtin: prefix --------------------------------
+# --- parameterised built-ins locally, builtin: prefix ---------------------------------------------
 
 
 def test_parameterised_builtins_run_locally(env: Path) -> None:
@@ -144,7 +144,7 @@ def test_parameterised_builtins_run_locally(env: Path) -> None:
     assert unknown.exit_code == 2 and "nope" in unknown.output
 
 
-# --- finding 5: data files ------------------------------------------------------------------------
+# --- data files -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -192,7 +192,7 @@ def test_tsv_and_column_mapping(env: Path) -> None:
     assert "expected columns: model_output (required)" in unmapped.output
 
 
-# --- finding 12: --help does not import the openai SDK -------------------------------------------
+# --- --help does not import the openai SDK --------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 #: "issue #12", "issue 27", "(#12)": readers have no access to an issue tracker.
 ISSUE_REFERENCE = re.compile(r"\bissues? #?\d+|\(#\d+\)|\bpre-#\d+", re.IGNORECASE)
+#: In code, tests and bench also the tracker's other words: "finding 7", "findings 6, 8",
+#: "finding §4", "round 2", "wave 3", "(§4)". (Not "issue" alone: validation issues are
+#: the code's own word; not "round(" or "rounds=": the Python words.)
+TRACKER_WORDS = re.compile(
+    ISSUE_REFERENCE.pattern + r"|\bfindings? (?:§|\d)|\b(?:round|wave)s? \d+\b|\(§\d",
+    re.IGNORECASE,
+)
+#: The trees the code's readers read, and the files in them that are read as text.
+CODE_TREES = ("engine", "generator", "tests", "bench", "scripts")
+CODE_SUFFIXES = {".py", ".js", ".sh", ".html", ".css", ".toml", ".yaml", ".yml", ".md", ".txt"}
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
@@ -70,6 +80,34 @@ def test_the_readmes_links_lead_somewhere() -> None:
     targets = [t for t in LINK.findall(text) if "://" not in t]
     assert targets
     assert [t for t in targets if not (ROOT / t).exists()] == []
+
+
+def test_no_code_test_or_bench_file_names_the_tracker() -> None:
+    """The code's comments say what the code does and the tests what they hold; a tracker's
+    numbers mean nothing to their readers. This file and the docs hook that strips issue
+    numbers from included text name them on purpose, as patterns."""
+    allowed = {Path(__file__).resolve(), ROOT / "scripts" / "mkdocs_hooks.py"}
+    found: dict[str, list[str]] = {}
+    for tree in CODE_TREES:
+        for path in (ROOT / tree).rglob("*"):
+            if path.suffix not in CODE_SUFFIXES or path.resolve() in allowed:
+                continue
+            if not path.is_file() or "__pycache__" in path.parts:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+            for number, line in enumerate(text.splitlines(), start=1):
+                if TRACKER_WORDS.search(line):
+                    found.setdefault(str(path.relative_to(ROOT)), []).append(f"{number}: {line}")
+    assert found == {}
+
+
+def test_the_tracker_pattern_is_precise() -> None:
+    named = ("(issue 27)", "Issue 11, finding 8", "findings 7 and 8", "finding §4", "round 2",
+             "wave 3", "(#12)", "(§4)")  # fmt: skip
+    assert [n for n in named if not TRACKER_WORDS.search(n)] == []
+    words = ("report.issues", "for issue in issues", "round(x, 2)", "rounds=20", "class Finding:",
+             "a call finding nothing", "issue.line 3", "around 5 s")  # fmt: skip
+    assert [w for w in words if TRACKER_WORDS.search(w)] == []
 
 
 def test_no_page_of_the_site_names_an_issue() -> None:

@@ -1,4 +1,4 @@
-"""Suite files (``scorebox.yaml``, issue 11): the model, its messages, its published JSON
+"""Suite files (``scorebox.yaml``): the model, its messages, its published JSON
 Schema, ``scorebox init``, and ``scorebox run`` picking a suite up with flags overriding
 it. Built-ins only here (no Docker); tests/integration/test_suite_local.py runs the
 example suite's .py check in the sandbox."""

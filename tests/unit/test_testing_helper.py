@@ -1,4 +1,4 @@
-"""``engine.suites.testing.assert_scores`` / ``assert_suite`` and ``pytest --scorebox`` (issue 11):
+"""``engine.suites.testing.assert_scores`` / ``assert_suite`` and ``pytest --scorebox``:
 a test suite fails on a check's threshold. Each case runs a real inner pytest session
 (pytester) over built-ins; tests/integration/test_suite_local.py does the same with a
 .py check in the sandbox."""

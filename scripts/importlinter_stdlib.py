@@ -1,9 +1,9 @@
 """An import-linter contract type: these modules import the standard library and nothing
 else, except the imports listed as allowed.
 
-pyproject.toml uses it for the part of ``engine.contract`` the sandbox image carries
-(``engine/contract/__init__.py``, ``checks.py``, ``restricted.py``): inside the image there
-is no pydantic, no SQLAlchemy and no rest of ``engine``. It needs
+pyproject.toml uses it for what the sandbox image carries (the packages ``engine.contract``
+and ``engine.harness``, whole, and ``engine.checks``): inside the image there is no
+pydantic, no SQLAlchemy and no rest of ``engine``. It needs
 ``include_external_packages = true`` (stdlib modules are then "external" packages in the
 graph, named by their top-level name).
 """
@@ -19,17 +19,20 @@ from importlinter.domain.contract import Contract, ContractCheck
 
 
 class StdlibOnlyContract(Contract):
-    """Options: ``modules`` (the modules held to the rule, each as a module, not a package;
-    they may import each other, being held to it together) and ``allow`` (``importer ->
-    imported`` pairs that may also be imported)."""
+    """Options: ``packages`` (packages held to the rule with every module under them, so a
+    new file cannot escape it), ``modules`` (single modules held to it), and ``allow``
+    (``importer -> imported`` pairs that may also be imported). The modules held to the
+    rule may import each other."""
 
     type_name = "stdlib_only"
 
-    modules = fields.SetField(subfield=fields.StringField())
+    packages = fields.SetField(subfield=fields.StringField(), required=False, default=set())
+    modules = fields.SetField(subfield=fields.StringField(), required=False, default=set())
     allow = fields.SetField(subfield=fields.StringField(), required=False, default=set())
 
     def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
-        modules: set[str] = set(self.modules)  # type: ignore[call-overload]
+        packages: set[str] = set(self.packages)  # type: ignore[call-overload]
+        modules: set[str] = set(self.modules) | packages  # type: ignore[call-overload]
         allowed = {
             tuple(part.strip() for part in pair.split("->"))
             for pair in self.allow  # type: ignore[attr-defined]
@@ -37,6 +40,8 @@ class StdlibOnlyContract(Contract):
         missing = sorted(m for m in modules if m not in graph.modules)
         if missing:
             raise ValueError(f"stdlib_only: no module {', '.join(missing)} in the graph")
+        for package in packages:
+            modules |= graph.find_descendants(package)
         broken = []
         for importer in sorted(modules):
             for imported in sorted(graph.find_modules_directly_imported_by(importer)):

@@ -9,7 +9,7 @@ from typing import Any
 from engine.sandbox.blocks import BlockRecord
 from engine.storage import new_id, open_store
 from tests.conftest import queued_run
-from tests.unit.test_blocks import MIX, failed, frame, load_harness, ok
+from tests.unit.test_blocks import MIX, failed, frame, ok
 
 
 def test_columns_and_row_results_store_the_same(database_url: str) -> None:
@@ -19,7 +19,7 @@ def test_columns_and_row_results_store_the_same(database_url: str) -> None:
         failed(9, "error", "Traceback\x00..."),
         {**ok(10, 0.5, "float"), "passed": False, "metadata": {"sub": {"x": 1}}},
     ]
-    block = BlockRecord.model_validate(frame(load_harness(), records)).block
+    block = BlockRecord.model_validate(frame(records)).block
     block.served_by.update({0: "judge-a", 10: "judge-b, judge-c"})  # the gateway's models
     rows = list(range(100, 100 + len(records)))  # the rows' indices in their run
     store = open_store(database_url)

@@ -27,12 +27,12 @@ ROOT = Path(__file__).resolve().parents[2]
 #: What the image build reads from the installed package (engine/sandbox/docker/image/context.py).
 IMAGE_FILES = (
     "sandbox_images/python/Dockerfile",
-    "sandbox_images/python/harness.py",
-    "sandbox_images/python/gateway.py",
     "sandbox_images/python/okareo/__init__.py",
     "sandbox_images/python/okareo/checks.py",
     "sandbox_images/python/stand-in-modules/reward_kit/__init__.py",
     "engine/contract/restricted.py",
+    "engine/harness/__main__.py",
+    "engine/harness/gateway.py",
     "engine/checks.py",
 )
 

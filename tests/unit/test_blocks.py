@@ -2,19 +2,15 @@
 
 The harness's child writes its rows' results into columns it shares with the harness's
 parent, so a check can write anything there; the host is what refuses a forged block
-(engine/sandbox/blocks.py). Blocks here are made by the harness's own ``Block`` (the
-code that runs in the container), then tampered with.
+(engine/sandbox/blocks.py). Blocks here are made by the harness's own ``Block``
+(:mod:`engine.harness.blocks`, the code that runs in the container), then tampered with.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -22,29 +18,9 @@ import pytest
 from pydantic import ValidationError
 
 from engine.contract import CHECK_STATUSES, Status
+from engine.harness.blocks import Block
 from engine.sandbox.blocks import BlockRecord, duration_fault
 from engine.sandbox.protocol import RowRecord, parse_records
-
-HARNESS = Path(__file__).resolve().parents[2] / "sandbox_images" / "python" / "harness.py"
-
-
-@pytest.fixture(scope="module")
-def harness() -> ModuleType:
-    return load_harness()
-
-
-def load_harness() -> ModuleType:
-    """The container's harness module, imported here (its Block is what the child runs)."""
-    saved = list(sys.path)
-    sys.path.insert(0, str(HARNESS.parent))
-    try:
-        spec = importlib.util.spec_from_file_location("scorebox_harness_under_test", HARNESS)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path[:] = saved
 
 
 def ok(i: int, score: Any, kind: str) -> dict[str, Any]:
@@ -55,9 +31,9 @@ def failed(i: int, status: str, error: str) -> dict[str, Any]:
     return {"t": "row", "i": i, "status": status, "error": error, "ms": 1.0}
 
 
-def frame(harness: ModuleType, records: list[dict[str, Any]]) -> dict[str, Any]:
+def frame(records: list[dict[str, Any]]) -> dict[str, Any]:
     """The block record the harness's parent would send for ``records`` (as run_row made them)."""
-    block = harness.Block(len(records))
+    block = Block(len(records))
     extras: list[list[Any]] = []
 
     def emit(extra: dict[str, Any]) -> None:
@@ -96,8 +72,8 @@ MIX = [
 ]
 
 
-def test_a_block_carries_every_row_as_it_was(harness: ModuleType) -> None:
-    block = decode(frame(harness, MIX)).block
+def test_a_block_carries_every_row_as_it_was() -> None:
+    block = decode(frame(MIX)).block
     assert [block.status(k) for k in range(len(MIX))] == [
         Status.OK,
         Status.OK,
@@ -120,11 +96,9 @@ def test_a_block_carries_every_row_as_it_was(harness: ModuleType) -> None:
     assert math.isnan(block.scores[3])
 
 
-def test_a_block_is_the_rows_records_the_per_row_protocol_would_send(
-    harness: ModuleType,
-) -> None:
+def test_a_block_is_the_rows_records_the_per_row_protocol_would_send() -> None:
     """Block and per-row records agree, field by field, for the same run_row records."""
-    block = decode(frame(harness, MIX)).block
+    block = decode(frame(MIX)).block
     for k, record in enumerate(MIX):
         row = RowRecord.model_validate(record)
         got = block.row_result(k, None, None, None)
@@ -139,8 +113,8 @@ def test_a_block_is_the_rows_records_the_per_row_protocol_would_send(
 
 
 @pytest.mark.parametrize("code", [len(CHECK_STATUSES), 7, 200, 255])
-def test_a_status_a_check_may_not_report_has_no_code(harness: ModuleType, code: int) -> None:
-    data = frame(harness, [ok(0, True, "bool"), failed(1, "error", "x")])
+def test_a_status_a_check_may_not_report_has_no_code(code: int) -> None:
+    data = frame([ok(0, True, "bool"), failed(1, "error", "x")])
     codes = column(data, "codes", np.uint8)
     codes[1] = code
     with pytest.raises(ValidationError, match="not one a check may report"):
@@ -171,10 +145,9 @@ def test_host_statuses_have_no_code_at_all() -> None:
     ],
 )
 def test_a_forged_column_is_refused(
-    harness: ModuleType, name: str, dtype: Any, k: int, value: float, message: str
+    name: str, dtype: Any, k: int, value: float, message: str
 ) -> None:
     data = frame(
-        harness,
         [ok(0, True, "bool"), failed(1, "error", "x"), ok(2, 0.5, "float"), ok(3, 3, "int")],
     )
     values = column(data, name, dtype)
@@ -183,8 +156,8 @@ def test_a_forged_column_is_refused(
         decode(put(data, name, values))
 
 
-def test_forged_extras_are_refused(harness: ModuleType) -> None:
-    data = frame(harness, [ok(0, True, "bool"), failed(1, "error", "x"), ok(2, 3, "int")])
+def test_forged_extras_are_refused() -> None:
+    data = frame([ok(0, True, "bool"), failed(1, "error", "x"), ok(2, 3, "int")])
     for extras, message in [
         ([], "without an error"),  # the error row lost its error
         ([[1, {"error": "x"}], [1, {"error": "y"}]], "extras for row 1"),
@@ -199,8 +172,8 @@ def test_forged_extras_are_refused(harness: ModuleType) -> None:
             decode({**data, "extras": extras})
 
 
-def test_a_column_of_the_wrong_length_or_encoding_is_refused(harness: ModuleType) -> None:
-    data = frame(harness, [ok(0, True, "bool"), ok(1, False, "bool")])
+def test_a_column_of_the_wrong_length_or_encoding_is_refused() -> None:
+    data = frame([ok(0, True, "bool"), ok(1, False, "bool")])
     with pytest.raises(ValidationError, match="holds 1 bytes for 2 rows"):
         decode({**data, "codes": base64.b64encode(b"\0").decode()})
     with pytest.raises(ValidationError, match="not base64"):
@@ -209,9 +182,9 @@ def test_a_column_of_the_wrong_length_or_encoding_is_refused(harness: ModuleType
         decode({**data, "n": 0})
 
 
-def test_blocks_and_rows_share_the_stream(harness: ModuleType) -> None:
+def test_blocks_and_rows_share_the_stream() -> None:
     nonce = "n0nce"
-    block = frame(harness, [ok(0, True, "bool"), ok(1, 2, "int")])
+    block = frame([ok(0, True, "bool"), ok(1, 2, "int")])
     block["i"] = 3
     lines = [
         f"{nonce} {json.dumps(failed(2, 'timeout', 'evaluate ran longer than 1 s'))}".encode(),
@@ -225,14 +198,14 @@ def test_blocks_and_rows_share_the_stream(harness: ModuleType) -> None:
     assert records[1].block.score(1) == 2
 
 
-def test_ints_at_the_edges_of_64_bits_pass_exactly(harness: ModuleType) -> None:
+def test_ints_at_the_edges_of_64_bits_pass_exactly() -> None:
     edges = [2**63 - 1, -(2**63), 2**53 + 1, -(2**53) - 1, 2**53]
-    block = decode(frame(harness, [ok(k, v, "int") for k, v in enumerate(edges)])).block
+    block = decode(frame([ok(k, v, "int") for k, v in enumerate(edges)])).block
     assert [block.score(k) for k in range(len(edges))] == edges
 
 
-def test_a_duration_longer_than_the_job_is_a_fault(harness: ModuleType) -> None:
-    data = frame(harness, [ok(0, True, "bool"), ok(1, 2, "int")])
+def test_a_duration_longer_than_the_job_is_a_fault() -> None:
+    data = frame([ok(0, True, "bool"), ok(1, 2, "int")])
     ms = column(data, "ms", np.float64)
     ms[1] = 1.7e308  # finite and not negative: only the job's wall time tells it is forged
     block = decode(put(data, "ms", ms)).block

@@ -1,40 +1,27 @@
-"""The gateway's container side (``sandbox_images/python/gateway.py``) over real loopback
+"""The gateway's container side (:mod:`engine.harness.gateway`) over real loopback
 sockets, and the host's hold on what a row reports (no Docker needed)."""
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import select
 import socket
 import threading
 import time
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from engine.contract import Status
-from engine.sandbox.docker.backend import _GatewayLink
+from engine.harness import gateway as container
 from engine.sandbox.protocol import RowRecord
-
-SOURCE = Path(__file__).resolve().parents[2] / "sandbox_images" / "python" / "gateway.py"
-
-
-def load_gateway() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scorebox_container_gateway", SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from engine.sandbox.relay import GatewayLink
 
 
 @pytest.fixture
 def gateway() -> Any:
-    module = load_gateway()
-    gw = module.Gateway()
+    gw = container.Gateway()
     gw.listen(0)
     assert gw.listener is not None
     gw.begin({"max_request_bytes": 2048, "gateway_concurrency": 2})
@@ -154,21 +141,19 @@ def frame_of(document: dict[str, Any]) -> bytes:
 
 
 def test_reply_frames_are_read_whole_or_not_at_all() -> None:
-    module = load_gateway()
     body = b'{"id": 1, "status": 200, "body": ""}'
     frame = b"r" + str(len(body)).encode() + b"\n" + body
     stdin = Stdin(frame[:-5])
-    assert module.read_reply(stdin) is None  # incomplete: left for later
+    assert container.read_reply(stdin) is None  # incomplete: left for later
     stdin.buffer += frame[-5:] + b"12\n"
-    assert module.read_reply(stdin) == {"id": 1, "status": 200, "body": ""}
+    assert container.read_reply(stdin) == {"id": 1, "status": 200, "body": ""}
     assert bytes(stdin.buffer) == b"12\n"  # the next job's header is left alone
     with pytest.raises(ValueError):
-        module.read_reply(Stdin(b"r-5\n"))
+        container.read_reply(Stdin(b"r-5\n"))
 
 
 def test_an_oversized_reply_frame_is_skipped_whole_and_the_next_frame_is_read() -> None:
-    module = load_gateway()
-    big = frame_of({"id": 1, "status": 200, "body": "x" * (module.MAX_REPLY_BYTES + 10)})
+    big = frame_of({"id": 1, "status": 200, "body": "x" * (container.MAX_REPLY_BYTES + 10)})
     after = frame_of({"id": 2, "status": 200, "body": "ok"})
     stream = big + after
     stdin = Stdin(b"")
@@ -176,17 +161,16 @@ def test_an_oversized_reply_frame_is_skipped_whole_and_the_next_frame_is_read() 
     # The bytes come in pieces, cut anywhere (the harness reads what is there).
     for start in range(0, len(stream), 65536):
         stdin.buffer += stream[start : start + 65536]
-        while (reply := module.read_reply(stdin)) is not None:
+        while (reply := container.read_reply(stdin)) is not None:
             replies.append(reply)
-    assert replies == [module.SKIPPED, {"id": 2, "status": 200, "body": "ok"}]
+    assert replies == [container.SKIPPED, {"id": 2, "status": 200, "body": "ok"}]
     assert stdin.buffer == bytearray() and stdin.discard == 0
 
 
 def test_a_reply_frame_that_is_not_json_is_skipped_without_losing_the_next() -> None:
-    module = load_gateway()
     stdin = Stdin(b"r5\n{nope" + frame_of({"id": 3, "status": 200, "body": ""}))
-    assert module.read_reply(stdin) is module.SKIPPED
-    assert module.read_reply(stdin) == {"id": 3, "status": 200, "body": ""}
+    assert container.read_reply(stdin) is container.SKIPPED
+    assert container.read_reply(stdin) == {"id": 3, "status": 200, "body": ""}
 
 
 def test_at_most_max_inflight_requests_are_accepted_and_sent_at_once(gateway: Any) -> None:
@@ -247,7 +231,7 @@ def row(**fields: Any) -> RowRecord:
 
 def test_a_containers_own_served_by_is_always_replaced() -> None:
     a, b = socket.socketpair()
-    link = _GatewayLink(a, None)
+    link = GatewayLink(a.sendall, None)
     assert link.outcome(row(served_by="forged-model")).served_by is None
     link.deliver(1, 0, 200, "{}", "op-model", None)
     assert link.outcome(row()).served_by == "op-model"
@@ -257,7 +241,7 @@ def test_a_containers_own_served_by_is_always_replaced() -> None:
 
 def test_an_upstream_failure_during_a_row_makes_it_a_judge_error() -> None:
     a, b = socket.socketpair()
-    link = _GatewayLink(a, None)
+    link = GatewayLink(a.sendall, None)
     link.deliver(1, 0, 424, "{}", None, "cannot connect to the LLM endpoint")
     outcome = link.outcome(row(status="error", score=None, error="APIStatusError: 424"))
     assert outcome.status is Status.JUDGE_ERROR and outcome.score is None
@@ -305,10 +289,10 @@ def read_frames(sock: socket.socket) -> list[dict[str, Any]]:
 def test_a_reply_over_the_frame_limit_is_refused_to_that_call_only() -> None:
     from engine.gateway.service import MAX_REPLY_BYTES
 
-    assert load_gateway().MAX_REPLY_BYTES == MAX_REPLY_BYTES  # both ends agree
+    assert container.MAX_REPLY_BYTES == MAX_REPLY_BYTES  # both ends agree
     a, b = socket.socketpair()
     a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
-    link = _GatewayLink(a, None)
+    link = GatewayLink(a.sendall, None)
     link.deliver(1, 0, 200, '{"text": "' + "x" * MAX_REPLY_BYTES + '"}', "op-model", None)
     link.deliver(2, 0, 200, "{}", "op-model", None)
     first, second = read_frames(b)
@@ -352,7 +336,7 @@ def test_the_host_answers_429_past_the_containers_bound_and_drops_queued_calls_a
     settings = Settings(gateway_container_concurrency=3, gateway_tenant_concurrency=1)
     gateway = ModelGateway(model, settings)
     a, b = socket.socketpair()
-    link = _GatewayLink(a, gateway.session("t", "run"))
+    link = GatewayLink(a.sendall, gateway.session("t", "run"))
     for request_id in (1, 2, 3, 4):  # one past the container's bound of 3
         link.request(llm_record(request_id), 0)
     time.sleep(0.1)

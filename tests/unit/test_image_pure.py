@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -188,16 +189,22 @@ def test_assemble_context_layout(tmp_path: Path) -> None:
     image.assemble_context(dest, image_dir, engine_dir, [wheel])
     opt = dest / "opt" / "scorebox"
     assert (dest / "Dockerfile").read_bytes() == (image_dir / "Dockerfile").read_bytes()
-    assert (opt / "harness.py").is_file()
+    assert (opt / "harness.py").read_text() == image.LAUNCHER  # runs engine.harness
+    assert not (opt / "gateway.py").exists()  # engine.harness.gateway now
     assert (opt / "engine" / "__init__.py").read_bytes() == b""  # never the host's
     contract = (engine_dir / "contract" / "__init__.py").read_bytes()
     assert (opt / "engine" / "contract" / "__init__.py").read_bytes() == contract
     assert (opt / "engine" / "contract" / "checks.py").is_file()
     assert (opt / "engine" / "contract" / "restricted.py").is_file()
-    for part in ("formats.py", "params.py", "returns.py", "statuses.py"):
-        assert (opt / "engine" / "contract" / part).read_bytes() == (
-            engine_dir / "contract" / part
-        ).read_bytes()
+    # the carried folders whole, every module at any depth, verbatim
+    for package in ("contract", "harness"):
+        for path in (engine_dir / package).rglob("*.py"):
+            rel = path.relative_to(engine_dir)
+            assert (opt / "engine" / rel).read_bytes() == path.read_bytes(), rel
+    for part in ("__main__.py", "channel.py", "child.py", "supervise.py", "gateway.py"):
+        assert (opt / "engine" / "harness" / part).is_file()
+    carried = {p.relative_to(opt / "engine").as_posix() for p in (opt / "engine").rglob("*.py")}
+    assert carried == {"__init__.py", *image.carried_files(engine_dir)}
     assert (opt / "stand-in-modules" / "reward_kit" / "__init__.py").is_file()
     assert (opt / "engine" / "checks.py").is_file()  # the path check files import
     assert not (opt / "engine" / "contract" / "rules.py").exists()  # host-only
@@ -216,8 +223,26 @@ def test_assemble_context_needs_the_harness(tmp_path: Path) -> None:
     image_dir = tmp_path / "python"
     image_dir.mkdir()
     (image_dir / "Dockerfile").write_text("FROM scratch\n")
-    with pytest.raises(SandboxError, match=r"harness\.py is missing"):
-        image.assemble_context(tmp_path / "ctx", image_dir, ROOT / "engine", [])
+    engine_dir = tmp_path / "engine"
+    shutil.copytree(ROOT / "engine" / "contract", engine_dir / "contract")
+    (engine_dir / "checks.py").write_text("")
+    with pytest.raises(SandboxError, match=r"harness/__init__\.py is missing"):
+        image.assemble_context(tmp_path / "ctx", image_dir, engine_dir, [])
+
+
+def test_a_new_module_in_a_carried_folder_is_carried(tmp_path: Path) -> None:
+    engine_dir = tmp_path / "engine"
+    for package in ("contract", "harness"):
+        shutil.copytree(ROOT / "engine" / package, engine_dir / package)
+    (engine_dir / "checks.py").write_text("")
+    (engine_dir / "harness" / "extra" / "deep.py").parent.mkdir()
+    (engine_dir / "harness" / "extra" / "deep.py").write_text("X = 1\n")
+    (engine_dir / "harness" / "__pycache__" / "stale.py").parent.mkdir(exist_ok=True)
+    (engine_dir / "harness" / "__pycache__" / "stale.py").write_text("")
+    files = image.carried_files(engine_dir)
+    assert "harness/extra/deep.py" in files
+    assert "checks.py" in files
+    assert not any("__pycache__" in name for name in files)
 
 
 def test_unreachable_engine_error_names_the_fix() -> None:

@@ -77,6 +77,11 @@ def test_the_copy_keeps_every_contract(copy: Path) -> None:
             "import engine.contract.rules",
             "What the sandbox image carries imports the standard library alone",
         ),
+        (
+            "engine/harness/supervise.py",
+            "import engine.settings",
+            "What the sandbox image carries imports the standard library alone",
+        ),
     ],
 )
 def test_a_deliberate_violation_breaks_its_contract(
@@ -94,18 +99,31 @@ def test_a_deliberate_violation_breaks_its_contract(
     assert contract in broken, found.stdout
 
 
-def test_the_image_contract_holds_every_file_the_image_carries() -> None:
-    """The stdlib-only contract names exactly the engine modules the sandbox image carries."""
+def test_a_new_module_in_a_carried_folder_is_held_to_the_standard_library(copy: Path) -> None:
+    """No list to update: a file added under engine/harness/ is carried and checked."""
+    path = copy / "engine" / "harness" / "newcomer.py"
+    try:
+        path.write_text("import pydantic  # a deliberate violation\n", encoding="utf-8")
+        found = _lint(copy)
+    finally:
+        path.unlink()
+    assert found.returncode != 0, found.stdout
+    broken = found.stdout.split("Broken contracts", 1)[-1]
+    assert "engine.harness.newcomer -> pydantic" in broken, found.stdout
+
+
+def test_the_image_contract_holds_every_folder_the_image_carries() -> None:
+    """The stdlib-only contract names exactly the engine folders and modules the sandbox
+    image carries."""
     import tomllib
 
-    from engine.sandbox.docker.image.constants import ENGINE_FILES
+    from engine.sandbox.docker.image.constants import CARRIED_MODULES, CARRIED_PACKAGES
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     contract = next(
         c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "stdlib_only"
     )
-    carried = {
-        "engine." + name.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-        for name in ENGINE_FILES
+    assert set(contract["packages"]) == {"engine." + name for name in CARRIED_PACKAGES}
+    assert set(contract["modules"]) == {
+        "engine." + name.removesuffix(".py").replace("/", ".") for name in CARRIED_MODULES
     }
-    assert set(contract["modules"]) == carried

@@ -45,19 +45,28 @@ BASE_DEBIAN_PACKAGES: tuple[str, ...] = ("python3", "tini")
 STAND_INS: tuple[str, ...] = ("python3-pythran",)
 
 
-#: Engine files copied into /opt/scorebox/engine (paths under ``engine/``): the check
-#: contract the harness runs by, and ``engine.checks``, the import path check files use.
-#: Everything else under ``engine/contract/`` is host-only (see its package docstring).
-ENGINE_FILES: tuple[str, ...] = (
-    "checks.py",
-    "contract/__init__.py",
-    "contract/checks.py",
-    "contract/formats.py",
-    "contract/params.py",
-    "contract/restricted.py",
-    "contract/returns.py",
-    "contract/statuses.py",
-)
+#: What of ``engine/`` the image carries, copied whole to /opt/scorebox/engine: the
+#: packages (every ``.py`` file under them, at any depth) and single modules, paths under
+#: ``engine/``. The harness, the check contract it runs by, and ``engine.checks``, the import
+#: path check files use. Whatever is put in these folders is carried; a module the host
+#: alone needs lives elsewhere. The ``stdlib_only`` import contract (pyproject.toml) names
+#: the same folders, so everything carried imports the standard library alone.
+CARRIED_PACKAGES: tuple[str, ...] = ("contract", "harness")
+CARRIED_MODULES: tuple[str, ...] = ("checks.py",)
+
+#: /opt/scorebox/harness.py, the entry the host starts (``python3 -I
+#: /opt/scorebox/harness.py [IDLE_EXIT_SECONDS]``, which every image answers to): puts the
+#: image's folders on the import path (``-I`` adds none) and runs ``engine.harness`` as
+#: ``python -m`` does. Stand-ins for other tools' packages come LAST: a check's declared
+#: environment, put before them, replaces them with the real package.
+LAUNCHER = """\
+import runpy
+import sys
+
+sys.path[:0] = ["/opt/scorebox", "/opt/scorebox/site-packages"]
+sys.path.append("/opt/scorebox/stand-in-modules")
+runpy.run_module("engine.harness", run_name="__main__", alter_sys=True)
+"""
 
 #: Stand-in modules for other tools' scorer packages (``reward_kit``), copied from
 #: ``sandbox_images/python/stand-in-modules/`` to /opt/scorebox/stand-in-modules, which the harness

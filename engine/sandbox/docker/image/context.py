@@ -11,7 +11,13 @@ from pathlib import Path
 
 from engine.errors import SandboxError
 from engine.sandbox.docker.image.apt import stand_in_control
-from engine.sandbox.docker.image.constants import ENGINE_FILES, STAND_IN_MODULES_DIR, STAND_INS
+from engine.sandbox.docker.image.constants import (
+    CARRIED_MODULES,
+    CARRIED_PACKAGES,
+    LAUNCHER,
+    STAND_IN_MODULES_DIR,
+    STAND_INS,
+)
 
 
 def hash_context(context: Path, inputs: Mapping[str, str]) -> str:
@@ -33,25 +39,40 @@ def hash_context(context: Path, inputs: Mapping[str, str]) -> str:
     return digest.hexdigest()
 
 
+def carried_files(engine_dir: Path) -> list[str]:
+    """The files of ``engine_dir`` the image carries (paths under it, sorted): every ``.py``
+    file under :data:`CARRIED_PACKAGES` and each of :data:`CARRIED_MODULES`."""
+    files = set(CARRIED_MODULES)
+    for package in CARRIED_PACKAGES:
+        init = engine_dir / package / "__init__.py"
+        if not init.is_file():
+            raise SandboxError(f"{init} is missing: the sandbox image cannot be built")
+        for path in (engine_dir / package).rglob("*.py"):
+            if "__pycache__" not in path.parts:
+                files.add(path.relative_to(engine_dir).as_posix())
+    return sorted(files)
+
+
 def assemble_context(dest: Path, image_dir: Path, engine_dir: Path, wheels: Sequence[Path]) -> None:
     """Write the build context to ``dest`` (replacing it): Dockerfile, ``opt/scorebox/``
     and ``stand-ins/``.
 
     ``opt/scorebox/engine/__init__.py`` is empty: the host's package init (and
-    everything it would pull in) never enters the image.
+    everything it would pull in) never enters the image. ``opt/scorebox/harness.py`` is
+    the :data:`LAUNCHER` of ``engine.harness``.
     """
     if dest.exists():
         shutil.rmtree(dest)
     opt = dest / "opt" / "scorebox"
     (opt / "engine").mkdir(parents=True)
-    for required in (image_dir / "Dockerfile", image_dir / "harness.py", image_dir / "gateway.py"):
-        if not required.is_file():
-            raise SandboxError(f"{required} is missing: the sandbox image cannot be built")
+    if not (image_dir / "Dockerfile").is_file():
+        raise SandboxError(
+            f"{image_dir / 'Dockerfile'} is missing: the sandbox image cannot be built"
+        )
     shutil.copyfile(image_dir / "Dockerfile", dest / "Dockerfile")
-    shutil.copyfile(image_dir / "harness.py", opt / "harness.py")
-    shutil.copyfile(image_dir / "gateway.py", opt / "gateway.py")
+    (opt / "harness.py").write_text(LAUNCHER)
     (opt / "engine" / "__init__.py").write_bytes(b"")
-    for name in ENGINE_FILES:
+    for name in carried_files(engine_dir):
         source = engine_dir / name
         if not source.is_file():
             raise SandboxError(f"{source} is missing: the sandbox image cannot be built")

@@ -1,0 +1,49 @@
+"""``python -m engine.harness [IDLE_EXIT_SECONDS]``: the container's PID 1, serving jobs.
+
+In the image the host starts ``python3 -I /opt/scorebox/harness.py``, a launcher that puts
+``/opt/scorebox`` on the import path and runs this module as ``python -m`` does.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+
+from engine.harness.channel import Reader, read_job
+from engine.harness.confine import become_subreaper, deny_io_uring, make_undumpable
+from engine.harness.gateway import Gateway
+from engine.harness.supervise import JobRun
+
+DEFAULT_IDLE_EXIT_SECONDS = 900.0
+
+
+def main(argv: list[str]) -> int:
+    """Serve jobs from stdin until it closes or none comes for IDLE_EXIT_SECONDS."""
+    idle_exit = float(argv[1]) if len(argv) > 1 else DEFAULT_IDLE_EXIT_SECONDS
+    # Keep a private copy of stdout for results; fd 1 now leads to stderr.
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
+    faulthandler.enable(file=2)  # the original stderr (fd 1 now leads there too)
+    make_undumpable()
+    become_subreaper()
+    deny_io_uring()
+    # As PID 1 only signals with a handler reach us from inside: Python's own SIGINT
+    # handler would let a check raise KeyboardInterrupt here. (Children restore it.)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The model gateway's listener, bound once before any check runs (no check can take it).
+    gateway = Gateway()
+    gateway.listen()
+    stdin = Reader(0)
+    while True:
+        job = read_job(stdin, idle_exit)
+        if job is None:
+            return 0
+        JobRun(job, result_fd, gateway, stdin).run()
+
+
+if __name__ == "__main__":
+    code = main(sys.argv)
+    sys.stdout.flush()
+    os._exit(code)

@@ -1,0 +1,203 @@
+"""Result blocks: the child's columns in memory it shares with the parent.
+
+:class:`Block` is both sides' view of the memory (the child writes a row's columns, then
+bumps the counter); :class:`BlockWatch` is the parent's reading of it, which sends the
+finished rows to the host as block records.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import mmap
+from typing import Any, Protocol
+
+from engine import contract
+from engine.harness.channel import MAX_RECORD_BYTES, Channel, Reader, encode_json
+
+#: A status's byte in a result block, and a score type's (engine/contract/statuses.py).
+STATUS_CODE = {status.value: code for code, status in enumerate(contract.CHECK_STATUSES)}
+KIND_CODE = {
+    (kind.value if kind is not None else None): code
+    for code, kind in enumerate(contract.SCORE_KINDS)
+}
+#: What of a row record travels beside its block's columns, when present.
+EXTRA_KEYS = ("error", "explanation", "output", "passed", "metadata")
+#: Ints beyond this travel exactly in the row's extras (a block's score column is float64).
+EXACT_FLOAT_INT = 2**53
+#: In block mode, how often the parent looks at the child's progress counter, and how long
+#: finished rows may wait there before they travel to the host as one block.
+POLL_SECONDS = 0.005
+BLOCK_FLUSH_SECONDS = 0.005
+
+
+class JobSide(Protocol):
+    """What a :class:`BlockWatch` needs of the job it watches for (the supervisor's JobRun)."""
+
+    job: dict[str, Any]
+    channel: Channel
+    pos: int
+
+    def on_loaded(self, raw: bytes) -> bool:
+        """Handle the child's load record; False when the check failed to load."""
+        ...
+
+
+class Block:
+    """A child's results as columns in memory it shares with the parent (block mode).
+
+    The child writes each row's status code, score kind, score and duration into the
+    columns, then bumps the progress counter; a row with more to say (an error, an
+    explanation, what it printed, a pass flag, metadata, an int too large for a float)
+    first writes those extras to its pipe as one JSON line. The parent never parses the
+    common row: it reads the counter (its per-row watchdog), and sends the finished rows'
+    columns to the host as one block. The child can write anything here (the check runs
+    in it), so the host checks every code and score (engine/sandbox/blocks.py); the parent
+    only refuses a counter that goes back or past the end.
+    """
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        # Layout: counter (8 bytes), scores (8n), ms (8n), codes (n), kinds (n).
+        self.memory = mmap.mmap(-1, 8 + 18 * max(rows, 1))  # MAP_SHARED: survives fork
+        view = memoryview(self.memory)
+        self.counter = view[0:8].cast("Q")
+        self.scores = view[8 : 8 + 8 * rows].cast("d")
+        self.ms = view[8 + 8 * rows : 8 + 16 * rows].cast("d")
+        self.codes = view[8 + 16 * rows : 8 + 17 * rows]
+        self.kinds = view[8 + 17 * rows : 8 + 18 * rows]
+
+    def count(self) -> int:
+        return int(self.counter[0])
+
+    def put(self, k: int, record: dict[str, Any], emit: Any) -> None:
+        """Row ``k``'s record (as ``run_row`` made it) into the columns; extras to ``emit``."""
+        extras = {key: record[key] for key in EXTRA_KEYS if key in record}
+        score = record.get("score")
+        kind = KIND_CODE[record.get("output_type")] if score is not None else 0
+        value = math.nan
+        if score is not None:
+            value = float(score)
+            if kind == KIND_CODE[contract.OutputType.INT.value] and abs(score) > EXACT_FLOAT_INT:
+                extras["score"] = score  # exact, beside the column's approximation
+        if extras:
+            extras["t"] = "x"
+            extras["i"] = k
+            emit(extras)
+        self.codes[k] = STATUS_CODE[record["status"]]
+        self.kinds[k] = kind
+        self.scores[k] = value
+        self.ms[k] = float(record["ms"])
+        self.counter[0] = k + 1  # last: the parent may send this row from now on
+
+    def frame(self, first: int, start: int, stop: int, extras: list[Any]) -> dict[str, Any]:
+        """The block record for rows ``start:stop`` (the job's row ``first + start`` on)."""
+
+        def encode(view: memoryview[Any]) -> str:
+            return base64.b64encode(view).decode()
+
+        return {
+            "t": "block",
+            "i": first + start,
+            "n": stop - start,
+            "codes": encode(self.codes[start:stop]),
+            "kinds": encode(self.kinds[start:stop]),
+            "scores": encode(self.scores[start:stop]),
+            "ms": encode(self.ms[start:stop]),
+            "extras": extras,
+        }
+
+    def close(self) -> None:
+        for view in (self.counter, self.scores, self.ms, self.codes, self.kinds):
+            view.release()
+        self.memory.close()
+
+
+class BlockWatch:
+    """What the parent knows of a block-mode child: its progress, its extras, what was sent."""
+
+    def __init__(self, run: JobSide, block: Block, reader: Reader) -> None:
+        self.run = run
+        self.block = block
+        self.reader = reader
+        self.first = run.pos  # the job's index of the block's row 0
+        self.sent = 0  # rows already sent to the host
+        self.seen = 0  # the progress counter, as last read
+        self.extras: dict[int, dict[str, Any]] = {}
+        self.loaded = False
+        self.failed_load = False
+        self.ended = False
+        limit = int(run.job.get("max_block_bytes") or MAX_RECORD_BYTES)
+        self.budget = max(limit, 1024) - 512  # the record's frame and keys
+        #: 18 bytes a row in base64 (24 characters)
+        self.rows_per_block = self.budget // 24
+
+    def take(self) -> bool:
+        """Read the counter, then every line the child wrote before it (its rows' extras come
+        before their count); whether rows finished since the last call. ValueError: the
+        child broke the block protocol."""
+        count = self.block.count()
+        drained = False
+        for _ in range(16):  # bounded: a child that floods its pipe cannot hold the watchdog
+            if self.reader.eof or not self.reader.fill(0):
+                drained = True
+                break
+        while (raw := self.reader.line()) is not None:
+            if len(raw) > MAX_RECORD_BYTES:
+                raise ValueError(f"a result record of {len(raw)} bytes")
+            if not self.loaded:
+                self.loaded = self.run.on_loaded(raw)
+                if not self.loaded:
+                    self.failed_load = True
+                    return False
+                continue
+            record = json.loads(raw)
+            if not isinstance(record, dict):
+                raise ValueError("not a record")
+            kind = record.pop("t", None)
+            if kind == "end":
+                self.ended = True
+                count = self.block.count()  # written before "end": final
+                continue
+            k = record.pop("i", None)
+            if kind != "x" or type(k) is not int or not self.sent <= k < self.block.rows:
+                raise ValueError(f"an extras record for row {k!r}")
+            self.extras[k] = record
+        if count < self.seen or count > self.block.rows:
+            raise ValueError(f"progress {count} after {self.seen}, of {self.block.rows} rows")
+        if self.ended and count != self.block.rows:
+            raise ValueError(f"the end after {count} of {self.block.rows} rows")
+        if not drained and not self.ended:
+            return False  # rows count as finished only once every line before them is read
+        moved = count > self.seen
+        self.seen = count
+        return moved
+
+    def flush(self, upto: int, *, final: bool = False) -> None:
+        """Send rows ``sent:upto`` to the host as blocks, each within the record size
+        (``final``: the child is done; the blocks travel with what the job sends next, in
+        one write: each write is a frame that the runtime, Docker and the host handle)."""
+        start = self.sent
+        while start < upto:
+            stop = min(upto, start + self.rows_per_block)
+            parts: list[list[Any]] = []
+            if self.extras:
+                size = 0
+                for k in range(start, stop):
+                    extra = self.extras.pop(k, None)
+                    cost = 24 + (len(encode_json(extra)) + 16 if extra is not None else 0)
+                    if k > start and size + cost > self.budget:
+                        if extra is not None:
+                            self.extras[k] = extra
+                        stop = k
+                        break
+                    size += cost
+                    if extra is not None:
+                        parts.append([k - start, extra])
+            self.run.channel.send(self.block.frame(self.first, start, stop, parts))
+            start = stop
+        self.sent = max(self.sent, upto)
+        self.run.pos = self.first + self.sent
+        if not final:
+            self.run.channel.flush()

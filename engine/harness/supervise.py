@@ -1,0 +1,449 @@
+"""Per-job supervision: the parent forks a child for the rows left and watches it.
+
+The parent checks every record a child sends (row order, size, statuses only a check may
+report, internal consistency) before relaying it, and is the per-row watchdog: a child
+silent for longer than the row's time limit is killed and its row is ``timeout``; a child
+that dies or corrupts its records costs its row ``crashed`` (or ``oom``), and the rest of
+the job goes on in a fresh child. Model requests are relayed through the gateway while a
+child runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import time
+from typing import Any
+
+from engine import contract
+from engine.contract import formats
+from engine.harness.blocks import BLOCK_FLUSH_SECONDS, POLL_SECONDS, Block, BlockWatch
+from engine.harness.channel import MAX_RECORD_BYTES, Channel, Reader
+from engine.harness.child import run_child, short
+from engine.harness.confine import drop_to_check_user
+from engine.harness.gateway import Gateway, read_reply
+from engine.harness.reset import Tasks, reset
+
+#: Statuses a check's own process may report; the others only the parent or the host know.
+CHILD_STATUSES = frozenset(status.value for status in contract.CHECK_STATUSES)
+#: Extra seconds past a row's time limit before the parent kills a silent child.
+WATCHDOG_GRACE_SECONDS = 0.5
+#: The end of what a check wrote to its raw descriptors, kept for crash messages.
+OUTPUT_TAIL_BYTES = 4096
+
+
+def check_record(raw: bytes, expected_i: int) -> dict[str, Any]:
+    """A child's row record, parsed and checked; ValueError if it is not one the check may send."""
+    if len(raw) > MAX_RECORD_BYTES:
+        raise ValueError(f"a result record of {len(raw)} bytes")
+    record = json.loads(raw)
+    if not isinstance(record, dict) or record.get("t") != "row":
+        raise ValueError("not a row record")
+    if record.get("i") != expected_i or type(record.get("i")) is not int:
+        raise ValueError(f"row {record.get('i')!r} reported where {expected_i} was due")
+    status = record.get("status")
+    if status not in CHILD_STATUSES:
+        raise ValueError(f"status {status!r} cannot come from a check")
+    score = record.get("score")
+    if status == contract.Status.OK.value:
+        if type(score) not in (bool, int, float) or "error" in record:
+            raise ValueError("an ok record without a score, or with an error")
+    elif score is not None or not isinstance(record.get("error"), str):
+        raise ValueError(f"a {status} record with a score, or without an error")
+    return record
+
+
+def oom_kills() -> int | None:
+    """The container's OOM-kill count (cgroup v2), or None where the runtime hides it."""
+    try:
+        with open("/sys/fs/cgroup/memory.events") as events:
+            for line in events:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def describe_death(status: int, ooms_before: int | None) -> tuple[str, str]:
+    """(status, error) for a row whose child died without reporting it."""
+    after = oom_kills()
+    if ooms_before is not None and after is not None and after > ooms_before:
+        return contract.Status.OOM.value, "the check passed the memory limit"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        if sig == signal.SIGKILL and ooms_before is None:
+            return (
+                contract.Status.OOM.value,
+                "the check was killed (SIGKILL): most likely the memory limit",
+            )
+        return contract.Status.CRASHED.value, f"the check's process was killed by {name}"
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else -1
+    return (
+        contract.Status.CRASHED.value,
+        f"the check's process exited with code {code} before finishing",
+    )
+
+
+def kill_child(pid: int) -> int:
+    """Kill and reap a child (already reaped: 0)."""
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 0
+
+
+def row_fault(i: int, status: str, error: str) -> dict[str, Any]:
+    return {"t": "row", "i": i, "status": status, "error": error, "ms": 0.0}
+
+
+class JobRun:
+    """One job: forks children until every row has a record, relaying what they report."""
+
+    def __init__(
+        self,
+        job: dict[str, Any],
+        result_fd: int,
+        gateway: Gateway,
+        stdin: Reader | None = None,
+    ) -> None:
+        self.job = job
+        self.result_fd = result_fd
+        self.stdin = stdin
+        #: The model gateway's listener (bound once, by ``main``, before any check ran).
+        self.gateway = gateway
+        gateway.begin(job)
+        gateway_seconds = job.get("gateway_row_timeout_seconds")
+        #: A row that called the model may run this long (None: the gateway adds no time).
+        self.gateway_allowance = (
+            float(gateway_seconds) + WATCHDOG_GRACE_SECONDS if gateway_seconds else None
+        )
+        self.channel = Channel(result_fd, job["nonce"])
+        self.rows: list[dict[str, Any]] = job["rows"]
+        self.row_allowance = float(job["row_timeout_seconds"]) + WATCHDOG_GRACE_SECONDS
+        self.load_seconds = float(job.get("load_timeout_seconds", 20.0))
+        self.pos = 0  # the first row without a record
+        self.loaded_sent = False
+        #: What the check may still write to its raw file descriptors in this job.
+        self.output_left = int(job["max_output_bytes"])
+        self.output_tail = bytearray()
+        #: Block mode: rows before this run one per child (one of them broke the protocol).
+        self.suspect_end = 0
+        #: The child was stopped to run its unconfirmed rows again (see ``suspect_end``).
+        self.retry = False
+
+    def run(self) -> None:
+        while self.pos < len(self.rows) or not self.loaded_sent:
+            fault = self.run_child()
+            if fault is None:
+                continue
+            if not self.loaded_sent:  # the check never loaded: every row gets the cause
+                self.channel.send({"t": "loaded", "ok": False, "error": fault[1]})
+                self.loaded_sent = True
+                self.fail_rest(*fault)
+            elif self.pos < len(self.rows):
+                self.channel.send(row_fault(self.rows[self.pos]["i"], *fault))
+                self.pos += 1
+        self.gateway.end()
+        # Reset before "done": the host sends the next job only to a container that is clean.
+        reusable = reset()
+        budget = self.job.get("task_budget")
+        if isinstance(budget, int) and Tasks.created >= budget:
+            reusable = False
+        self.channel.send({"t": "done", "rows": len(self.rows), "reusable": reusable})
+        self.channel.flush()
+
+    def fail_rest(self, status: str, error: str) -> None:
+        for row in self.rows[self.pos :]:
+            self.channel.send(row_fault(row["i"], status, error))
+        self.pos = len(self.rows)
+
+    def run_child(self) -> tuple[str, str] | None:
+        """Fork a child for the remaining rows; the fault that ended it early, if any."""
+        read_fd, write_fd = os.pipe()
+        out_read, out_write = os.pipe()
+        ooms_before = oom_kills()
+        stop = self.pos + 1 if self.pos < self.suspect_end else len(self.rows)
+        block = Block(stop - self.pos) if self.job.get("result_blocks") else None
+        pid = os.fork()
+        if pid:
+            Tasks.saw(pid, ours=True)
+        if pid == 0:  # the child: no way back to stdin or the result channel
+            code = 70
+            try:
+                drop_to_check_user()
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                os.close(read_fd)
+                os.close(out_read)
+                os.close(self.result_fd)
+                os.close(0)
+                self.gateway.close_in_child()
+                # Whatever the check writes to fd 1 or 2 reaches only the parent, which counts it.
+                os.dup2(out_write, 1)
+                os.dup2(out_write, 2)
+                os.close(out_write)
+                run_child(self.job, self.rows[self.pos : stop], write_fd, block)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write_fd)
+        os.close(out_write)
+        output = Reader(out_read)
+        try:
+            if block is None:
+                fault, finished = self.watch(Reader(read_fd), output, pid)
+            else:
+                fault, finished = self.watch_block(Reader(read_fd), output, pid, block)
+            if fault is not None or finished or self.retry:
+                self.retry = False
+                kill_child(pid)
+                return fault
+            death = os.waitpid(pid, 0)[1]
+            # Its last words (a fatal error's report) are in the pipe by now, read or not.
+            for _ in range(8):
+                if output.eof or not output.fill(0):
+                    break
+                self.keep_tail(output)  # kept for the message, not charged to the job
+        finally:
+            os.close(read_fd)
+            os.close(out_read)
+            if block is not None:
+                block.close()
+        status, error = describe_death(death, ooms_before)
+        fatal = [
+            line
+            for line in bytes(self.output_tail).decode(errors="replace").splitlines()
+            if line.startswith("Fatal Python error")
+        ]
+        return status, error + (f" ({fatal[-1]})" if fatal else "")
+
+    def count_output(self, output: Reader) -> bool:
+        """Take what the child wrote to fd 1/2; False once past the job's output cap."""
+        output.fill(0)
+        self.output_left -= len(output.buffer)
+        self.keep_tail(output)
+        return self.output_left >= 0
+
+    def keep_tail(self, output: Reader) -> None:
+        """Move what ``output`` read into the tail kept for crash messages."""
+        self.output_tail += output.buffer
+        del self.output_tail[:-OUTPUT_TAIL_BYTES]
+        output.buffer.clear()
+
+    def watch(
+        self, reader: Reader, output: Reader, pid: int
+    ) -> tuple[tuple[str, str] | None, bool]:
+        """Relay the child's records: (fault, whether it finished its work)."""
+        loaded = False
+        capped = False
+        step_started = time.monotonic()
+        called_model = False  # whether the row (or the load) in flight called the model
+        deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        while self.pos < len(self.rows) or not loaded:
+            raw = reader.line()
+            if raw is None:
+                if capped:
+                    error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
+                    return (contract.Status.OUTPUT_LIMIT.value, error), False
+                if reader.eof:
+                    return None, False
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return self.timeout(loaded, called_model), False
+                due = self.channel.due_in()
+                if due is not None and due <= 0:
+                    self.channel.flush()  # the oldest queued record has waited long enough
+                    due = None
+                watched = [reader.fd] if output.eof else [reader.fd, output.fd]
+                watched += self.gateway.fds()
+                if self.stdin is not None and not self.stdin.eof:
+                    watched.append(self.stdin.fd)
+                wait = remaining if due is None else min(remaining, due)
+                ready, _, _ = select.select(watched, [], [], wait)
+                if self.serve_gateway(ready) and self.gateway_allowance is not None:
+                    # Model calls count against the row, within the gateway's larger bound.
+                    deadline = max(deadline, step_started + self.gateway_allowance)
+                    called_model = True
+                if output.fd in ready and not self.count_output(output):
+                    # Past the cap: stop the check at once, then take the records it
+                    # finished before, so the row in flight is the one that gets the blame.
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    while not reader.eof and reader.fill(0):
+                        pass
+                    capped = True
+                elif reader.fd in ready:
+                    reader.fill(0)
+                continue
+            try:
+                if loaded:
+                    check_record(raw, self.rows[self.pos]["i"])
+                    self.channel.relay(raw)
+                    self.pos += 1
+                else:
+                    loaded = self.on_loaded(raw)
+                    if not loaded:
+                        return None, True
+            except ValueError as exc:
+                what = f"the check corrupted the harness's result records ({short(str(exc), 200)})"
+                return (contract.Status.CRASHED.value, what), False
+            step_started = time.monotonic()
+            called_model = False
+            deadline = step_started + self.row_allowance
+        return None, True
+
+    def watch_block(
+        self, reader: Reader, output: Reader, pid: int, block: Block
+    ) -> tuple[tuple[str, str] | None, bool]:
+        """Block mode's :meth:`watch`: the child's progress counter is the watchdog's clock,
+        finished rows travel as blocks; (fault, whether the child finished its work)."""
+        watch = BlockWatch(self, block, reader)
+        capped = False
+        was_loaded = False
+        now = last_flush = step_started = time.monotonic()
+        called_model = False
+        deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        gateway_ready: list[int] = []
+        while True:
+            try:
+                moved = watch.take()
+                if reader.eof and not watch.ended:  # the child is gone: its counter is final
+                    moved = watch.take() or moved
+            except ValueError as exc:
+                watch.flush(watch.seen)
+                if block.rows > 1:
+                    # Which of the rows since the last good look wrote it is unknown: they
+                    # run again one per child, and the one that does it alone is blamed.
+                    self.suspect_end = self.pos + max(
+                        1, min(block.count(), block.rows) - watch.seen
+                    )
+                    self.retry = True
+                    return None, False
+                what = f"the check corrupted the harness's result block ({short(str(exc), 200)})"
+                return (contract.Status.CRASHED.value, what), False
+            if watch.failed_load:
+                return None, True
+            now = time.monotonic()
+            if moved or (watch.loaded and not was_loaded):
+                was_loaded = True
+                step_started, called_model = now, False
+                deadline = step_started + self.row_allowance
+            if watch.ended or capped or reader.eof:
+                watch.flush(watch.seen, final=True)
+                if watch.ended:
+                    return None, True
+                if capped:
+                    error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
+                    return (contract.Status.OUTPUT_LIMIT.value, error), False
+                return None, False
+            if gateway_ready:
+                # Rows finished before a model request go first: the host charges the
+                # request to the row in flight.
+                watch.flush(watch.seen)
+                if self.serve_gateway(gateway_ready) and self.gateway_allowance is not None:
+                    deadline = max(deadline, step_started + self.gateway_allowance)
+                    called_model = True
+                gateway_ready = []
+            if watch.seen > watch.sent and now - last_flush >= BLOCK_FLUSH_SECONDS:
+                watch.flush(watch.seen)
+                last_flush = now
+            due = self.channel.due_in()
+            if due is not None and due <= 0:
+                self.channel.flush()  # what an earlier child left queued has waited enough
+                due = None
+            remaining = deadline - now
+            if remaining <= 0:
+                watch.flush(watch.seen)
+                return self.timeout(watch.loaded, called_model), False
+            watched = [reader.fd] if output.eof else [reader.fd, output.fd]
+            watched += self.gateway.fds()
+            if self.stdin is not None and not self.stdin.eof:
+                watched.append(self.stdin.fd)
+            wait = min(remaining, POLL_SECONDS) if due is None else min(remaining, due)
+            ready, _, _ = select.select(watched, [], [], wait)
+            gateway_ready = [
+                fd for fd in ready if self.gateway.owns(fd) or (self.stdin and fd == self.stdin.fd)
+            ]
+            if output.fd in ready and not self.count_output(output):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                capped = True
+
+    def timeout(self, loaded: bool, called_model: bool) -> tuple[str, str]:
+        """The fault of a child that passed its watchdog's deadline: loading, or a row."""
+        if called_model:
+            error = (
+                f"evaluate ran longer than {self.job['gateway_row_timeout_seconds']} s,"
+                " the bound of a row that calls the model (the operator's "
+                "SCOREBOX_GATEWAY_ROW_TIMEOUT_SECONDS)"
+            )
+        elif loaded:
+            error = f"evaluate ran longer than {self.job['row_timeout_seconds']} s"
+        else:
+            error = f"loading the check took longer than {self.load_seconds} s"
+        return contract.Status.TIMEOUT.value, error
+
+    def serve_gateway(self, ready: list[int]) -> bool:
+        """Relay model requests to the host and its replies back; whether one was sent."""
+        sent = False
+        for fd in ready:
+            if self.gateway.owns(fd):
+                for request in self.gateway.on_ready(fd):
+                    self.channel.send(request)
+                    sent = True
+        if sent:
+            self.channel.flush()
+        stdin = self.stdin
+        if stdin is not None and stdin.fd in ready:
+            stdin.fill(0)
+            released = []
+            while True:
+                try:
+                    reply = read_reply(stdin)
+                except ValueError:
+                    stdin.buffer.clear()  # the host broke its own framing: drop it
+                    break
+                if reply is None:
+                    break
+                # A whole frame was taken (a skipped one too): the next starts a frame.
+                released += self.gateway.answer(reply)
+            for request in released:  # requests held for a slot that a reply freed
+                self.channel.send(request)
+            if released:
+                self.channel.flush()
+                sent = True
+        return sent
+
+    def on_loaded(self, raw: bytes) -> bool:
+        """Handle the child's load record; False when the check failed to load."""
+        record = json.loads(raw)
+        if not isinstance(record, dict) or record.get("t") != "loaded":
+            raise ValueError("no load record")
+        if not record.get("ok"):
+            error = short(str(record.get("error") or "the check failed to load"))
+            if not self.loaded_sent:
+                self.channel.send({"t": "loaded", "ok": False, "error": error})
+                self.loaded_sent = True
+            self.fail_rest(contract.Status.ERROR.value, error)
+            return False
+        if not self.loaded_sent:
+            params = [p for p in record.get("parameters", []) if isinstance(p, str)]
+            loaded: dict[str, Any] = {"t": "loaded", "ok": True, "parameters": params[:16]}
+            fmt, entry = record.get("format"), record.get("entry")
+            if fmt in {f.value for f in formats.Format} and isinstance(entry, str):
+                loaded.update(format=fmt, entry=entry[:200])
+            self.channel.send(loaded)
+            self.loaded_sent = True
+        return True

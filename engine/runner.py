@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engine.rows import as_row
 from engine.sandbox.runner import (
     CodeCheck,
     Engine,
@@ -13,7 +14,6 @@ from engine.sandbox.runner import (
     run_check,
     run_checks,
 )
-from engine.sandbox.table import as_row
 
 __all__ = [
     "CodeCheck",

@@ -95,7 +95,12 @@ class Settings(BaseSettings):
         default=2, ge=1, le=32, description="Warm containers started at once when refilling."
     )
     max_parallel_jobs: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
-    job_max_rows: int = Field(default=500, ge=1, description="Rows per sandbox job.")
+    job_max_rows: int = Field(
+        default=500,
+        ge=1,
+        description="Rows per sandbox job, and per chunk of a run or a /v1/score request (a "
+        "chunk is one job; a run yields to other work between chunks).",
+    )
     table_job_max_rows: int = Field(
         default=5000,
         ge=1,
@@ -168,8 +173,12 @@ class Settings(BaseSettings):
     run_workers: int | None = Field(
         default=None, ge=1, description="Threads scoring run chunks; default: max_parallel_jobs."
     )
-    run_chunk_rows: int = Field(
-        default=500, ge=1, description="Rows per scheduled unit; a run yields between chunks."
+    run_chunk_rows: int | None = Field(
+        default=None,
+        ge=1,
+        description="Deprecated: a chunk is one sandbox job, of job_max_rows rows; set "
+        "SCOREBOX_JOB_MAX_ROWS instead. Still read: when set, it caps the chunk (the smaller "
+        "of the two), as it did before.",
     )
     storage_retry_seconds: float = Field(
         default=600.0,
@@ -391,6 +400,12 @@ class Settings(BaseSettings):
             if error is None:  # a keyword argument's mistake: the caller's bug, as it is
                 raise
             raise error from None
+
+    @property
+    def chunk_rows(self) -> int:
+        """Rows per chunk of a run or a ``/v1/score`` request, each chunk one sandbox job:
+        ``job_max_rows``, capped by the deprecated ``run_chunk_rows`` where it is set."""
+        return min(self.job_max_rows, self.run_chunk_rows or self.job_max_rows)
 
     @property
     def effective_database_url(self) -> str:

@@ -54,22 +54,22 @@ and keys with `scorebox tenant create NAME`). Errors are
 
 
 def _run_service(scoring: Scoring, store: SqlStore, db: SAEngine) -> RunService:
-    """Runs scored here, or, with a broker (``SCOREBOX_BROKER_URL``), queued for
+    """Runs scored here, or, with a broker (``SCOREBOX_BROKER_URL``), dispatched to
     ``scorebox worker`` hosts (this node then runs no sandbox work)."""
     settings = scoring.settings
-    if not settings.broker_url:
-        return RunService(settings, store, scoring.executors, scoring.metrics, scoring.builtins)
-    from engine.distributed.celery_app import create_celery  # noqa: PLC0415 (lazy: celery is the optional [distributed] extra)
-    from engine.distributed.service import DistributedRunService  # noqa: PLC0415 (lazy: celery/redis are the optional [distributed] extra)
+    dispatch = None  # the service's default: this process's threads
+    if settings.broker_url:
+        from engine.distributed.celery_app import create_celery  # noqa: PLC0415 (lazy: celery is the optional [distributed] extra)
+        from engine.distributed.celery_dispatch import CeleryDispatch  # noqa: PLC0415 (lazy: celery/redis are the optional [distributed] extra)
 
-    return DistributedRunService(
+        dispatch = CeleryDispatch(settings, store, scoring.metrics, create_celery(settings), db)
+    return RunService(
         settings,
         store,
         scoring.executors,
         scoring.metrics,
         scoring.builtins,
-        create_celery(settings),
-        db,
+        dispatch=dispatch,
     )
 
 

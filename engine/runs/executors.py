@@ -99,7 +99,12 @@ class CodeExecutor:
         *,
         on_block: BlockCallback | None = None,
     ) -> None:
-        """``on_block``: where the sandbox's result blocks go (else a RowResult a row)."""
+        """Score ``rows`` (one chunk) as one sandbox job under ``limits`` as they are.
+
+        The run service cut the chunk and lowered the limits (``Settings.chunk_rows``,
+        :func:`~engine.runs.scoring.effective_limits`): neither is done again here.
+        ``on_block``: where the sandbox's result blocks go (else a RowResult a row).
+        """
         version = check.check
         if version is None or version.source is None:
             raise InvalidRequestError(f"check {check.name!r} has no source")
@@ -118,7 +123,7 @@ class CodeExecutor:
             # and chunk of it) under the batch's.
             session = self.gateway.session(labels.get("scorebox.tenant", ""), quota_key(labels))
         with gateway_session(session):
-            self.runners.get().run_batch(code, rows, limits, labels, on_result, on_block)
+            self.runners.get().run_job(code, rows, limits, labels, on_result, on_block)
 
 
 class BuiltinExecutor:

@@ -1,41 +1,35 @@
-"""Durable runs and synchronous scoring on a fair worker pool.
+"""Durable runs and synchronous scoring: the policy, with the work dispatched through a seam.
 
-A run's rows and results live in the database. Workers take chunks of rows of
-one (run, check) from the :class:`~engine.runs.scheduler.FairScheduler`, score
-them through the check's executor and write results as they stream in, with
-insert-or-ignore on (run, check, row): a crash never duplicates a result, and
-on start-up every queued or running run is re-enqueued with only the rows
-that lack a result.
-
-The database going away (a restart, a full disk) is not the run's fault: a chunk
-whose reads or writes fail with :class:`StorageError` is queued again after a
-backoff (capped at ``STORAGE_BACKOFF_MAX_SECONDS``) and re-reads which rows still lack
-a result, for as long as ``settings.storage_retry_seconds``; only then does the run
-fail (and if even that cannot be written, it stays active and resumes on restart).
+:class:`RunService` decides what a run or a ``/v1/score`` request is: the checks it
+names (resolved once), the tenant's quotas, each check's limits (lowered once, here),
+the chunks its rows are cut into (once, here: a chunk is one sandbox job of
+``Settings.chunk_rows`` rows) and when a run is complete. Where the chunks are scored
+is its :class:`~engine.runs.dispatch.Dispatch`'s business: this process's threads
+(:class:`~engine.runs.local.LocalDispatch`, the default) or ``scorebox worker`` hosts
+(:class:`~engine.distributed.celery_dispatch.CeleryDispatch`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
-import secrets
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck, resolve, unsaved_code_check
 from engine.contract import OutputType
 from engine.environments.spec import PackageRules
-from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError, StorageError
-from engine.models import IndexedRow, Limits, Row, RowResult
+from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
+from engine.models import Limits, Row, RowResult
+from engine.rows import as_rows
+from engine.runs.dispatch import Dispatch, RunIncomplete, RunPlan, ScoreBatch
 from engine.runs.executors import Executors
+from engine.runs.local import LocalDispatch
 from engine.runs.metrics import Metrics
-from engine.runs.scheduler import FairScheduler, WorkItem
 from engine.runs.scoring import Ref, ScoreOutcome, chunked, effective_limits, outcome
 from engine.runs.summary import (
     CheckSummary,
@@ -44,14 +38,7 @@ from engine.runs.summary import (
     run_summary,
     store_summary,
 )
-from engine.runs.work import (
-    ChunkSpec,
-    ChunkStopped,
-    execute_chunk,
-    resolve_run_check,
-    score_batch,
-)
-from engine.sandbox.runner import as_rows
+from engine.runs.work import ChunkSpec, resolve_run_check
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store, new_id, utcnow
 from engine.tenancy.auth import Principal
@@ -69,27 +56,9 @@ log = logging.getLogger("scorebox.runs")
 
 __all__ = ["Ref", "RunService", "ScoreOutcome", "chunked", "effective_limits"]
 
-#: The longest wait between two tries of a chunk while the database is unavailable.
-STORAGE_BACKOFF_MAX_SECONDS = 5.0
-
-
-@dataclass
-class _RunState:
-    run: Run
-    resolved: list[ResolvedCheck]
-    limits: list[Limits]
-    pending: int = 0
-    started: bool = False
-    stopped: bool = False  # cancelled or failed: remaining chunks are skipped
-    retried: bool = False
-    #: when the database first failed this run with no write succeeding since (monotonic)
-    storage_down_since: float | None = None
-    storage_failures: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
 
 class RunService:
-    """Submits, executes, resumes and reports runs; scores small batches synchronously."""
+    """Submits, resumes, completes and reports runs; scores small batches synchronously."""
 
     def __init__(
         self,
@@ -98,68 +67,50 @@ class RunService:
         executors: Executors,
         metrics: Metrics,
         builtins: Builtins,
+        *,
+        dispatch: Dispatch | None = None,
     ) -> None:
+        """``dispatch``: where the work runs (default: this process's threads)."""
         self.settings = settings
         self.store = store
         self.executors = executors
         self.metrics = metrics
         self.builtins = builtins
-        self.scheduler = FairScheduler(self._concurrency)
-        self._states: dict[str, _RunState] = {}
-        self._states_lock = threading.Lock()
+        self.dispatch: Dispatch = (
+            dispatch if dispatch is not None else LocalDispatch(settings, store, executors, metrics)
+        )
+        self.dispatch.attach(self)
         self._quota_cache: dict[str, tuple[float, Quotas]] = {}
-        self._workers: list[threading.Thread] = []
-        self._stopping = threading.Event()
         self._admitted: Counter[str] = Counter()  # synchronous requests per tenant
         self._admitted_lock = threading.Lock()
+        if settings.run_chunk_rows is not None:
+            log.warning(
+                "SCOREBOX_RUN_CHUNK_ROWS is deprecated: a chunk is one sandbox job, of "
+                "SCOREBOX_JOB_MAX_ROWS rows (chunks now have %d rows); set that instead",
+                settings.chunk_rows,
+            )
 
     # ---- lifecycle --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the workers and resume every queued or running run."""
-        count = self.settings.run_workers or self.settings.max_parallel_jobs
-        for n in range(count):
-            thread = threading.Thread(target=self._work, name=f"scorebox-worker-{n}", daemon=True)
-            thread.start()
-            self._workers.append(thread)
-        for run in self.store.active_runs():
-            try:
-                self._enqueue(run, resume=True)
-            except ScoreboxError as exc:
-                log.error("run %s cannot resume: %s", run.id, exc)
-                self._finish(run.id, RunStatus.FAILED, f"cannot resume: {exc}")
+        """Start taking work (embedded: resume every queued or running run)."""
+        self.dispatch.start()
 
     def stop(self) -> None:
         """Stop taking work; chunks in flight finish (unfinished rows resume on restart)."""
-        self._stopping.set()
-        self.scheduler.close()
-        for thread in self._workers:
-            thread.join(timeout=60)
-        self._workers.clear()
-
-    def _work(self) -> None:
-        while not self._stopping.is_set():
-            item = self.scheduler.take(timeout=0.5)
-            if item is None:
-                continue
-            try:
-                item.fn()
-            except BaseException as exc:  # recorded on the item; the worker lives on
-                item.error = exc
-            finally:
-                self.scheduler.finish(item)
+        self.dispatch.stop()
 
     def queue_depth(self) -> int:
         """Work waiting for a worker (the ``scorebox_queue_depth`` gauge)."""
-        return self.scheduler.depth()
+        return self.dispatch.queue_depth()
 
     def jobs_in_flight(self) -> int:
         """Work being scored (the ``scorebox_jobs_in_flight`` gauge)."""
-        return self.scheduler.inflight()
+        return self.dispatch.jobs_in_flight()
 
     def workers(self) -> dict[str, dict[str, Any]] | None:
         """The ``scorebox worker`` processes the broker sees; None: embedded, work runs here."""
-        return None
+        return self.dispatch.workers()
 
     # ---- quotas -----------------------------------------------------------------------
 
@@ -169,6 +120,7 @@ class RunService:
         return PackageRules.of(self.settings.packages_allow, self.settings.packages_deny)
 
     def quotas(self, tenant_id: str) -> Quotas:
+        """The tenant's effective quotas (read again after a few seconds)."""
         cached = self._quota_cache.get(tenant_id)
         if cached is not None and time.monotonic() - cached[0] < 5:
             return cached[1]
@@ -176,15 +128,17 @@ class RunService:
         self._quota_cache[tenant_id] = (time.monotonic(), quotas)
         return quotas
 
-    def _concurrency(self, tenant_id: str) -> int:
+    def concurrency(self, tenant_id: str) -> int:
+        """How many chunks of the tenant may be scored at once (its ``concurrent_jobs``)."""
         try:
             return self.quotas(tenant_id).concurrent_jobs
         except ScoreboxError:
             return self.settings.quota_concurrent_jobs
 
-    # ---- resolution -------------------------------------------------------------------
+    # ---- resolution and limits --------------------------------------------------------
 
     def resolve_checks(self, principal: Principal, refs: Sequence[Ref]) -> list[ResolvedCheck]:
+        """The checks ``refs`` name, as the tenant sees them."""
         if not refs:
             raise InvalidRequestError("name at least one check")
         return [resolve(self.store, principal.tenant_id, ref, self.builtins) for ref in refs]
@@ -196,6 +150,7 @@ class RunService:
         ]
 
     def _limits_for(self, check: ResolvedCheck, request: Mapping[str, Any] | None) -> Limits:
+        """The one lowering: the configured limits, by the check's own, by the request's."""
         own = check.check.limits if check.check is not None else None
         return effective_limits(self.settings, own, request)
 
@@ -241,179 +196,60 @@ class RunService:
             # nodes cannot all pass the check above
             admit=lambda active: check_queued(quotas, active),
         )
-        self._enqueue(run, resolved=resolved)
+        self.dispatch.submit_run(self._plan(run, resolved, resume=False))
         return run
 
-    def _enqueue(
-        self, run: Run, resume: bool = False, resolved: list[ResolvedCheck] | None = None
-    ) -> None:
-        resolved = resolved or self._reresolve(run)
-        state = _RunState(run, resolved, [self._limits_for(c, run.limits) for c in resolved])
-        size = self.settings.run_chunk_rows
-        work: list[tuple[int, list[int]]] = []
-        per_check: list[list[list[int]]] = []
-        for check_index in range(len(resolved)):
-            indices = (
-                self.store.missing_rows(run.id, check_index)
-                if resume
-                else list(range(run.row_count))
-            )
-            per_check.append(chunked(indices, size))
-        # interleave checks so a run's progress covers every check
-        for position in range(max((len(c) for c in per_check), default=0)):
-            for check_index, chunks in enumerate(per_check):
+    def plan(self, run: Run, *, resume: bool = False) -> RunPlan:
+        """A stored run's checks, limits and chunks (``resume``: rows without a result only)."""
+        return self._plan(run, self._reresolve(run), resume=resume)
+
+    def _plan(self, run: Run, resolved: list[ResolvedCheck], *, resume: bool) -> RunPlan:
+        limits = [self._limits_for(c, run.limits) for c in resolved]
+        rows = [
+            (ci, self.store.missing_rows(run.id, ci) if resume else range(run.row_count))
+            for ci in range(len(resolved))
+        ]
+        return RunPlan(run, resolved, limits, self._chunks(run, limits, rows))
+
+    def _chunks(
+        self, run: Run, limits: Sequence[Limits], rows: Sequence[tuple[int, Sequence[int]]]
+    ) -> list[ChunkSpec]:
+        """The one chunking of a run: ``Settings.chunk_rows`` rows of one check a chunk,
+        the checks interleaved so that a run's progress covers every check."""
+        per_check = [(ci, chunked(indices, self.settings.chunk_rows)) for ci, indices in rows]
+        out: list[ChunkSpec] = []
+        for position in range(max((len(c) for _, c in per_check), default=0)):
+            for ci, chunks in per_check:
                 if position < len(chunks):
-                    work.append((check_index, chunks[position]))
-        with self._states_lock:
-            self._states[run.id] = state
-        if not work:
-            self._complete(state)
-            return
-        state.pending = len(work)
-        for check_index, indices in work:
-            self.scheduler.submit(self._chunk_item(state, check_index, indices))
+                    spec = ChunkSpec(
+                        run.tenant_id,
+                        run.id,
+                        ci,
+                        run.checks[ci],
+                        tuple(chunks[position]),
+                        limits[ci],
+                    )
+                    out.append(spec)
+        return out
 
-    def _chunk_item(self, state: _RunState, check_index: int, indices: list[int]) -> WorkItem:
-        """The queued unit: a :class:`ChunkSpec`, the plain data a Celery task carries too.
-
-        Built when the chunk is queued, as the distributed dispatcher builds its
-        message; the worker thread hands it to :func:`execute_chunk`, as
-        ``scorebox worker`` does.
-        """
-        run = state.run
-        spec = ChunkSpec(
-            run.tenant_id,
-            run.id,
-            check_index,
-            run.checks[check_index],
-            tuple(indices),
-            state.limits[check_index],
-        )
-        return WorkItem(run.tenant_id, run.id, fn=functools.partial(self._run_chunk, state, spec))
-
-    def _run_chunk(self, state: _RunState, spec: ChunkSpec) -> None:
-        run = state.run
-        try:
-            if state.stopped:
-                return
-            with state.lock:
-                first = not state.started
-                state.started = True
-            if first:
-                try:
-                    self.store.set_run_status(run.id, RunStatus.RUNNING)
-                except StorageError:
-                    with state.lock:
-                        state.started = False  # the retry marks it running
-                    raise
-            check = state.resolved[spec.check_index]
-            outcome = execute_chunk(
-                self.store, self.executors, self.metrics, spec, check, lambda: state.stopped
-            )
-            if outcome.usage:
-                with state.lock:
-                    self.store.add_run_usage(run.id, outcome.usage)
-            with state.lock:
-                state.storage_down_since = None
-                state.storage_failures = 0
-        except ChunkStopped:
-            pass
-        except StorageError as exc:
-            if not self._retry_later(state, exc, lambda: self._resubmit(state, spec)):
-                self._fail(state, f"the database stayed unavailable: {exc}")
-        except ScoreboxError as exc:
-            self._fail(state, str(exc))
-        except Exception as exc:
-            log.exception("run %s: chunk failed", run.id)
-            self._fail(state, f"internal error: {exc.__class__.__name__}: {exc}")
-        finally:
-            with state.lock:
-                state.pending -= 1
-                done = state.pending == 0
-            if done and not state.stopped:
-                self._complete_or_retry(state)
-
-    def _resubmit(self, state: _RunState, spec: ChunkSpec) -> None:
-        self.scheduler.submit(self._chunk_item(state, spec.check_index, list(spec.rows)))
-
-    def _retry_later(self, state: _RunState, exc: StorageError, again: Callable[[], None]) -> bool:
-        """Call ``again`` after a backoff while the database has been failing this run for
-        less than ``settings.storage_retry_seconds``; False once it has been longer."""
-        now = time.monotonic()
-        with state.lock:
-            if state.stopped or self._stopping.is_set():
-                return True  # nothing to retry: cancelled, failed or shutting down
-            if state.storage_down_since is None:
-                state.storage_down_since = now
-            if now - state.storage_down_since > self.settings.storage_retry_seconds:
-                return False
-            state.storage_failures += 1
-            delay = min(STORAGE_BACKOFF_MAX_SECONDS, 0.25 * 2 ** min(state.storage_failures, 8))
-            state.pending += 1  # the retry is still to come: the run is not complete
-        log.warning(
-            "run %s: database unavailable (%s): retrying in %.1f s", state.run.id, exc, delay
-        )
-
-        def retry() -> None:
-            try:
-                if self._stopping.is_set():
-                    return
-                again()
-            except Exception:  # the scheduler closed meanwhile: the run resumes on restart
-                log.exception("run %s: could not queue a retry", state.run.id)
-
-        timer = threading.Timer(delay, retry)
-        timer.daemon = True
-        timer.start()
-        return True
-
-    def _complete_or_retry(self, state: _RunState) -> None:
-        try:
-            self._complete(state)
-        except StorageError as exc:
-
-            def again() -> None:
-                with state.lock:
-                    state.pending -= 1
-                self._complete_or_retry(state)
-
-            if not self._retry_later(state, exc, again):
-                log.error(
-                    "run %s: cannot complete, the database is unavailable: %s", state.run.id, exc
-                )
-
-    def _complete(self, state: _RunState) -> None:
-        run = state.run
-        missing = [(ci, self.store.missing_rows(run.id, ci)) for ci in range(len(state.resolved))]
+    def settle(self, plan: RunPlan, *, retried: bool) -> list[ChunkSpec]:
+        """Every chunk of the run has run: finish it if every row has its results; else the
+        chunks of the rows without one, once (``retried``: raise :class:`RunIncomplete`)."""
+        run = plan.run
+        missing = [(ci, self.store.missing_rows(run.id, ci)) for ci in range(len(plan.resolved))]
         missing = [(ci, rows) for ci, rows in missing if rows]
         if not missing:
-            self._finish(run.id, RunStatus.SUCCEEDED)
-            return
-        if state.retried:
+            self.finish(run.id, RunStatus.SUCCEEDED)
+            return []
+        if retried:
             total = sum(len(rows) for _, rows in missing)
-            self._fail(state, f"{total} results are missing after a retry")
-            return
-        state.retried = True
-        work = [
-            (ci, c) for ci, rows in missing for c in chunked(rows, self.settings.run_chunk_rows)
-        ]
-        state.pending = len(work)
-        for ci, indices in work:
-            self.scheduler.submit(self._chunk_item(state, ci, indices))
+            raise RunIncomplete(f"{total} results are missing after a retry")
+        return self._chunks(run, plan.limits, missing)
 
-    def _fail(self, state: _RunState, error: str) -> None:
-        with state.lock:
-            if state.stopped:
-                return
-            state.stopped = True
-        self.scheduler.drop_group(state.run.tenant_id, state.run.id)
-        self._finish(state.run.id, RunStatus.FAILED, error)
-
-    def _finish(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
+    def finish(self, run_id: str, status: RunStatus, error: str | None = None) -> None:
+        """Store the run's final status, count it, and keep its summary (unless cancelled)."""
         run = self.store.set_run_status(run_id, status, error)
         self.metrics.runs.labels(status.value).inc()
-        with self._states_lock:
-            self._states.pop(run_id, None)
         if status is not RunStatus.CANCELLED:  # a cancel's chunks in flight still write
             store_summary(self.store, run)
 
@@ -422,13 +258,8 @@ class RunService:
         run = self.store.get_run(principal.tenant_id, run_id)
         if not run.status.active:
             return run
-        with self._states_lock:
-            state = self._states.get(run_id)
-        if state is not None:
-            with state.lock:
-                state.stopped = True
-            self.scheduler.drop_group(run.tenant_id, run.id)
-        self._finish(run.id, RunStatus.CANCELLED)
+        self.finish(run.id, RunStatus.CANCELLED)
+        self.dispatch.cancel_run(run)
         return self.store.get_run(principal.tenant_id, run_id)
 
     def get_run(self, principal: Principal, run_id: str) -> tuple[Run, int, list[CheckSummary]]:
@@ -496,43 +327,18 @@ class RunService:
         started_at: float | None = None,
     ) -> ScoreOutcome:
         """Score resolved checks now, like :meth:`score` (the tenant's concurrency, metrics)."""
-        started_at = time.monotonic() if started_at is None else started_at
-        resolved = list(resolved)
-        row_list = list(row_list)
-        results: list[list[RowResult | None]] = [[None] * len(row_list) for _ in resolved]
-        group = f"score:{secrets.token_hex(6)}"
-        # The batch's label keys its one gateway quota: every check and chunk share it.
-        labels = {"scorebox.tenant": principal.tenant_id, "scorebox.batch": group}
-        indexed = list(enumerate(row_list))
-        size = self.settings.run_chunk_rows
-        items: list[WorkItem] = []
-        for ci, check in enumerate(resolved):
-            check_limits = self._limits_for(check, limits)
-            for start in range(0, len(indexed), size):
-                chunk = indexed[start : start + size]
-                fn = self._score_fn(check, ci, chunk, check_limits, labels, results)
-                items.append(WorkItem(principal.tenant_id, group, interactive=True, fn=fn))
-        for item in items:
-            self.scheduler.submit(item)
-        deadline = started_at + self.settings.score_wait_seconds
-        if not any(item.started.wait(max(0.0, deadline - time.monotonic())) for item in items[:1]):
-            withdrawn = [self.scheduler.withdraw(item) for item in items]
-            if all(withdrawn):
-                raise QuotaExceededError(
-                    "no sandbox slot freed up for this tenant within "
-                    f"{self.settings.score_wait_seconds:g}s (quota: "
-                    f"{self.quotas(principal.tenant_id).concurrent_jobs} concurrent jobs): "
-                    "retry later",
-                    retry_after_seconds=max(1, int(self.settings.score_wait_seconds)),
-                )
-            for item, gone in zip(items, withdrawn, strict=True):
-                if gone:
-                    self.scheduler.submit(item)
-        for item in items:
-            item.finished.wait()
-            if item.error is not None:
-                raise item.error
-        return self._score_outcome(resolved, row_list, results, started_at)
+        batch = ScoreBatch(
+            tenant_id=principal.tenant_id,
+            checks=list(resolved),
+            limits=[self._limits_for(c, limits) for c in resolved],
+            rows=list(row_list),
+            chunk_rows=self.settings.chunk_rows,
+            started_at=time.monotonic() if started_at is None else started_at,
+        )
+        results = self.dispatch.score(batch)
+        answer = outcome(batch.checks, batch.rows, results)
+        self.metrics.score_seconds.observe(time.monotonic() - batch.started_at)
+        return answer
 
     def code_runner(
         self, principal: Principal, limits: Mapping[str, Any] | None = None
@@ -572,31 +378,3 @@ class RunService:
         check_score_evaluations(self.settings, quotas, len(row_list), len(resolved))
         effective_limits(self.settings, limits)
         return resolved, row_list
-
-    def _score_outcome(
-        self,
-        resolved: list[ResolvedCheck],
-        row_list: list[Row],
-        results: Sequence[Sequence[RowResult | None]],
-        started_at: float,
-    ) -> ScoreOutcome:
-        """The outcome of a request (see :func:`~engine.runs.scoring.outcome`), metered."""
-        answer = outcome(resolved, row_list, results)
-        self.metrics.score_seconds.observe(time.monotonic() - started_at)
-        return answer
-
-    def _score_fn(
-        self,
-        check: ResolvedCheck,
-        ci: int,
-        chunk: list[IndexedRow],
-        limits: Limits,
-        labels: Mapping[str, str],
-        results: list[list[RowResult | None]],
-    ) -> Callable[[], None]:
-        def deliver(index: int, result: RowResult) -> None:
-            results[ci][index] = result
-
-        return functools.partial(
-            score_batch, self.executors, self.metrics, check, chunk, limits, labels, deliver
-        )

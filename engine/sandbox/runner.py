@@ -25,10 +25,11 @@ from engine.contract.formats import SELF_SKIPPING
 from engine.errors import InvalidRequestError, SandboxError
 from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
+from engine.rows import as_row, as_rows, row_chunks
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock, duration_fault
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
-from engine.sandbox.table import ScoreTable, TablePart, as_row, assemble, row_chunks
+from engine.sandbox.table import ScoreTable, TablePart, assemble
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -67,11 +68,6 @@ class CodeCheck:
     #: The check version's configuration (promptfoo's ``context["config"]``, the keyword
     #: parameters of reward-kit and Braintrust scorers); None: none.
     config: Mapping[str, Any] | None = field(default=None, hash=False)
-
-
-def as_rows(rows: Iterable[Row | Mapping[str, Any]]) -> list[Row]:
-    """Rows from dicts or :class:`Row` values; a bad row raises InvalidRequestError naming it."""
-    return [as_row(index, row) for index, row in enumerate(rows)]
 
 
 @dataclass

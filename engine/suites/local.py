@@ -59,9 +59,10 @@ def run_local(
     from engine.environments.spec import PackageRules  # noqa: PLC0415 (lazy)
     from engine.errors import InvalidRequestError  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.gateway.service import gateway_session  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.rows import as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.summary import summarize  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.runs.wiring import build_scoring  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
-    from engine.sandbox.runner import CodeCheck, as_rows  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.sandbox.runner import CodeCheck  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.settings import Settings  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
     from engine.validation import validate  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 

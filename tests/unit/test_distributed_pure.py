@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.distributed.celery_dispatch import _error
 from engine.distributed.ledger import fair_order, plan_chunks
 from engine.distributed.preflight import check_config, masked_url
-from engine.distributed.service import _error
 from engine.errors import ConfigurationError, LLMRateLimitError, QuotaExceededError, SandboxError
 from engine.models import Limits
 from engine.runs.work import ChunkSpec, from_ranges, to_ranges

@@ -10,8 +10,8 @@ from engine.errors import InvalidRequestError
 from engine.models import Row
 from engine.okareo import translate
 from engine.okareo.store import ScenarioPoint
+from engine.rows import as_row
 from engine.sandbox.protocol import Job
-from engine.sandbox.table import as_row
 from engine.suites.data import read_rows
 
 FIELDS = {

@@ -1,22 +1,22 @@
-"""The API node's run service in distributed mode: it stores and queues, workers score.
+"""Distributed mode's dispatch: an API node stores and queues, ``scorebox worker`` hosts score.
 
-Submitting a run stores it and its chunk ledger in PostgreSQL (durable from
-the 202 on), then feeds the broker fairly. Every API node runs the same
-dispatch loop: it plans runs whose node died before planning them, re-queues
-chunks whose lease expired and tops each tenant up to ``concurrent_jobs``
-chunks in flight. ``/v1/score`` goes to the high-priority queue and waits for
-the worker's reply on Redis.
+A run's chunks go to the chunk ledger in PostgreSQL (durable from the 202 on), and
+the ledger feeds the broker fairly. Every API node runs the same dispatch loop: it
+plans runs whose node died before planning them, re-queues chunks whose lease
+expired and tops each tenant up to ``concurrent_jobs`` chunks in flight. Workers
+finish runs (:meth:`engine.distributed.worker.WorkerRuntime.run_chunk`).
+``/v1/score`` goes to the high-priority queue and waits for the worker's reply on
+Redis.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from engine import errors
-from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
 from engine.distributed.celery_app import (
     CHUNK_TASK,
@@ -31,14 +31,11 @@ from engine.distributed.ledger import ChunkLedger
 from engine.distributed.preflight import masked_url
 from engine.distributed.replies import Replies, new_reply_key
 from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
-from engine.models import Row, RowResult
-from engine.runs.executors import Executors
+from engine.models import RowResult
+from engine.runs.dispatch import BatchResults, RunHooks, RunPlan, ScoreBatch
 from engine.runs.metrics import ClusterView, Metrics
-from engine.runs.scoring import ScoreOutcome
-from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store
-from engine.tenancy.auth import Principal
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -85,24 +82,26 @@ def _unsaved_source(check: ResolvedCheck) -> str | None:
     return None
 
 
-class DistributedRunService(RunService):
-    """:class:`RunService` whose work runs on ``scorebox worker`` hosts through Celery."""
+class CeleryDispatch:
+    """A :class:`~engine.runs.dispatch.Dispatch` onto ``scorebox worker`` hosts (no sandbox
+    work on this node)."""
 
     def __init__(
         self,
         settings: Settings,
         store: Store,
-        executors: Executors,
         metrics: Metrics,
-        builtins: Builtins,
         celery: Celery,
         db: SAEngine,
     ) -> None:
         """``db``: the engine ``store`` is on, where the chunk ledger's table is."""
-        super().__init__(settings, store, executors, metrics, builtins)
+        self.settings = settings
+        self.store = store
+        self.metrics = metrics
         self.celery = celery
         self.ledger = ChunkLedger(db)
         self.replies = Replies(settings.broker_url or "")
+        self._hooks: RunHooks | None = None
         quotas = QuotaCache(settings, store)
         self.dispatcher = Dispatcher(
             settings,
@@ -114,10 +113,19 @@ class DistributedRunService(RunService):
             on_requeued=lambda reason, n: metrics.chunks_requeued.labels(reason).inc(n),
         )
 
+    @property
+    def hooks(self) -> RunHooks:
+        if self._hooks is None:
+            raise RuntimeError("CeleryDispatch used before a RunService attached it")
+        return self._hooks
+
+    def attach(self, hooks: RunHooks) -> None:
+        self._hooks = hooks
+
     # ---- lifecycle ----------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the dispatch loop (no sandbox workers here)."""
+        """Start the dispatch loop (no sandbox work here; the ledger holds active runs)."""
         self.metrics.watch_cluster(self.cluster_view)
         self.dispatcher.start()
         self.dispatcher.nudge()
@@ -163,12 +171,10 @@ class DistributedRunService(RunService):
 
     # ---- runs ---------------------------------------------------------------------------
 
-    def _enqueue(
-        self, run: Run, resume: bool = False, resolved: list[ResolvedCheck] | None = None
-    ) -> None:
-        resolved = resolved or self._reresolve(run)
-        limits = [self._limits_for(c, run.limits) for c in resolved]
-        self.ledger.plan(run, limits, self.settings.run_chunk_rows)
+    def submit_run(self, plan: RunPlan) -> None:
+        """The run's chunks into the ledger (each a row range; a worker scores the rows of
+        its range still without a result), then a dispatch pass."""
+        self.ledger.plan(plan.run, plan.limits, self.settings.chunk_rows)
         self.dispatcher.nudge()
 
     def _before_pass(self) -> None:
@@ -203,72 +209,49 @@ class DistributedRunService(RunService):
         for tenant_id, run_id in self.ledger.unplanned_runs(ORPHAN_AFTER_SECONDS):
             run = self.store.get_run(tenant_id, run_id)
             try:
-                self._enqueue(run)
+                self.submit_run(self.hooks.plan(run))
                 log.info("planned run %s (its API node stopped before queueing it)", run_id)
             except ScoreboxError as exc:
-                self._finish(run_id, RunStatus.FAILED, f"cannot queue: {exc}")
+                self.hooks.finish(run_id, RunStatus.FAILED, f"cannot queue: {exc}")
 
     def _poisoned(self, run_id: str, error: str) -> None:
-        self._finish(run_id, RunStatus.FAILED, error)
+        self.hooks.finish(run_id, RunStatus.FAILED, error)
 
-    def cancel(self, principal: Principal, run_id: str) -> Run:
-        """Cancel: queued chunks are dropped, running ones stop at their next write."""
-        run = self.store.get_run(principal.tenant_id, run_id)
-        if not run.status.active:
-            return run
-        self._finish(run.id, RunStatus.CANCELLED)
+    def cancel_run(self, run: Run) -> None:
+        """Queued chunks are dropped; running ones stop at their next write."""
         self.ledger.drop_run(run.id)
         self.dispatcher.nudge()
-        return self.store.get_run(principal.tenant_id, run_id)
 
     # ---- /v1/score ----------------------------------------------------------------------
 
-    def score_resolved(
-        self,
-        principal: Principal,
-        resolved: Sequence[ResolvedCheck],
-        row_list: Sequence[Row],
-        limits: Mapping[str, Any] | None = None,
-        *,
-        started_at: float | None = None,
-    ) -> ScoreOutcome:
-        """Score a small batch on a worker through the high-priority queue.
+    def score(self, batch: ScoreBatch) -> BatchResults:
+        """Score a batch on a worker through the high-priority queue.
 
-        ``/v1/score`` and the generator's self-tests (unsaved code, via
-        :meth:`code_runner`) both come here: an API node runs no sandbox work.
-        Each tenant has at most ``concurrent_jobs`` requests in flight across all
-        API nodes; past that a request waits up to ``score_wait_seconds``, then 429.
+        ``/v1/score`` and the generator's self-tests (unsaved code) both come here: an
+        API node runs no sandbox work. Each tenant has at most ``concurrent_jobs``
+        requests in flight across all API nodes; past that a request waits up to
+        ``score_wait_seconds``, then 429.
         """
-        started_at = time.monotonic() if started_at is None else started_at
         outcome = "error"
         try:
-            answer = self._score_in_slot(
-                principal, list(resolved), list(row_list), limits, started_at
-            )
+            results = self._score_in_slot(batch)
             outcome = "ok"
-            return answer
+            return results
         except _Refused as refused:
             outcome = refused.outcome
             raise refused.error from refused.__cause__
         finally:
             self.metrics.score_requests.labels(outcome).inc()
-            if outcome != "ok":  # a success is observed with its results (_score_outcome)
-                self.metrics.score_seconds.observe(time.monotonic() - started_at)
+            if outcome != "ok":  # a success is observed with its results, by the service
+                self.metrics.score_seconds.observe(time.monotonic() - batch.started_at)
 
-    def _score_in_slot(
-        self,
-        principal: Principal,
-        resolved: list[ResolvedCheck],
-        row_list: list[Row],
-        limits: Mapping[str, Any] | None,
-        started_at: float,
-    ) -> ScoreOutcome:
+    def _score_in_slot(self, batch: ScoreBatch) -> BatchResults:
         reply = new_reply_key()
         wait = self.settings.score_wait_seconds
-        timeout = self._score_timeout(len(row_list), len(resolved))
-        quota = self.quotas(principal.tenant_id).concurrent_jobs
+        timeout = self._score_timeout(batch)
+        quota = self.hooks.quotas(batch.tenant_id).concurrent_jobs
         try:
-            taken = self.replies.take_slot(principal.tenant_id, reply, quota, wait + timeout, wait)
+            taken = self.replies.take_slot(batch.tenant_id, reply, quota, wait + timeout, wait)
         except SandboxError as exc:
             raise _Refused(BROKER_UNREACHABLE, exc) from exc
         if not taken:
@@ -281,35 +264,27 @@ class DistributedRunService(RunService):
                 ),
             )
         try:
-            return self._score_remote(principal, resolved, row_list, limits, reply, started_at)
+            return self._score_remote(batch, reply)
         finally:
             try:
-                self.replies.free_slot(principal.tenant_id, reply)
+                self.replies.free_slot(batch.tenant_id, reply)
             except SandboxError as exc:  # the slot expires on its own
                 log.warning("could not free a /v1/score slot: %s", exc)
 
-    def _score_remote(
-        self,
-        principal: Principal,
-        resolved: list[ResolvedCheck],
-        row_list: list[Row],
-        limits: Mapping[str, Any] | None,
-        reply: str,
-        started_at: float,
-    ) -> ScoreOutcome:
-        wait = max(0.1, self.settings.score_wait_seconds - (time.monotonic() - started_at))
+    def _score_remote(self, batch: ScoreBatch, reply: str) -> BatchResults:
+        wait = max(0.1, self.settings.score_wait_seconds - (time.monotonic() - batch.started_at))
         message = {
-            "tenant_id": principal.tenant_id,
-            "checks": [c.to_run_check().to_json() for c in resolved],
+            "tenant_id": batch.tenant_id,
+            "checks": [c.to_run_check().to_json() for c in batch.checks],
             # unsaved code (the generator's attempts) has no stored version to load
-            "sources": [_unsaved_source(c) for c in resolved],
-            "limits": [self._limits_for(c, limits).model_dump(mode="json") for c in resolved],
-            "rows": [r.model_dump(mode="json") for r in row_list],
-            "chunk_rows": self.settings.run_chunk_rows,
+            "sources": [_unsaved_source(c) for c in batch.checks],
+            "limits": [limits.model_dump(mode="json") for limits in batch.limits],
+            "rows": [r.model_dump(mode="json") for r in batch.rows],
+            "chunk_rows": batch.chunk_rows,
             "reply": reply,
         }
         try:
-            queue = queue_of(SCORE_QUEUE, self.quotas(principal.tenant_id).runsc_only > 0)
+            queue = queue_of(SCORE_QUEUE, self.hooks.quotas(batch.tenant_id).runsc_only > 0)
             send(self.celery, SCORE_TASK, queue, message, expires=wait)
         except Exception as exc:  # kombu's connection errors: the broker is down
             raise _Refused(
@@ -334,19 +309,19 @@ class DistributedRunService(RunService):
                     retry_after_seconds=max(1, int(self.settings.score_wait_seconds)),
                 ),
             )
-        record = self.replies.wait(reply, self._score_timeout(len(row_list), len(resolved)))
+        record = self.replies.wait(reply, self._score_timeout(batch))
         if record is None:
             raise SandboxError("the worker scoring this request stopped answering: retry")
         if "error" in record:
             raise _error(record)
-        results = [
+        return [
             [None if r is None else RowResult.model_validate(r) for r in per_check]
             for per_check in record["results"]
         ]
-        return self._score_outcome(resolved, row_list, results, started_at)
 
-    def _score_timeout(self, rows: int, checks: int) -> float:
+    def _score_timeout(self, batch: ScoreBatch) -> float:
         """A generous bound for one request's work (the sandbox enforces the real limits)."""
-        per_job = self.settings.limits.job_wall_seconds(self.settings.job_max_rows)
-        jobs = max(1, -(-rows // self.settings.job_max_rows)) * checks
+        size = max(1, batch.chunk_rows)
+        per_job = self.settings.limits.job_wall_seconds(size)
+        jobs = max(1, -(-len(batch.rows) // size)) * len(batch.checks)
         return 60.0 + jobs * per_job

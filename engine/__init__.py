@@ -26,10 +26,10 @@ __all__ = [
 _EXPORTS = {
     "CodeCheck": "engine.sandbox.runner",
     "SandboxRunner": "engine.sandbox.runner",
-    "iter_check": "engine.sandbox.runner",
-    "run_check": "engine.sandbox.runner",
-    "run_checks": "engine.sandbox.runner",
-    "score_table": "engine.sandbox.runner",
+    "iter_check": "engine.sandbox.notebook",
+    "run_check": "engine.sandbox.notebook",
+    "run_checks": "engine.sandbox.notebook",
+    "score_table": "engine.sandbox.notebook",
     "ScoreTable": "engine.sandbox.table",
     "Limits": "engine.models",
     "Row": "engine.models",
@@ -41,14 +41,8 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from engine.contract import Status
     from engine.models import Limits, Row, RowResult
-    from engine.sandbox.runner import (
-        CodeCheck,
-        SandboxRunner,
-        iter_check,
-        run_check,
-        run_checks,
-        score_table,
-    )
+    from engine.sandbox.notebook import iter_check, run_check, run_checks, score_table
+    from engine.sandbox.runner import CodeCheck, SandboxRunner
     from engine.sandbox.table import ScoreTable
     from engine.settings import Settings
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from engine.rows import as_row
-from engine.sandbox.runner import (
-    CodeCheck,
-    Engine,
-    SandboxRunner,
-    as_rows,
+from engine.rows import as_row, as_rows
+from engine.sandbox.notebook import (
     close_default_runners,
     default_runner,
     iter_check,
     run_check,
     run_checks,
 )
+from engine.sandbox.runner import CodeCheck, Engine, SandboxRunner
 
 __all__ = [
     "CodeCheck",

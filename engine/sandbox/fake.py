@@ -3,7 +3,10 @@
 :class:`FakeBackend` implements :class:`~engine.sandbox.backend.SandboxBackend`
 by calling ``handler(job, row)`` for each row; the handler's answer (a score,
 or a whole :class:`~engine.sandbox.protocol.RowRecord`) is what the check
-"returned". The user's code is never executed. Use it to test what sits above
+"returned". The user's code is never executed. It speaks the harness's wire format
+over a :class:`FakeChannel` (it reads the job the host writes, and answers with records
+carrying the job's nonce), so whatever runs on it crosses the same protocol rules as a
+container's records (:mod:`engine.sandbox.jobstream`). Use it to test what sits above
 the sandbox (fairness, quotas, restarts, the API) without Docker::
 
     from engine.api import create_app
@@ -16,15 +19,19 @@ Anything about isolation, limits or the harness needs the real Docker backend.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from engine.contract import Status
+from engine.gateway.service import current_session
 from engine.models import Limits
-from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
-from engine.sandbox.protocol import Job, JobRow, LoadedRecord, RowRecord
+from engine.sandbox.backend import BackendHealth, JobEvent
+from engine.sandbox.channel import STDOUT, ExitState, Pieces
+from engine.sandbox.jobstream import execute_on
+from engine.sandbox.protocol import DoneRecord, Job, JobRow, LoadedRecord, RowRecord
 from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 
@@ -47,6 +54,55 @@ class FakeCall:
     labels: Mapping[str, str]
 
 
+class FakeChannel:
+    """:class:`~engine.sandbox.channel.Channel` to a pretend harness that answers each row
+    of the job it is sent with ``handler``, one record per :meth:`receive`."""
+
+    def __init__(self, job: Job, handler: Handler, row_seconds: float) -> None:
+        self.job = job
+        self.id: str | None = None
+        self.handler = handler
+        self.row_seconds = row_seconds
+        self.rows: list[JobRow] | None = None
+        self._output: Iterator[bytes] | None = None
+        self.killed = False
+        self.reusable: bool | None = None  # how the job left it (None: still open)
+
+    def send(self, data: bytes) -> None:
+        if self.rows is not None:
+            return  # a model reply: the pretend checks make no model calls
+        head, _, body = data.partition(b"\n")
+        document = json.loads(body[: int(head)])
+        self.rows = [JobRow(i=i, **row) for i, row in enumerate(document["rows"])]
+        self._output = self._records(document["nonce"].encode() + b" ", self.rows)
+
+    def receive(self, timeout: float) -> Pieces | None:
+        line = None if self.killed or self._output is None else next(self._output, None)
+        return None if line is None else ((STDOUT, line),)
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def exit_state(self) -> ExitState:
+        return ExitState(exit_code=137 if self.killed else 0)
+
+    def close(self, *, reusable: bool) -> None:
+        self.reusable = reusable
+
+    def _records(self, prefix: bytes, rows: list[JobRow]) -> Iterator[bytes]:
+        yield prefix + LoadedRecord(t="loaded", ok=True).model_dump_json().encode() + b"\n"
+        for row in rows:
+            started = time.perf_counter()
+            if self.row_seconds:
+                time.sleep(self.row_seconds)
+            answer = self.handler(self.job, row)
+            if not isinstance(answer, RowRecord):
+                ms = (time.perf_counter() - started) * 1000
+                answer = RowRecord(t="row", i=row.i, status=Status.OK, score=answer, ms=ms)
+            yield prefix + answer.model_dump_json().encode() + b"\n"
+        yield prefix + DoneRecord(t="done", rows=len(rows)).model_dump_json().encode() + b"\n"
+
+
 class FakeBackend:
     """:class:`~engine.sandbox.backend.SandboxBackend` answering rows with ``handler``.
 
@@ -62,20 +118,14 @@ class FakeBackend:
         self.closed = False
 
     def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
+        """The job's events, read from a :class:`FakeChannel` under the protocol's rules."""
+        yield from execute_on(self, job, limits, labels, current_session())
+
+    def open(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> FakeChannel:
+        """A channel to a pretend harness; the job is recorded in :attr:`calls`."""
         with self._lock:
             self.calls.append(FakeCall(job, limits, dict(labels)))
-        yield LoadedRecord(t="loaded", ok=True)
-        for row in job.job_rows():
-            started = time.perf_counter()
-            if self.row_seconds:
-                time.sleep(self.row_seconds)
-            answer = self.handler(job, row)
-            if isinstance(answer, RowRecord):
-                yield answer
-                continue
-            ms = (time.perf_counter() - started) * 1000
-            yield RowRecord(t="row", i=row.i, status=Status.OK, score=answer, ms=ms)
-        yield JobEnd(Termination.DONE)
+        return FakeChannel(job, self.handler, self.row_seconds)
 
     def health(self) -> BackendHealth:
         return BackendHealth(

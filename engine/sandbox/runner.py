@@ -1,12 +1,13 @@
 """Scoring rows with code checks in the sandbox: batching, parallel jobs, fault recovery.
 
-This is the Python API behind ``engine.run_check``; it talks to a
-:class:`~engine.sandbox.backend.SandboxBackend` and never to Docker directly.
+:class:`SandboxRunner` is the Python API behind ``engine.run_check`` (whose shared runners
+live in :mod:`engine.sandbox.notebook`); it talks to a
+:class:`~engine.sandbox.backend.SandboxBackend` and never to Docker directly. The rules a
+job's records must keep are the job stream's (:mod:`engine.sandbox.jobstream`).
 """
 
 from __future__ import annotations
 
-import atexit
 import contextvars
 import logging
 import secrets
@@ -18,16 +19,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-import numpy as np
-
-from engine.contract import REQUIRABLE_PARAMETERS, OutputType, Policy, Status, missing_inputs
-from engine.contract.formats import SELF_SKIPPING
+from engine.contract import OutputType, Policy, Status
 from engine.errors import InvalidRequestError, SandboxError
 from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.rows import as_row, as_rows, row_chunks
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
-from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock, duration_fault
+from engine.sandbox.blocks import BlockRecord, ResultBlock
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.sandbox.table import ScoreTable, TablePart, assemble
 from engine.settings import Settings
@@ -37,7 +35,6 @@ log = logging.getLogger(__name__)
 #: Called with a block of consecutive rows' results and those rows (with their indices):
 #: the fast path, where no :class:`RowResult` is made per row (``score_table``, the service).
 BlockCallback: TypeAlias = Callable[[Sequence[IndexedRow], ResultBlock], None]
-_SKIPPED = STATUS_INDEX[Status.SKIPPED]
 
 #: How often a batch asks whether an unreachable engine is back.
 ENGINE_POLL_SECONDS = 0.5
@@ -455,42 +452,18 @@ class SandboxRunner:
         )
         done = 0
         loaded = False
-        # No row can have run longer than its job, whose end a model call may push back by
-        # one row's gateway allowance (the backend's step deadline), plus slack for clocks.
-        wall_seconds = max(
-            limits.job_wall_seconds(len(job.rows)),
-            (job.gateway_row_timeout_seconds or 0.0) + GATEWAY_ROW_SLACK_SECONDS,
-        )
-        required: set[str] = set()  # the inputs the check requires (absent: it is skipped)
-        self_skips = False  # a format whose None return skips the row (Braintrust's)
         with self._slots:
             events = self.backend.execute(job, limits, labels)
             try:
                 for event in events:
                     if isinstance(event, LoadedRecord):
                         loaded = True
-                        required = set(REQUIRABLE_PARAMETERS) & set(event.parameters)
-                        self_skips = event.format in SELF_SKIPPING
                     elif isinstance(event, RowRecord):
                         index, row = pending[event.i]
-                        skipped = event.status is Status.SKIPPED
-                        fault = _skip_fault(
-                            skipped, _missing(row, required), self_skips
-                        ) or duration_fault(event.ms, wall_seconds)
-                        if fault is not None:
-                            # Closing ``events`` below destroys the container.
-                            detail = "the check broke the result protocol: " + fault
-                            return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
                         deliver(index, self._row_result(check, row, event))
                         done += 1
                     elif isinstance(event, BlockRecord):
                         rows = pending[event.i : event.i + event.n]
-                        fault = _skips_disagree(
-                            event.block, rows, required, self_skips
-                        ) or duration_fault(event.block.ms, wall_seconds)
-                        if fault is not None:
-                            detail = "the check broke the result protocol: " + fault
-                            return done, JobEnd(Termination.PROTOCOL_ERROR, detail), loaded
                         if deliver_block is not None:
                             deliver_block(rows, event.block)
                         else:
@@ -546,146 +519,5 @@ class SandboxRunner:
         )
 
 
-def _missing(row: Row, required: set[str]) -> list[str]:
-    """The inputs the check requires that ``row`` lacks (it must be ``skipped`` on them)."""
-    if not required:
-        return []
-    return missing_inputs(list(required), {name: getattr(row, name) for name in required})
-
-
-def _skip_fault(skipped: bool, missing: list[str], self_skips: bool) -> str | None:
-    """Why a row reported ``skipped`` or not breaks the protocol (None: it does not): a row
-    is skipped exactly when it lacks a required input, or when its format skips itself."""
-    if skipped == bool(missing) or (skipped and self_skips):
-        return None
-    if missing:
-        return f"a row without {', '.join(missing)} was reported scored"
-    return "a row it could score was reported skipped"
-
-
-def _skips_disagree(
-    block: ResultBlock, rows: Sequence[IndexedRow], required: set[str], self_skips: bool
-) -> str | None:
-    """:func:`_skip_fault` for a whole block: the first of its rows that breaks the rule."""
-    skipped = block.statuses == _SKIPPED
-    if required:
-        lacks = np.fromiter(
-            (bool(_missing(row, required)) for _, row in rows), dtype=bool, count=len(rows)
-        )
-    else:
-        lacks = np.zeros(len(rows), dtype=bool)
-    wrong = skipped != lacks
-    if self_skips:
-        wrong &= ~skipped
-    if not wrong.any():
-        return None
-    k = int(np.flatnonzero(wrong)[0])
-    return _skip_fault(bool(skipped[k]), _missing(rows[k][1], required), self_skips)
-
-
-#: What a row that calls the model may run past the gateway's row bound, at most: the
-#: backend's grace before it stops the container, and clocks that differ a little.
-GATEWAY_ROW_SLACK_SECONDS = 10.0
-
 #: Deprecated name of :class:`SandboxRunner`, kept for one release (``engine`` is the package).
 Engine = SandboxRunner
-
-_default_lock = threading.Lock()
-_defaults: dict[str, SandboxRunner] = {}
-
-
-def default_runner(settings: Settings | None = None) -> SandboxRunner:
-    """A shared, warm :class:`SandboxRunner` per distinct settings, opened on first use.
-
-    ``engine.run_check`` and ``engine.run_checks`` use it, so a notebook's second
-    call is served by a warm check worker. Every one is closed at interpreter exit.
-    """
-    settings = settings or Settings()
-    key = settings.model_dump_json()
-    with _default_lock:
-        runner = _defaults.get(key)
-        if runner is None:
-            if not _defaults:
-                atexit.register(close_default_runners)
-            runner = _defaults[key] = SandboxRunner(settings)
-        return runner
-
-
-def close_default_runners() -> None:
-    """Close the shared runners (at exit, or to free their containers sooner)."""
-    with _default_lock:
-        runners = list(_defaults.values())
-        _defaults.clear()
-    for runner in runners:
-        runner.close()
-
-
-def run_check(
-    source: str,
-    rows: Iterable[Row | Mapping[str, Any]],
-    limits: Limits | None = None,
-    *,
-    policy: Policy | str = Policy.STANDARD,
-    settings: Settings | None = None,
-    entry: str | None = None,
-) -> list[RowResult]:
-    """Score ``rows`` with the check in ``source``; one result per row, in order.
-
-    Uses the shared :func:`default_runner`: the first call starts a container,
-    later calls of the same check reuse its warm worker. ``entry`` names the entry
-    function of a scorer file in another format where several fit (docs/checks.md).
-    """
-    runner = default_runner(settings)
-    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
-    return runner.run_check(check, rows, limits)
-
-
-def iter_check(
-    source: str,
-    rows: Iterable[Row | Mapping[str, Any]],
-    limits: Limits | None = None,
-    *,
-    policy: Policy | str = Policy.STANDARD,
-    settings: Settings | None = None,
-    entry: str | None = None,
-) -> Iterator[RowResult]:
-    """Score ``rows`` as they are read with the check in ``source``, yielding results in order.
-
-    :func:`run_check` for datasets too big to hold: memory stays bounded by a few
-    jobs of rows (:meth:`SandboxRunner.iter_check`), on the shared :func:`default_runner`.
-    """
-    runner = default_runner(settings)
-    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
-    return runner.iter_check(check, rows, limits)
-
-
-def score_table(
-    source: str,
-    rows: Iterable[Row | Mapping[str, Any]] | Mapping[str, Sequence[Any]],
-    limits: Limits | None = None,
-    *,
-    policy: Policy | str = Policy.STANDARD,
-    settings: Settings | None = None,
-    entry: str | None = None,
-) -> ScoreTable:
-    """Score ``rows`` with the check in ``source``; the results as numpy columns.
-
-    The fast path for many rows (:meth:`SandboxRunner.score_table`), on the shared
-    :func:`default_runner`. ``rows`` is an iterable of rows or a mapping of columns.
-    """
-    runner = default_runner(settings)
-    check = CodeCheck(source=source, policy=Policy(policy), entry=entry)
-    return runner.score_table(check, rows, limits)
-
-
-def run_checks(
-    sources: Sequence[str],
-    rows: Iterable[Row | Mapping[str, Any]],
-    limits: Limits | None = None,
-    *,
-    policy: Policy | str = Policy.STANDARD,
-    settings: Settings | None = None,
-) -> list[list[RowResult]]:
-    """Score ``rows`` with each check in ``sources``; ``out[k][i]`` is check k on row i."""
-    checks = [CodeCheck(source=s, policy=Policy(policy)) for s in sources]
-    return default_runner(settings).run_checks(checks, rows, limits)

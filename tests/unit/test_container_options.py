@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine.models import Limits
-from engine.sandbox.docker.containers import container_options, describe_exit, is_gvisor
+from engine.sandbox.docker.containers import container_options, is_gvisor
+from engine.sandbox.jobstream import describe_exit
 from engine.settings import Settings
 
 
@@ -106,12 +107,12 @@ def test_a_container_that_finished_before_its_job_was_sent_is_stale() -> None:
     the sandbox's failure (rerun elsewhere), never the check's crash."""
     from datetime import UTC, datetime
 
-    from engine.sandbox.docker.backend import _finished_before
+    from engine.sandbox.docker.channel import finished_before
 
     sent = datetime(2026, 11, 25, 18, 0, 10, tzinfo=UTC).timestamp()
-    assert _finished_before({"FinishedAt": "2026-11-25T18:00:00.123456789Z"}, sent)
-    assert not _finished_before({"FinishedAt": "2026-11-25T18:00:09.5Z"}, sent)  # 1 s slack
-    assert not _finished_before({"FinishedAt": "2026-11-25T18:00:12Z"}, sent)
-    assert not _finished_before({"FinishedAt": "0001-01-01T00:00:00Z"}, sent)  # never ran
-    assert not _finished_before({}, sent)
-    assert not _finished_before({"FinishedAt": "garbage"}, sent)
+    assert finished_before({"FinishedAt": "2026-11-25T18:00:00.123456789Z"}, sent)
+    assert not finished_before({"FinishedAt": "2026-11-25T18:00:09.5Z"}, sent)  # 1 s slack
+    assert not finished_before({"FinishedAt": "2026-11-25T18:00:12Z"}, sent)
+    assert not finished_before({"FinishedAt": "0001-01-01T00:00:00Z"}, sent)  # never ran
+    assert not finished_before({}, sent)
+    assert not finished_before({"FinishedAt": "garbage"}, sent)

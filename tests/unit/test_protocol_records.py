@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from engine.models import Row
-from engine.sandbox.docker.backend import _Frames
+from engine.sandbox.docker.channel import AttachFrames
 from engine.sandbox.protocol import (
     DoneRecord,
     Job,
@@ -70,7 +70,7 @@ def test_honest_rows_are_accepted(record: dict[str, Any]) -> None:
 
 
 def test_attach_frames_are_handed_on_before_they_are_complete() -> None:
-    frames = _Frames()
+    frames = AttachFrames()
     header = bytes([2, 0, 0, 0]) + (50_000_000).to_bytes(4, "big")
     got = list(frames.feed(header + b"x" * 1000))
     assert got == [(2, b"x" * 1000)]  # the cap can count these bytes now

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -247,21 +246,3 @@ def container_options(
     if settings.runtime:
         options["runtime"] = settings.runtime
     return options
-
-
-def describe_exit(exit_code: int | None, stderr_tail: str) -> str:
-    """A human cause for a container that ended without finishing its job."""
-    if exit_code is None:
-        cause = "the sandbox process died"
-    elif exit_code > 128:
-        try:
-            name = signal.Signals(exit_code - 128).name
-        except ValueError:
-            name = f"signal {exit_code - 128}"
-        cause = f"the check's process was killed by {name}"
-    else:
-        cause = f"the check's process exited with code {exit_code} before finishing"
-    fatal = [line for line in stderr_tail.splitlines() if line.startswith("Fatal Python error")]
-    if fatal:
-        cause += f" ({fatal[-1]})"
-    return cause

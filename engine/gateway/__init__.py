@@ -1,12 +1,14 @@
 """The metered model gateway: checks in the sandbox call the operator's model.
 
-:mod:`engine.gateway.translate` is the pure half (each client's HTTP shape <-> one chat
-request); :mod:`engine.gateway.service` the host half (quota, cache, meter, model map,
-per-tenant slots). The container half is ``sandbox_images/python/gateway.py``.
+:mod:`engine.gateway.providers` is the pure half (each client's HTTP shape <-> one chat
+request, one module per provider); :mod:`engine.gateway.service` the host half (quota,
+cache, meter, model map, per-tenant slots). The container half is
+``sandbox_images/python/gateway.py``.
 """
 
 from __future__ import annotations
 
+from engine.gateway.providers import ChatRequest, GatewayRequestError, Provider, parse_request
 from engine.gateway.service import (
     GatewayReply,
     GatewaySession,
@@ -15,7 +17,6 @@ from engine.gateway.service import (
     gateway_session,
     resolve_model,
 )
-from engine.gateway.translate import ChatRequest, GatewayRequestError, Provider, parse_request
 
 __all__ = [
     "ChatRequest",

@@ -37,7 +37,7 @@ from engine.gateway.ledger import (
     TokenLedger,
     estimate_prompt_tokens,
 )
-from engine.gateway.translate import (
+from engine.gateway.providers import (
     ChatRequest,
     GatewayRequestError,
     ReplyMismatch,

@@ -1,4 +1,4 @@
-"""The model gateway's pure half: each client's HTTP shape <-> one chat request (issue 21)."""
+"""The model gateway's pure half: each client's HTTP shape <-> one chat request."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.gateway.service import resolve_model
-from engine.gateway.translate import (
+from engine.gateway.providers import (
     Expectation,
     GatewayRequestError,
     Provider,
@@ -18,6 +17,7 @@ from engine.gateway.translate import (
     render,
     render_error,
 )
+from engine.gateway.service import resolve_model
 from engine.llm import Completion, Usage
 
 GEMINI = "/v1beta/models/gemini-2.0-flash:generateContent"

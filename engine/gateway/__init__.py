@@ -3,7 +3,7 @@
 :mod:`engine.gateway.providers` is the pure half (each client's HTTP shape <-> one chat
 request, one module per provider); :mod:`engine.gateway.service` the host half (quota,
 cache, meter, model map, per-tenant slots). The container half is
-``sandbox_images/python/gateway.py``.
+:mod:`engine.harness.gateway`.
 """
 
 from __future__ import annotations

@@ -146,20 +146,56 @@ setup_redis() {
     trap cleanup EXIT
 }
 
-setup_okareo() {
-    # The okareo SDK from PyPI in its own venv (.okareo-venv), for tests/okareo only.
-    "$ROOT/scripts/okareo_venv.sh" >/dev/null \
-        || die "could not make the okareo SDK venv: see the output of scripts/okareo_venv.sh above"
+# The test-only venvs are downloads (PyPI, npm): `test` makes them in the background while
+# setup and lint use the CPU, and waits for them before pytest. Any that fails fails `test`.
+BG_PIDS=()
+BG_NAMES=()
+BG_LOGS=()
+
+start_in_background() {  # start_in_background NAME COMMAND...
+    local name="$1"
+    shift
+    mkdir -p "$STATE"
+    local log="$STATE/$name.log"
+    "$@" >"$log" 2>&1 &
+    BG_PIDS+=("$!")
+    BG_NAMES+=("$name")
+    BG_LOGS+=("$log")
+    trap cleanup EXIT
 }
 
-setup_otel() {
-    # The OpenAI client, the OpenTelemetry SDK and exporter and three instrumentations from
-    # PyPI in their own venv (.scorebox/otel-venv), for tests/online only.
-    "$ROOT/scripts/otel_venv.sh" >/dev/null \
-        || die "could not make the instrumented-client venv: see the output of scripts/otel_venv.sh above"
+wait_for_background() {
+    local i failed=()
+    for i in "${!BG_PIDS[@]}"; do
+        if ! wait "${BG_PIDS[$i]}"; then
+            tail -n 30 "${BG_LOGS[$i]}" >&2 || true
+            failed+=("${BG_NAMES[$i]} (output above; all of it in ${BG_LOGS[$i]#"$ROOT/"})")
+        fi
+    done
+    BG_PIDS=()
+    BG_NAMES=()
+    BG_LOGS=()
+    [[ "${#failed[@]}" -eq 0 ]] || die "could not make: ${failed[*]}"
+}
+
+start_test_venvs() {
+    # The okareo SDK (.okareo-venv, tests/okareo); the OpenAI client, the OpenTelemetry SDK
+    # and exporter and three instrumentations (.scorebox/otel-venv, tests/online); other
+    # tools' scorer runners (.formats-venvs, tests/integration/test_formats_corpus.py, which
+    # says itself what to install when npm is missing). Each script is idempotent, and the
+    # tests call it again: they find the venv made.
+    start_in_background okareo-venv "$ROOT/scripts/okareo_venv.sh"
+    start_in_background otel-venv "$ROOT/scripts/otel_venv.sh"
+    if command -v npm >/dev/null; then
+        start_in_background formats-venvs "$ROOT/scripts/formats_venvs.sh"
+    fi
 }
 
 cleanup() {
+    local pid
+    for pid in "${BG_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
     if [[ -n "${STARTED_REDIS:-}" ]]; then
         "$ROOT/scripts/redis.sh" stop "$SCOREBOX_TEST_REDIS_URL" || true
     fi
@@ -270,10 +306,19 @@ run_tests() {
     fi
     if [[ "$rc" -eq 0 && $# -eq 0 ]]; then
         # The first pass ran with warm check workers (SCOREBOX_REUSE=check, the default);
-        # the sandbox and hostile-check suites run again with a container per job.
-        say "sandbox and hostile-check suites again with SCOREBOX_REUSE=never"
+        # the suites of the per-job container path run again with a container per job: the
+        # sandbox (isolation between jobs, limits, the container's end), result blocks, hostile
+        # checks (what one job leaves behind) and the harness sabotage. The rest of
+        # tests/security does not depend on the mode: secrets, bad input and work bounds are
+        # API checks; the gateway, its bounds and flood go over the job's channel, the same
+        # in a fresh container as in a warm one; kernel surface, output limit and runtimes run
+        # each check once, and a check's first job has a fresh container in both modes (a warm
+        # worker serves only later jobs of the same check); orphans and environment builds
+        # make their containers themselves.
+        say "sandbox, result-block, hostile-check and sabotage suites again with SCOREBOX_REUSE=never"
         SCOREBOX_REUSE=never "$VENV/bin/pytest" -q tests/integration/test_sandbox.py \
-            tests/integration/test_result_blocks.py tests/security -k "not runsc" || rc=$?
+            tests/integration/test_result_blocks.py tests/security/test_hostile_checks.py \
+            tests/security/test_harness_sabotage.py -k "not runsc" || rc=$?
     fi
     if [[ "$rc" -eq 0 && $# -eq 0 ]]; then
         # Results come back as blocks by default; the older one-record-per-row protocol
@@ -348,7 +393,16 @@ main() {
         setup) setup; say_path ;;
         demo) setup; run_demo; say_path ;;
         lint) ensure_venv; run_lint ;;
-        test) setup; run_lint; setup_postgres; setup_redis; setup_okareo; setup_otel; run_tests "$@" ;;
+        test)
+            ensure_venv
+            start_test_venvs
+            setup
+            run_lint
+            setup_postgres
+            setup_redis
+            wait_for_background
+            run_tests "$@"
+            ;;
         test-fast) ensure_venv; run_fast_tests "$@" ;;
         lock) run_lock ;;
         audit) run_audit ;;

@@ -10,8 +10,8 @@ import sys
 import time
 
 from engine.contract import Policy
-from engine.contract.rules import MAX_SOURCE_BYTES
 from engine.validation import validate
+from engine.validation.rules import MAX_SOURCE_BYTES
 
 HEADER = """\
 import json

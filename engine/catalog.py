@@ -14,6 +14,7 @@ referenced, but runs that already used them keep their results.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import json
@@ -21,13 +22,13 @@ import re
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.builtins import BuiltinCheck, Builtins
 from engine.contract import OutputType, Policy
-from engine.contract.rules import ModelCheckType
 from engine.environments.spec import BLOCK_MARKER, PackageRules, read_block
 from engine.errors import (
     CheckValidationError,
@@ -44,6 +45,7 @@ from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, ut
 from engine.tenancy.auth import Principal
 from engine.tenancy.quotas import Quotas, check_source
 from engine.validation import Issue, ValidationReport, validate
+from engine.validation.rules import ModelCheckType
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).
 MAX_VERSION = 2**31 - 1
@@ -490,3 +492,37 @@ def resolve(
     if check.kind == "model":
         judge_models(params)
     return ResolvedCheck(check.kind, check.name, check.version, check.id, params, check)
+
+
+# -- the kind of a pushed file -----------------------------------------------------------
+
+CheckKind = Literal["code", "model"]
+
+#: File extensions of a model check's prompt template.
+TEMPLATE_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".prompt", ".tmpl")
+
+
+def kind_of_file(filename: str, text: str) -> CheckKind:
+    """The kind of check a file named ``filename`` holding ``text`` is.
+
+    ``scorebox check push FILE`` and ``POST /v1/checks/upload`` decide alike: ``.py`` is
+    a code check; ``.txt``, ``.md``, ``.prompt`` and ``.tmpl`` are a model check's prompt
+    template; any other file is a code check when it parses as Python and defines
+    ``evaluate`` or ``class Check`` at module level, and a prompt template otherwise. An
+    explicit ``kind`` (``--kind``, the form's ``kind`` field) overrides the rule.
+    """
+    suffix = PurePath(filename).suffix.lower()
+    if suffix == ".py":
+        return "code"
+    if suffix in TEMPLATE_SUFFIXES:
+        return "model"
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return "model"
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "evaluate":
+            return "code"
+        if isinstance(node, ast.ClassDef) and node.name == "Check":
+            return "code"
+    return "model"

@@ -7,9 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from engine.contract import Status
-from engine.contract.rules import ModelCheckType
 from engine.models import Row
 from engine.validation import ValidationReport
+from engine.validation.rules import ModelCheckType
 
 Score = bool | int | float
 

@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 from engine import contract
 from engine.contract import OutputType, Policy, Status, formats
-from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError, LLMResponseError
 from engine.judging.model_check import run_model_check
 from engine.judging.templates import model_check_type, validate_template
@@ -33,6 +32,7 @@ from engine.models import Limits, Row, RowResult
 from engine.sandbox.runner import CodeCheck
 from engine.settings import Settings
 from engine.validation import DeclaredCheck, Issue, ValidationReport, validate
+from engine.validation.rules import ModelCheckType
 from generator.extract import extract_code, extract_template
 from generator.models import (
     Agreement,

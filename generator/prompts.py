@@ -28,7 +28,9 @@ from engine.contract import (
 )
 from engine.contract.checks import CheckResponse
 from engine.contract.formats import FORMATS, STANDARD_POLICY_FORMATS, Format
-from engine.contract.rules import (
+from engine.judging.templates import model_check_type
+from engine.validation import Issue
+from engine.validation.rules import (
     LEGACY_PLACEHOLDERS,
     MODEL_CHECK_PLACEHOLDERS,
     PARAMETER_DOCS,
@@ -36,8 +38,6 @@ from engine.contract.rules import (
     SANDBOX_UNUSABLE_MODULES,
     ModelCheckType,
 )
-from engine.judging.templates import model_check_type
-from engine.validation import Issue
 from generator.models import Example, ExampleResult
 from generator.repair import EXAMPLE_BUDGET, REPAIR_BUDGET, RowBudget, within_budget
 

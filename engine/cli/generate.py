@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from engine.cli.remote import server_options
-from engine.contract.files import TEMPLATE_SUFFIXES
 from engine.contract.formats import GENERATOR_FORMATS
 from engine.errors import ScoreboxError
 from engine.settings import Settings
 
 if TYPE_CHECKING:
     from engine.cli.generate_labels import LabelledSplit
-    from engine.contract.rules import ModelCheckType
+    from engine.validation.rules import ModelCheckType
     from generator.pipeline import RunRows
 
 
@@ -282,6 +281,8 @@ def next_steps(
     output: Path | None, kind: str, model_check_type: ModelCheckType | None
 ) -> list[str]:
     """The exact commands that push the generated check and run it on a server."""
+    from engine.catalog import TEMPLATE_SUFFIXES  # noqa: PLC0415 (lazy: --help stays light)
+
     path = str(output) if output is not None else ("check.py" if kind == "code" else "check.txt")
     if kind == "code":
         push = f"scorebox check push {path} --policy restricted"

@@ -4,15 +4,16 @@ Pure and stdlib-only. The validator (host), the generator's prompts (host) and
 the harness (inside the sandbox image, where this file is copied verbatim) all
 import it, so the rules below exist exactly once.
 
-**Carried into the sandbox image** (``ENGINE_FILES`` in
+**Carried into the sandbox image**, this whole package (every module under
+``engine/contract/``, with :mod:`engine.harness`; ``CARRIED_PACKAGES`` in
 :mod:`engine.sandbox.docker.image.constants`, copied verbatim to
-``/opt/scorebox/engine/``): this module, :mod:`engine.contract.checks` (the base
-classes check files import) and :mod:`engine.contract.restricted` (the restricted
-policy's run-time guards). They import nothing but the standard library (and
-RestrictedPython), which an import-linter contract in pyproject.toml enforces.
-**Host only**: :mod:`engine.contract.rules` (what helps people write checks:
-parameter docs, the image's packages, model-check templates) and
-:mod:`engine.contract.files` (what kind of check a pushed file is).
+``/opt/scorebox/engine/``): it imports nothing but the standard library (and
+RestrictedPython in :mod:`engine.contract.restricted`), which an import-linter
+contract in pyproject.toml enforces for every file put here. What only the host
+needs lives elsewhere: :mod:`engine.validation.rules` (what helps people write
+checks: parameter docs, the image's packages, model-check templates),
+:mod:`engine.validation.stand_ins` (what each stand-in module holds) and
+:func:`engine.catalog.kind_of_file` (what kind of check a pushed file is).
 
 A check is Python source with one entrypoint, either
 

@@ -20,12 +20,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.contract import OutputType
-from engine.contract.rules import MAX_SOURCE_BYTES
 from engine.llm.cache import scoped_llm
 from engine.llm.client import LLMClient
 from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.tenancy.auth import Principal
+from engine.validation.rules import MAX_SOURCE_BYTES
 from generator.models import Example, GenerationResult
 from generator.pipeline import (
     EXAMPLE_ROW_TIMEOUT_SECONDS,

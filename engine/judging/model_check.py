@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.contract import missing_inputs
-from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.judging.execute import JudgeConfig, PromptSkip, judge_rows
 from engine.judging.templates import render_template, validate_template
 from engine.llm.client import LLMClient, Message
 from engine.models import Row, RowResult
+from engine.validation.rules import ModelCheckType
 
 SYSTEM_PROMPT = (
     "You are a careful evaluator. Follow the evaluation instructions in the user message. "

@@ -4,8 +4,8 @@ Lives in the engine because the engine renders templates when it judges rows
 (``engine.judging.model_check``) and the service validates them at save.
 
 A template uses ``{placeholder}`` for row fields (the names come from
-:data:`engine.contract.rules.MODEL_CHECK_PLACEHOLDERS`) and ``{{`` / ``}}`` for
-literal braces. Legacy names (:data:`engine.contract.rules.LEGACY_PLACEHOLDERS`) are
+:data:`engine.validation.rules.MODEL_CHECK_PLACEHOLDERS`) and ``{{`` / ``}}`` for
+literal braces. Legacy names (:data:`engine.validation.rules.LEGACY_PLACEHOLDERS`) are
 rewritten with a warning; anything else in single braces is an error.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engine.contract import REQUIRABLE_PARAMETERS, OutputType
-from engine.contract.rules import LEGACY_PLACEHOLDERS, MODEL_CHECK_PLACEHOLDERS, ModelCheckType
 from engine.validation import Issue
+from engine.validation.rules import LEGACY_PLACEHOLDERS, MODEL_CHECK_PLACEHOLDERS, ModelCheckType
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|\{|\}")
 _IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")

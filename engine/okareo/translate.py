@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.catalog import NAME_PATTERN, CheckSpec
-from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.models import Row
 from engine.okareo.store import ScenarioPoint, TestPoint, new_uuid
 from engine.storage import RunStatus, StoredResult, moments
+from engine.validation.rules import ModelCheckType
 
 NAME_HELP = (
     "use 1 to 100 letters, digits, spaces, '_', '.' or '-', starting with a letter or digit "

@@ -7,9 +7,10 @@ import warnings
 from collections.abc import Iterable, Sequence
 
 from engine import contract
-from engine.contract import Policy, formats, restricted, stand_ins
-from engine.contract import rules as check_rules
+from engine.contract import Policy, formats, restricted
 from engine.environments.spec import DECLARE_HINT, module_names, read_block
+from engine.validation import rules as check_rules
+from engine.validation import stand_ins
 from engine.validation.facts import (
     _AUGMENTED_ITEM_HINT,
     _CHECK_BASES_OK,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from engine import contract
 from engine.contract import OutputType
-from engine.contract import rules as check_rules
+from engine.validation import rules as check_rules
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ import ast
 
 from engine import contract
 from engine.contract import OutputType
-from engine.contract import rules as check_rules
+from engine.validation import rules as check_rules
 from engine.validation.base import _ValidationBase
 from engine.validation.facts import (
     _BUILTIN_NAMES,

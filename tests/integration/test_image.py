@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from engine.contract.rules import SANDBOX_PACKAGES
 from engine.sandbox.docker.image import HASH_LABEL, build_image, host_version, image_status
 from engine.settings import Settings
+from engine.validation.rules import SANDBOX_PACKAGES
 from tests.conftest import TEST_LABEL
 
 pytestmark = pytest.mark.docker

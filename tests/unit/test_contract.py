@@ -20,7 +20,7 @@ from engine.contract import (
     resolve_entrypoint,
     signature_of,
 )
-from engine.contract import rules as check_rules
+from engine.validation import rules as check_rules
 
 # --- numpy-like scalars without numpy: coerce_score only looks at type(x).__module__ ---------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.contract.rules import format_table_markdown
+from engine.validation.rules import format_table_markdown
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "checks.md"
 
@@ -15,5 +15,5 @@ def test_docs_table_is_the_contracts_table() -> None:
     end = text.index("<!-- /formats-table -->")
     assert text[start:end] == format_table_markdown(), (
         "docs/checks.md's format table is stale: paste "
-        "`python -c 'from engine.contract.rules import format_table_markdown as f; print(f())'`"
+        "`python -c 'from engine.validation.rules import format_table_markdown as f; print(f())'`"
     )

@@ -13,10 +13,10 @@ import click
 import pytest
 
 from engine.cli.check_config import apply_configs, read_config
-from engine.contract import Policy, formats, stand_ins
+from engine.contract import Policy, formats
 from engine.names import split_entry
 from engine.suites.file import threshold_key
-from engine.validation import validate
+from engine.validation import stand_ins, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 STAND_INS = ROOT / "sandbox_images" / "python" / "stand-in-modules"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.contract.rules import SANDBOX_PACKAGES, SandboxPackage
 from engine.errors import SandboxError
 from engine.sandbox.docker import image
+from engine.validation.rules import SANDBOX_PACKAGES, SandboxPackage
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -74,7 +74,7 @@ def test_the_copy_keeps_every_contract(copy: Path) -> None:
         ),
         (
             "engine/contract/restricted.py",
-            "import engine.contract.rules",
+            "import engine.validation.rules",
             "What the sandbox image carries imports the standard library alone",
         ),
         (

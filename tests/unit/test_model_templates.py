@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engine.contract import OutputType
-from engine.contract.rules import MODEL_CHECK_PLACEHOLDERS, ModelCheckType
 from engine.judging.templates import model_check_type, render_template, validate_template
+from engine.validation.rules import MODEL_CHECK_PLACEHOLDERS, ModelCheckType
 
 
 @pytest.mark.parametrize("name", MODEL_CHECK_PLACEHOLDERS)

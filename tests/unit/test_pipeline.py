@@ -19,11 +19,11 @@ from engine.contract import (
     import_allowed,
     resolve_entrypoint,
 )
-from engine.contract.rules import requires_from_parameters
 from engine.errors import InvalidRequestError, LLMUnavailableError
 from engine.llm.openai_client import OpenAIClient
 from engine.models import Row, RowResult
 from engine.validation import Issue, ValidationReport
+from engine.validation.rules import requires_from_parameters
 from generator.pipeline import GeneratorOptions, agrees, generate_check, llm_judge
 from generator.prompts import GenerationSpec
 from tests.fake_llm import FakeLLM, Reply

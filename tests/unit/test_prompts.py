@@ -13,13 +13,13 @@ from engine.contract import (
     Status,
     import_allowed,
 )
-from engine.contract.rules import (
+from engine.validation import Issue
+from engine.validation.rules import (
     MODEL_CHECK_PLACEHOLDERS,
     PARAMETER_DOCS,
     SANDBOX_PACKAGES,
     ModelCheckType,
 )
-from engine.validation import Issue
 from generator.models import Example, ExampleResult
 from generator.prompts import (
     GenerationSpec,

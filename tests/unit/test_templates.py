@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from engine.contract.rules import ModelCheckType
 from engine.errors import InvalidRequestError
 from engine.judging.model_check import model_check_messages, run_model_check
 from engine.judging.templates import render_template, validate_template
 from engine.models import Row
+from engine.validation.rules import ModelCheckType
 
 
 def test_render_fills_every_placeholder_json_for_non_strings() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from engine.contract import OutputType, Policy
-from engine.contract.rules import MAX_SOURCE_BYTES
 from engine.environments import PackageRules
 from engine.validation import ISSUE_CODES, DeclaredCheck, ValidationReport, validate
+from engine.validation.rules import MAX_SOURCE_BYTES
 
 BOTH = ("standard", "restricted")
 

@@ -3,7 +3,7 @@
 :func:`build_image` turns ``sandbox_images/python/`` into ``scorebox-sandbox:<hash12>``,
 also tagged ``Settings.image`` and ``scorebox-sandbox:latest``:
 
-1. wheels for the :data:`~engine.contract.rules.SANDBOX_PACKAGES` that come from PyPI are
+1. wheels for the :data:`~engine.validation.rules.SANDBOX_PACKAGES` that come from PyPI are
    downloaded on the host, pinned at the host's installed version and cached;
 2. a base is chosen: ``--base``, else ``debian:bookworm-slim`` (present or pulled),
    else a bookworm root file system made with ``debootstrap`` that already holds every

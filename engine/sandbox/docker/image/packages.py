@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from engine.contract.rules import SANDBOX_PACKAGES, SandboxPackage
 from engine.sandbox.docker.image.constants import (
     BASE_DEBIAN_PACKAGES,
     BASE_REPOSITORY,
@@ -16,6 +15,7 @@ from engine.sandbox.docker.image.constants import (
     STAND_INS,
     SUITE,
 )
+from engine.validation.rules import SANDBOX_PACKAGES, SandboxPackage
 
 
 @dataclass(frozen=True)

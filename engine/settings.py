@@ -255,6 +255,35 @@ class Settings(BaseSettings):
         description="Finished runs older than this many days, with their rows and results, "
         "are what `scorebox db prune` removes when given no --older-than (unset: keep all).",
     )
+    # Online scoring's OTLP score export (engine/online/exporter.py)
+    otlp_export_allow_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names or networks (e.g. 10.0.0.0/8) a tenant's OTLP score export "
+        "may reach although they are not public addresses; empty: public addresses only.",
+    )
+    otlp_export_interval_seconds: float = Field(
+        default=1.0, gt=0, description="How often the OTLP score export looks for new scores."
+    )
+    otlp_export_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="One OTLP score export request's timeout."
+    )
+    otlp_export_max_backoff_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="The longest wait between tries when a tenant's OTLP endpoint is down.",
+    )
+    span_retention_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="Spans received over OTLP that started longer ago than this many days "
+        "are pruned with their content log records, by the service and by `scorebox db "
+        "prune`; their scores are kept (unset: keep all).",
+    )
+    span_prune_interval_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="How often the service prunes spans past SCOREBOX_SPAN_RETENTION_DAYS.",
+    )
     broker_visibility_seconds: float = Field(
         default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
     )

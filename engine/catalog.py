@@ -114,11 +114,22 @@ class SaveOutcome:
     report: ValidationReport
 
 
+#: Where a check comes from, apart from what it is (its ``kind``: ``code``, ``model`` or
+#: ``builtin``): scorebox's own (``builtin``: a judged built-in is ``kind`` ``model``),
+#: or a tenant's version (``pushed``). Derived, not stored: a built-in has no version id.
+Origin = Literal["builtin", "pushed"]
+
+
+def origin_of(check: RunCheck) -> Origin:
+    """A run's check's origin: built-ins are resolved without a version id."""
+    return "builtin" if check.id is None else "pushed"
+
+
 @dataclass(frozen=True)
 class ResolvedCheck:
     """A check reference resolved for scoring."""
 
-    kind: str  # code | builtin | model
+    kind: str  # what it is: code | builtin | model (origin_of says where it comes from)
     name: str
     version: int | None = None
     id: str | None = None

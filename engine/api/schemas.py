@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.builtins import BUILTINS_CREATED_AT
-from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec
+from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec, Origin, origin_of
 from engine.json_limits import FreeJSON
 from engine.models import Row
 from engine.runs.summary import CheckSummary
@@ -25,6 +25,15 @@ _ROW_EXAMPLE: dict[str, Any] = {
     "scenario_result": "Settings > Security > Reset password",
 }
 _LIMITS_DOC = "Lower the sandbox limits for this request (never raises them)."
+_KIND_DOC = (
+    "What the check is: `code` (Python run in the sandbox), `model` (a prompt an LLM judge "
+    "answers), `builtin` (a deterministic built-in run in process). Where it comes from is "
+    "`origin`: a judged built-in is `kind` `model`, `origin` `builtin`."
+)
+_ORIGIN_DOC = (
+    "Where the check comes from: `builtin` (scorebox's own) or `pushed` (a version of this "
+    "tenant's, `POST /v1/checks`; a generated check is pushed like any other)."
+)
 
 
 class CheckOut(BaseModel):
@@ -33,8 +42,13 @@ class CheckOut(BaseModel):
     id: str | None = Field(examples=["chk_5d0c9e3b8a7f61d2a4c1"])
     name: str = Field(examples=["mentions_expected"])
     version: int | None = Field(examples=[2])
-    kind: str = Field(examples=["code"])
-    builtin: bool = False
+    kind: str = Field(examples=["code"], description=_KIND_DOC)
+    origin: Origin = Field(default="pushed", examples=["pushed"], description=_ORIGIN_DOC)
+    builtin: bool = Field(
+        default=False,
+        description='Deprecated: read `origin` (`builtin` is `origin == "builtin"`).',
+        json_schema_extra={"deprecated": True},
+    )
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
     source: str | None = None
@@ -75,6 +89,7 @@ class CheckOut(BaseModel):
             name=item["name"],
             version=None,
             kind=item["kind"],
+            origin="builtin",
             builtin=True,
             description=item["description"],
             output_data_type=item["output_data_type"],
@@ -205,7 +220,8 @@ class RunRequest(BaseModel):
 
 
 class RunCheckOut(BaseModel):
-    kind: str
+    kind: str = Field(description=_KIND_DOC)
+    origin: Origin = Field(default="pushed", description=_ORIGIN_DOC)
     name: str
     version: int | None = None
     id: str | None = None
@@ -215,6 +231,7 @@ class RunCheckOut(BaseModel):
     def of(cls, check: RunCheck) -> RunCheckOut:
         return cls(
             kind=check.kind,
+            origin=origin_of(check),
             name=check.name,
             version=check.version,
             id=check.id,

@@ -115,9 +115,11 @@ def list_checks(all_versions: bool, as_json: bool, remote: Remote) -> None:
         click.echo(json.dumps(body, indent=2))
         return
     for c in body["checks"]:
-        ref = c["name"] if c["builtin"] else f"{c['name']}@{c['version']}"
-        kind = "builtin" if c["builtin"] else c["kind"]
-        click.echo(f"{ref:40} {kind:8} {c.get('output_data_type') or '':6} {c.get('id') or ''}")
+        # an older server sends no origin, only the boolean `builtin` it replaces
+        origin = c.get("origin") or ("builtin" if c.get("builtin") else "pushed")
+        ref = c["name"] if origin == "builtin" else f"{c['name']}@{c['version']}"
+        out = c.get("output_data_type") or ""
+        click.echo(f"{ref:40} {c['kind']:8} {origin:8} {out:6} {c.get('id') or ''}".rstrip())
 
 
 @click.command("show")
@@ -130,7 +132,7 @@ def show(ref: str, as_json: bool, remote: Remote) -> None:
     if as_json:
         click.echo(json.dumps(body, indent=2))
         return
-    for key in ("id", "name", "version", "kind", "output_data_type", "policy", "sha256"):
+    for key in ("id", "name", "version", "kind", "origin", "output_data_type", "policy", "sha256"):
         click.echo(f"{key}: {body.get(key)}")
     click.echo(
         f"requires: scenario_input={body.get('requires_scenario_input')} "

@@ -221,7 +221,7 @@ def validate_check(
     response_model=CheckList,
     summary="List checks",
     description="This tenant's checks (latest version of each, or every version with "
-    "`all_versions=true`), followed by the built-ins (`builtin: true`). A version that "
+    "`all_versions=true`), followed by the built-ins (`origin: builtin`). A version that "
     "requires an agreement with human labels carries it judged now in `required_agreement`: "
     "`status` other than `passed` flags a check that does not meet it.",
     responses=responses(401),

@@ -17,14 +17,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select, tuple_
+from sqlalchemy import Engine, and_, exists, func, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.online.filters import SpanFields
 from engine.online.mapping import Event, Mapped, Span, map_span, search_text
 from engine.storage.database import SqlSessions
 from engine.storage.records import aware, new_id, utcnow
+from engine.storage.rule_records import SpanRef, SpanView
+from engine.storage.rule_tables import SpanScoreRow
 from engine.storage.tables import SpanLogRow, SpanRow
 
 MAX_PAGE = 1_000
@@ -124,6 +127,17 @@ class SpanFilter:
     no_content: bool | None = None
     llm: bool | None = None
     text: str | None = None
+    #: spans with a score of this rule (id), check (name), status, passed (ANDed on one score)
+    rule_id: str | None = None
+    check: str | None = None
+    score_status: str | None = None
+    passed: bool | None = None
+
+    @property
+    def on_scores(self) -> bool:
+        return any(
+            v is not None for v in (self.rule_id, self.check, self.score_status, self.passed)
+        )
 
 
 def _cursor(start: int, span_pk: str) -> str:
@@ -192,10 +206,11 @@ class SpanStore(SqlSessions):
                     found.setdefault((r.trace_id, r.span_id), []).append(event)
         return found
 
-    def add_spans(self, tenant_id: str, spans: Sequence[Span]) -> None:
-        """Store ``spans`` mapped to rows; a span already stored is left as it is."""
+    def add_spans(self, tenant_id: str, spans: Sequence[Span]) -> list[SpanView]:
+        """Store ``spans`` mapped to rows; a span already stored is left as it is. Returns
+        the spans as rules see them (for the scoring queue)."""
         if not spans:
-            return
+            return []
         now = utcnow()
         with self._session() as s:
             logs = self._logs_for(s, tenant_id, {(x.trace_id, x.span_id) for x in spans})
@@ -227,11 +242,13 @@ class SpanStore(SqlSessions):
                 index_elements=["tenant_id", "trace_id", "span_id"]
             )
             s.execute(statement, values)
+        return [_view(v) for v in values]
 
-    def add_logs(self, tenant_id: str, logs: Sequence[tuple[str, str, Event]]) -> None:
-        """Keep content log records; re-map the spans they name that are already stored."""
+    def add_logs(self, tenant_id: str, logs: Sequence[tuple[str, str, Event]]) -> list[SpanView]:
+        """Keep content log records; re-map the spans they name that are already stored.
+        Returns those spans as rules see them now (content may have come with the records)."""
         if not logs:
-            return
+            return []
         now = utcnow()
         values = {}
         for trace_id, span_id, event in logs:
@@ -267,6 +284,7 @@ class SpanStore(SqlSessions):
                 )
                 for column, value in _mapped_columns(mapped).items():
                     setattr(r, column, value)
+            return [span_view(r) for r in stored]
 
     def trace(self, tenant_id: str, trace_id: str) -> list[StoredSpan]:
         """The spans of one trace, by start time; 404 when the tenant has none of it."""
@@ -281,6 +299,37 @@ class SpanStore(SqlSessions):
                     f"trace {trace_id!r} not found: GET /v1/spans lists the traces received"
                 )
             return [StoredSpan.of(r) for r in rows]
+
+    def rows_of(
+        self, tenant_id: str, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        """The rows (as checks see them) of the spans ``keys`` (trace id, span id) still
+        stored."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        wanted = sorted(set(keys))
+        with self._session() as s:
+            for start in range(0, len(wanted), 400):
+                chunk = wanted[start : start + 400]
+                rows = s.execute(
+                    select(SpanRow.trace_id, SpanRow.span_id, SpanRow.row).where(
+                        SpanRow.tenant_id == tenant_id,
+                        tuple_(SpanRow.trace_id, SpanRow.span_id).in_(chunk),
+                    )
+                )
+                for trace_id, span_id, row in rows:
+                    found[(trace_id, span_id)] = row
+        return found
+
+    def recent_views(self, tenant_id: str, since_unix_nano: int, limit: int) -> list[SpanView]:
+        """The newest spans started since ``since_unix_nano``, as rules see them."""
+        q = (
+            select(SpanRow)
+            .where(SpanRow.tenant_id == tenant_id, SpanRow.start_unix_nano >= since_unix_nano)
+            .order_by(SpanRow.start_unix_nano.desc(), SpanRow.id.desc())
+            .limit(limit)
+        )
+        with self._session() as s:
+            return [span_view(r) for r in s.scalars(q)]
 
     def spans(
         self, tenant_id: str, where: SpanFilter, limit: int = 100, cursor: str | None = None
@@ -304,6 +353,8 @@ class SpanStore(SqlSessions):
             escaped = where.text.lower().replace("\\", "\\\\").replace("%", r"\%")
             pattern = "%" + escaped.replace("_", r"\_") + "%"
             q = q.where(func.lower(SpanRow.search_text).like(pattern, escape="\\"))
+        if where.on_scores:
+            q = q.where(_scored_as(where))
         if cursor:
             start, span_pk = _uncursor(cursor)
             q = q.where(
@@ -319,6 +370,60 @@ class SpanStore(SqlSessions):
         rows = rows[:limit]
         after = _cursor(rows[-1].start_unix_nano, rows[-1].id) if more and rows else None
         return [StoredSpan.of(r) for r in rows], after
+
+
+def _scored_as(where: SpanFilter) -> Any:
+    """Spans with one score matching the score filters."""
+    q = exists().where(
+        SpanScoreRow.tenant_id == SpanRow.tenant_id,
+        SpanScoreRow.trace_id == SpanRow.trace_id,
+        SpanScoreRow.span_id == SpanRow.span_id,
+    )
+    if where.rule_id is not None:
+        q = q.where(SpanScoreRow.rule_id == where.rule_id)
+    if where.check is not None:
+        q = q.where(SpanScoreRow.check_name == where.check)
+    if where.score_status is not None:
+        q = q.where(SpanScoreRow.status == where.score_status)
+    if where.passed is not None:
+        q = q.where(SpanScoreRow.passed.is_(where.passed))
+    return q
+
+
+def _view(v: dict[str, Any]) -> SpanView:
+    row = v["row"]
+    meta = row.get("metadata", {}) if isinstance(row, dict) else {}
+    return SpanView(
+        SpanRef(v["trace_id"], v["span_id"], v["start_unix_nano"], v["no_content"]),
+        SpanFields(
+            name=v["name"],
+            service=v["service"],
+            model=v["model"],
+            status=v["status"],
+            kind=v["kind"],
+            attributes=v["attributes"],
+            metadata=meta if isinstance(meta, dict) else {},
+        ),
+    )
+
+
+def span_view(r: SpanRow) -> SpanView:
+    """A stored span as rules see it: the same view a span arriving gets."""
+    return _view(
+        {
+            "trace_id": r.trace_id,
+            "span_id": r.span_id,
+            "start_unix_nano": r.start_unix_nano,
+            "no_content": r.no_content,
+            "name": r.name,
+            "service": r.service,
+            "model": r.model,
+            "status": r.status,
+            "kind": r.kind,
+            "attributes": r.attributes,
+            "row": r.row,
+        }
+    )
 
 
 def _short(value: Any) -> str | None:

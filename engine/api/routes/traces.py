@@ -3,8 +3,8 @@
 An app instrumented with OpenTelemetry needs only
 ``OTEL_EXPORTER_OTLP_ENDPOINT=http://host:port`` and
 ``OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer <key>``. The key is resolved from the
-headers before the body is read (:class:`engine.api.gate.KeyGate`), the compressed body
-is bounded by :class:`engine.hardening.body.BodyLimit` (413), and its decompressed size
+headers before the body is read (:class:`engine.http.gate.KeyGate`), the compressed body
+is bounded by :class:`engine.http.body.BodyLimit` (413), and its decompressed size
 by the same limit here. Answers follow the OTLP/HTTP specification: 200 with an
 ``Export*ServiceResponse`` in the request's encoding (``partial_success`` counting the
 spans rejected), 400 with a ``google.rpc.Status`` for a body that cannot be read (never
@@ -19,15 +19,21 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from engine.api.deps import PrincipalDep, ServicesDep
 from engine.api.openapi import OWN_ERRORS
-from engine.api.problems import responses
 from engine.errors import StorageError
-from engine.hardening.body import MB
+from engine.http.body import MB
+from engine.http.deps import PrincipalDep, ServicesDep
+from engine.http.problems import responses
 from engine.online import otlp
+from engine.online.scorer import OnlineScorer
+from engine.online.span_export import EXPORT_TYPES, export_stream
+from engine.storage.rule_records import ScoreStatus, SpanScore
+from engine.storage.rule_sql import rule_store
+from engine.storage.score_sql import score_store
 from engine.storage.span_sql import MAX_PAGE, SpanFilter, SpanStore, StoredSpan, span_store
 
 log = logging.getLogger("scorebox.api")
@@ -109,6 +115,7 @@ def _refusal(status: int, message: str, encoding: str) -> Response:
 
 def _ingest(
     store: SpanStore,
+    online: OnlineScorer | None,
     tenant_id: str,
     what: str,
     raw: bytes,
@@ -127,9 +134,13 @@ def _ingest(
         return _status(exc.status, str(exc), encoding), exc.status
     try:
         if what == "traces":
-            store.add_spans(tenant_id, decoded.spans)
+            views = store.add_spans(tenant_id, decoded.spans)
         else:
-            store.add_logs(tenant_id, decoded.logs)
+            views = store.add_logs(tenant_id, decoded.logs)
+        if online is not None:
+            # only queued here: scoring runs in the background, ingestion never waits on it
+            # (a retry of this batch after a failure queues nothing twice)
+            online.enqueue(tenant_id, views)
     except StorageError as exc:
         log.warning("OTLP %s not stored: %s", what, exc)
         return _status(503, f"the database is unavailable: {exc}", encoding), 503
@@ -152,8 +163,9 @@ async def _receive(request: Request, store: SpanStore, tenant_id: str, what: str
         raw = await request.body()
         coding = request.headers.get("content-encoding")
         # inflating, decoding, mapping and storing are CPU and database work: off the loop
+        online = getattr(request.app.state, "online", None)
         body, status = await run_in_threadpool(
-            _ingest, store, tenant_id, what, raw, coding, encoding, limit
+            _ingest, store, online, tenant_id, what, raw, coding, encoding, limit
         )
         return _answer(status, body, encoding, RETRY_AFTER_SECONDS if status == 503 else None)
     finally:
@@ -208,13 +220,18 @@ class SpanOut(BaseModel):
     row: dict[str, Any] = Field(
         description="messages, model_output, scenario_input and metadata, as checks see them."
     )
-    scores: list[dict[str, Any]] = Field(default_factory=list)
+    scores: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Each score: rule, rule_version, check, check_version, status (scored, "
+        "error, pending, queued, or a skip: no_content, budget, backlog, cancelled), score, "
+        "passed, explanation.",
+    )
     received_at: datetime
     attributes: dict[str, Any] | None = None
     events: list[Any] | None = None
 
     @classmethod
-    def of(cls, s: StoredSpan, full: bool) -> SpanOut:
+    def of(cls, s: StoredSpan, full: bool, scores: list[SpanScore] | None = None) -> SpanOut:
         return cls(
             trace_id=s.trace_id,
             span_id=s.span_id,
@@ -231,6 +248,7 @@ class SpanOut(BaseModel):
             no_content=s.no_content,
             row=s.row,
             received_at=s.received_at,
+            scores=[x.to_json() for x in scores or []],
             attributes=s.attributes if full else None,
             events=s.events if full else None,
         )
@@ -255,7 +273,17 @@ def get_trace(
     """A trace's spans by start time, with their rows and attributes. Another tenant's trace
     is a 404."""
     spans = store.trace(principal.tenant_id, trace_id)
-    return TraceOut(trace_id=trace_id.lower(), spans=[SpanOut.of(s, True) for s in spans])
+    scores = _scores(store, principal.tenant_id, spans)
+    return TraceOut(
+        trace_id=trace_id.lower(),
+        spans=[SpanOut.of(s, True, scores.get((s.trace_id, s.span_id))) for s in spans],
+    )
+
+
+def _scores(
+    store: SpanStore, tenant_id: str, spans: list[StoredSpan]
+) -> dict[tuple[str, str], list[SpanScore]]:
+    return score_store(store.engine).scores_of(tenant_id, [(s.trace_id, s.span_id) for s in spans])
 
 
 def _nano(value: datetime | None) -> int | None:
@@ -267,8 +295,22 @@ def _nano(value: datetime | None) -> int | None:
     return max(-(2**63), min(int(value.timestamp() * 1e9), 2**63 - 1))
 
 
-@router.get("/spans", responses=responses(401, 422))
+@router.get(
+    "/spans",
+    response_model=SpanPage,
+    responses=responses(401, 404, 422),
+    openapi_extra={
+        "responses": {
+            "200": {
+                "description": "A page of spans; with `Accept: text/csv` or "
+                "`application/x-ndjson`, every matching span's scores (one record a score).",
+                "content": {t: {"schema": {"type": "string"}} for t in EXPORT_TYPES},
+            }
+        }
+    },
+)
 def list_spans(
+    request: Request,
     principal: PrincipalDep,
     store: SpanStoreDep,
     since: Annotated[datetime | None, Query(description="Spans started at or after.")] = None,
@@ -280,10 +322,19 @@ def list_spans(
     text: Annotated[
         str | None, Query(max_length=500, description="In the messages or the output.")
     ] = None,
+    rule: Annotated[str | None, Query(max_length=100, description="Scored by this rule.")] = None,
+    check: Annotated[str | None, Query(max_length=200, description="Scored by this check.")] = None,
+    status: Annotated[ScoreStatus | None, Query(description="A score with this status.")] = None,
+    passed: Annotated[bool | None, Query(description="A score that passed (or failed).")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-) -> SpanPage:
-    """Spans, newest first, filtered; cursor-paginated."""
+) -> Any:
+    """Spans, newest first, filtered; cursor-paginated. The score filters (rule, check,
+    status, passed) hold on one score of the span. ``Accept: text/csv`` or
+    ``application/x-ndjson`` exports every matching span's scores instead of a page."""
+    rule_id = None
+    if rule is not None:
+        rule_id = rule_store(store.engine).get_rule(principal.tenant_id, rule).id
     where = SpanFilter(
         since_unix_nano=_nano(since),
         until_unix_nano=_nano(until),
@@ -292,6 +343,22 @@ def list_spans(
         no_content=no_content,
         llm=llm,
         text=text,
+        rule_id=rule_id,
+        check=check,
+        score_status=None if status is None else status.value,
+        passed=passed,
     )
+    accept = request.headers.get("accept", "")
+    for media_type in EXPORT_TYPES:
+        if media_type in accept:
+            return StreamingResponse(
+                export_stream(store, principal.tenant_id, where, cursor, media_type),
+                media_type=media_type,
+                headers={"Content-Disposition": 'attachment; filename="spans"'},
+            )
     spans, after = store.spans(principal.tenant_id, where, limit, cursor)
-    return SpanPage(spans=[SpanOut.of(s, False) for s in spans], next_cursor=after)
+    scores = _scores(store, principal.tenant_id, spans)
+    return SpanPage(
+        spans=[SpanOut.of(s, False, scores.get((s.trace_id, s.span_id))) for s in spans],
+        next_cursor=after,
+    )

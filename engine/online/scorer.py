@@ -1,0 +1,370 @@
+"""Online scoring: spans matched by rules become durable runs, and their results come back
+onto the spans.
+
+Ingestion only queues (:meth:`OnlineScorer.enqueue`: the rules' filters and sampling,
+then one insert of pending scores). A thread of the API process then, every tick:
+
+- claims pending scores per rule version (up to ``batch_spans`` spans) and submits them as
+  one durable run through :class:`~engine.runs.service.RunService`'s public API, so the
+  run is exactly-once, fair between tenants, within quotas, sandboxed and metered;
+- writes the results of the rules' runs back onto their spans (also after a restart:
+  the link is in the database);
+- steps running backfills;
+- frees or recovers batches a dead process claimed and never recorded.
+
+Before a batch is submitted its rule version's daily LLM token budget is checked against
+the tokens its runs spent today through the gateway meter; when spent, the batch's scores
+are ``budget`` (backfillable later).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import Counter
+from prometheus_client.core import GaugeMetricFamily
+from sqlalchemy import Engine
+
+from engine.errors import NotFoundError, QuotaExceededError, ScoreboxError, StorageError
+from engine.online.filters import matches
+from engine.online.rules import score_ref
+from engine.online.sampling import sampled
+from engine.runs.metrics import Metrics
+from engine.runs.service import RunService
+from engine.storage import Store
+from engine.storage.backfill_sql import backfill_store
+from engine.storage.rule_records import (
+    RETRYABLE,
+    Backfill,
+    Batch,
+    RuleVersion,
+    RunResult,
+    ScoreStatus,
+    SpanView,
+)
+from engine.storage.rule_sql import rule_store
+from engine.storage.score_sql import BATCH_LABEL, score_store
+from engine.storage.span_sql import span_store
+from engine.tenancy.auth import Principal
+
+log = logging.getLogger("scorebox.online")
+
+__all__ = ["OnlineLimits", "OnlineScorer", "picked", "result_of"]
+
+
+class OnlineLimits:
+    """How online scoring batches and bounds its work."""
+
+    def __init__(
+        self,
+        *,
+        tick_seconds: float = 0.2,
+        batch_spans: int = 500,
+        backlog_max: int = 100_000,
+        orphan_seconds: float = 60.0,
+        backfill_page: int = 500,
+    ) -> None:
+        self.tick_seconds = tick_seconds
+        self.batch_spans = batch_spans
+        #: scores waiting per tenant past which new matches are ``backlog`` (backfillable)
+        self.backlog_max = backlog_max
+        #: a batch claimed this long ago without a recorded run belongs to a dead process
+        self.orphan_seconds = orphan_seconds
+        self.backfill_page = backfill_page
+
+
+def picked(view: SpanView, version: RuleVersion) -> bool:
+    """Whether a rule version scores this span: its filter, then its sampling (the same
+    decision live and in a backfill)."""
+    return matches(view.fields, version.filter) and sampled(view.ref.trace_id, version.sample_rate)
+
+
+def result_of(
+    status: str, score: Any, passed: bool | None, explanation: str | None, error: str | None
+) -> tuple[str, float | None, bool | None, str | None]:
+    """A run's row result as a span score: (status, score, passed, explanation)."""
+    if status != "ok":
+        return ScoreStatus.ERROR.value, None, None, f"{status}: {error or explanation or ''}"
+    value: float | None
+    if isinstance(score, bool):
+        value = 1.0 if score else 0.0
+        passed = score if passed is None else passed
+    elif isinstance(score, int | float):
+        value = float(score)
+    else:
+        value = None
+    return ScoreStatus.SCORED.value, value, passed, explanation
+
+
+def _day_start() -> datetime:
+    now = datetime.now(UTC)
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+class _Gauges:
+    def __init__(self, backlog: Callable[[], int]) -> None:
+        self._backlog = backlog
+
+    def collect(self) -> Any:
+        yield GaugeMetricFamily(
+            "scorebox_online_backlog",
+            "Span scores waiting (pending, or in a run whose results are not back).",
+            value=self._backlog(),
+        )
+
+
+class OnlineScorer:
+    """Queues matching spans at ingestion and scores them in the background."""
+
+    def __init__(
+        self,
+        store: Store,
+        runs: RunService,
+        db: Engine,
+        metrics: Metrics | None = None,
+        limits: OnlineLimits | None = None,
+    ) -> None:
+        self.store = store
+        self.runs = runs
+        self.db = db
+        self.limits = limits or OnlineLimits()
+        self.rules = rule_store(db)
+        self.scores = score_store(db)
+        self.backfills = backfill_store(db)
+        self.spans = span_store(db)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_orphans = 0.0
+        self._tenant_pause: dict[str, float] = {}
+        self._queued: Counter | None = None
+        if metrics is not None:
+            self._queued = Counter(
+                "scorebox_online_scores",
+                "Span scores queued or skipped at ingestion and in backfills, by status.",
+                ["status"],
+                registry=metrics.registry,
+            )
+            metrics.registry.register(_Gauges(self._backlog_or_zero))
+
+    # ---- lifecycle --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the background thread."""
+        self._thread = threading.Thread(target=self._loop, name="scorebox-online", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the thread; work claimed and not submitted is freed on the next start."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.tick()
+            except Exception:  # the loop must live: the next tick retries
+                log.exception("online scoring tick failed")
+            self._stop.wait(max(0.0, self.limits.tick_seconds - (time.monotonic() - started)))
+
+    def _backlog_or_zero(self) -> int:
+        try:
+            return self.scores.backlog()
+        except ScoreboxError:
+            return 0
+
+    def _count(self, counts: dict[str, int]) -> None:
+        if self._queued is None:
+            return
+        for status, n in counts.items():
+            if n and status != "already":
+                self._queued.labels(status).inc(n)
+
+    # ---- ingestion ----------------------------------------------------------------
+
+    def enqueue(self, tenant_id: str, views: Sequence[SpanView]) -> None:
+        """Queue the spans that the tenant's enabled rules pick (no scoring here)."""
+        if not views:
+            return
+        rules = self.rules.enabled_rules(tenant_id)
+        if not rules:
+            return
+        backlog_full: bool | None = None
+        for rule in rules:
+            refs = [v.ref for v in views if picked(v, rule.current)]
+            if not refs:
+                continue
+            if backlog_full is None:
+                backlog_full = self.scores.backlog(tenant_id) >= self.limits.backlog_max
+            counts = self.scores.enqueue(
+                tenant_id, rule.id, rule.current, refs, origin="live", backlog_full=backlog_full
+            )
+            self._count(counts)
+
+    # ---- the background work ------------------------------------------------------------
+
+    def tick(self) -> None:
+        """One pass: recover orphans now and then, step backfills, submit, link."""
+        now = time.monotonic()
+        if now - self._last_orphans >= min(10.0, self.limits.orphan_seconds or 10.0):
+            self._last_orphans = now
+            self._recover_orphans()
+        for backfill in self.backfills.running():
+            self._step_backfill(backfill)
+        self._dispatch()
+        self._link()
+
+    def _recover_orphans(self) -> None:
+        for token, tenant_id, rule_id, version_id in self.scores.orphan_tokens(
+            self.limits.orphan_seconds
+        ):
+            found = self.store.list_runs(tenant_id, limit=1, label=(BATCH_LABEL, token))
+            if found:
+                self.scores.recover(token, tenant_id, rule_id, version_id, found[0].id)
+                log.info("online batch %s: run %s found after a restart", token, found[0].id)
+            else:
+                self.scores.release(token)
+                log.info("online batch %s: never submitted, queued again", token)
+
+    def _dispatch(self) -> None:
+        for tenant_id, version_id in self.scores.pending_groups():
+            if self._tenant_pause.get(tenant_id, 0.0) > time.monotonic():
+                continue
+            batch = self.scores.claim(tenant_id, version_id, self.limits.batch_spans)
+            if batch is not None:
+                self._submit(batch)
+
+    def _spent_today(self, rule_id: str, tenant_id: str) -> int:
+        spent, open_runs = self.scores.rule_tokens(rule_id, _day_start())
+        for run_id in open_runs:
+            try:
+                usage = self.store.get_run(tenant_id, run_id).llm_usage or {}
+            except NotFoundError:
+                continue
+            spent += int(usage.get("total_tokens", 0))
+        return spent
+
+    def _submit(self, batch: Batch) -> None:
+        try:
+            rule, version = self.rules.get_version(batch.tenant_id, batch.rule_version_id)
+        except NotFoundError:
+            self.scores.skip_batch(batch.token, ScoreStatus.ERROR, "the rule was deleted")
+            return
+        budget = version.daily_token_budget
+        if budget is not None:
+            spent = self._spent_today(rule.id, batch.tenant_id)
+            if spent >= budget:
+                self.scores.skip_batch(
+                    batch.token,
+                    ScoreStatus.BUDGET,
+                    f"the rule's daily LLM token budget ({budget}) is spent ({spent} today): "
+                    "raise daily_token_budget, or backfill these spans tomorrow",
+                )
+                self._count({ScoreStatus.BUDGET.value: len(batch.spans)})
+                return
+        found = self.spans.rows_of(batch.tenant_id, batch.spans)
+        rows = [found.get(key, {}) for key in batch.spans]
+        labels = {
+            "scorebox.rule": rule.name,
+            "scorebox.rule_version": str(version.version),
+            BATCH_LABEL: batch.token,
+        }
+        try:
+            principal = Principal(self.store.get_tenant(batch.tenant_id), None)
+            run = self.runs.submit_run(
+                principal, [score_ref(c) for c in version.checks], rows, None, labels
+            )
+        except QuotaExceededError as exc:
+            # the tenant's queued-runs quota: wait, the scores stay queued for later
+            self.scores.release(batch.token)
+            self._tenant_pause[batch.tenant_id] = time.monotonic() + (exc.retry_after_seconds or 1)
+            return
+        except StorageError:
+            self.scores.release(batch.token)
+            raise
+        except ScoreboxError as exc:  # a pinned version deleted, a tenant disabled...
+            self.scores.skip_batch(batch.token, ScoreStatus.ERROR, f"not scored: {exc}")
+            return
+        try:
+            self.scores.attach_run(batch, run.id)
+        except StorageError:
+            # the run carries the token: the orphan pass finds it and records it
+            log.warning("online batch %s: run %s not recorded yet", batch.token, run.id)
+
+    def _link(self) -> None:
+        for run_id, tenant_id, _rule_id in self.scores.unlinked_runs():
+            try:
+                run = self.store.get_run(tenant_id, run_id)
+            except NotFoundError:
+                self.scores.link(run_id, [], tokens=0, final=True, unscored="its run was deleted")
+                continue
+            final = not run.status.active
+            results = [
+                RunResult(
+                    r.row_index,
+                    r.check_index,
+                    *result_of(r.status, r.score, r.passed, r.explanation, r.error),
+                )
+                for r in self.store.results_page(run_id, 0, 1_000_000)
+            ]
+            tokens = int((run.llm_usage or {}).get("total_tokens", 0))
+            self.scores.link(
+                run_id,
+                results,
+                tokens=tokens,
+                final=final,
+                unscored=f"its run ended {run.status.value}: {run.error or 'no result'}",
+            )
+
+    # ---- backfills ----------------------------------------------------------------------
+
+    def _step_backfill(self, b: Backfill) -> None:
+        if self.backfills.waiting(b.id) >= 2 * self.limits.batch_spans:
+            return  # its queued work first: the backlog stays bounded
+        try:
+            _rule, version = self.rules.get_version(b.tenant_id, b.rule_version_id)
+        except NotFoundError:
+            self.backfills.advance(b.id, None, {}, done=True)
+            return
+        page = self.backfills.page(b, self.limits.backfill_page)
+        room = max(0, b.row_cap - int(b.counts.get("rows", 0)))
+        picks = [v for _, v in page if picked(v, version)]
+        capped = len([v for v in picks if not v.ref.no_content]) > room
+        if capped:
+            kept, with_content = [], 0
+            for v in picks:
+                if not v.ref.no_content:
+                    if with_content >= room:
+                        break
+                    with_content += 1
+                kept.append(v)
+            picks = kept
+        counts = dict(
+            self.scores.enqueue(
+                b.tenant_id,
+                b.rule_id,
+                version,
+                [v.ref for v in picks],
+                origin=b.id,
+                revive=RETRYABLE,
+            )
+        )
+        self._count(counts)
+        counts["scanned"] = len(page)
+        counts["matched"] = len(picks)
+        counts["rows"] = len([v for v in picks if not v.ref.no_content])
+        cursor = (page[-1][1].ref.start_unix_nano, page[-1][0]) if page else None
+        if capped and picks:
+            last = picks[-1].ref
+            index = next(i for i, (_, v) in enumerate(page) if v.ref == last)
+            cursor = (last.start_unix_nano, page[index][0])
+            counts["scanned"] = index + 1
+        done = capped or len(page) < self.limits.backfill_page
+        self.backfills.advance(b.id, cursor, counts, done=done)

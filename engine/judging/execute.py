@@ -109,6 +109,8 @@ def _aggregate(row: Row, votes: Sequence[_Vote], cfg: JudgeConfig, ms: float) ->
             f"{v.model}: {v.error}" if len(votes) > 1 else str(v.error) for v in failed
         )
         return RowResult(row_id=row.id, status=Status.JUDGE_ERROR, error=errors, duration_ms=ms)
+    # the judges that answered, as a code check's gateway calls name theirs (sorted, joined)
+    served = ", ".join(sorted({v.model for v in good}))
     if len(votes) == 1:
         vote = good[0]
         return RowResult(
@@ -117,6 +119,7 @@ def _aggregate(row: Row, votes: Sequence[_Vote], cfg: JudgeConfig, ms: float) ->
             score=vote.score,
             explanation=vote.explanation,
             duration_ms=ms,
+            model=served,
         )
     answers = [v.score for v in good if v.score is not None]
     common, count = Counter(answers).most_common(1)[0]
@@ -142,6 +145,7 @@ def _aggregate(row: Row, votes: Sequence[_Vote], cfg: JudgeConfig, ms: float) ->
         score=score,
         explanation="\n".join(lines),
         duration_ms=ms,
+        model=served,
     )
 
 

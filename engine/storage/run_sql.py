@@ -494,5 +494,15 @@ def _result_value(
         "duration_ms": duration_ms,
         "passed": extras.get("passed"),
         "result_metadata": extras.get("metadata"),
-        "model": extras.get("model"),
+        "model": _column_text(extras.get("model"), MODEL_CHARS),
     }
+
+
+#: The width of ``row_results.model`` (migration 0010).
+MODEL_CHARS = 200
+
+
+def _column_text(value: str | None, width: int) -> str | None:
+    """``value`` cut to a column's width: PostgreSQL refuses a longer one, which would fail
+    the whole write (a code check's gateway calls may name many models, joined)."""
+    return None if value is None else value[:width]

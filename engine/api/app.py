@@ -20,6 +20,7 @@ from engine.api.routes import admin, checks, generate, health, judge, runs, scor
 from engine.api.routes import agreement as agreement_routes
 from engine.api.routes import compare as compare_routes
 from engine.api.routes import labels as labels_routes
+from engine.api.routes import rules as rules_routes
 from engine.api.routes import traces as traces_routes
 from engine.api.services import Services
 from engine.audit import api as audit_api
@@ -29,6 +30,7 @@ from engine.hardening.body import BodyLimit, BodyLimits
 from engine.hardening.budget import BodyBudget
 from engine.hardening.nul import NulGuard
 from engine.okareo import routes as okareo
+from engine.online.scorer import OnlineScorer
 from engine.runs.service import RunService
 from engine.runs.wiring import Scoring, build_scoring
 from engine.settings import Settings
@@ -110,9 +112,13 @@ def create_app(
             settings, store, service, scoring.runners, scoring.metrics, db, scoring.llm
         )
         service.start()
+        online = OnlineScorer(store, service, db, scoring.metrics)  # rules score spans
+        app.state.online = online
+        online.start()
         try:
             yield
         finally:
+            online.stop()
             service.stop()
             scoring.close()
             db.dispose()
@@ -134,6 +140,7 @@ def create_app(
             {"name": "audit", "description": audit_api.TAG_DESCRIPTION},
             {"name": "labels", "description": labels_routes.TAG_DESCRIPTION},
             {"name": "traces", "description": traces_routes.TAG_DESCRIPTION},
+            {"name": "rules", "description": rules_routes.TAG_DESCRIPTION},
             {"name": "health", "description": "Liveness, readiness, metrics."},
             {"name": okareo.TAG, "description": okareo.TAG_DESCRIPTION},
         ],
@@ -158,6 +165,7 @@ def create_app(
     app.include_router(labels_routes.router)
     app.include_router(agreement_routes.router)
     app.include_router(traces_routes.router)
+    app.include_router(rules_routes.router)
     app.include_router(admin.router)
     app.include_router(audit_api.router)
     app.include_router(health.router)

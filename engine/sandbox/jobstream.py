@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -119,7 +119,7 @@ class JobStream:
         self.required: set[str] = set()  # the inputs the check requires (absent: skipped)
         self.self_skips = False  # a format whose None return skips the row (Braintrust's)
 
-    def events(self) -> Iterator[JobEvent]:
+    def events(self) -> Generator[JobEvent, None, None]:
         """The job's records as they come, then how it ended."""
         try:
             yield from self._run()

@@ -17,6 +17,7 @@ from engine.cli.generate import generate
 from engine.cli.image import image
 from engine.cli.judge import judge
 from engine.cli.labels import labels
+from engine.cli.rule import rule
 from engine.cli.run import run
 from engine.cli.serve import serve
 from engine.cli.suite import init
@@ -89,6 +90,7 @@ main.add_command(judge)
 main.add_command(worker)
 main.add_command(audit)
 main.add_command(labels)
+main.add_command(rule)
 check.add_command(push)
 check.add_command(list_checks)
 check.add_command(show)

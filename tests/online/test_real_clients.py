@@ -1,7 +1,8 @@
 """Real instrumented apps export to a live ``scorebox serve``: the ``openai`` client calling
 the tests' scripted model server, instrumented by OpenInference, OpenLLMetry and the
 official openai-v2 (content on the span, and content in log records only), exporting with
-``opentelemetry-exporter-otlp-proto-http``. The stored rows are what the app sent and got.
+``opentelemetry-exporter-otlp-proto-http``. The stored rows are what the app sent and got,
+and a rule scores each LLM span (its score is read back on the span).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import gzip
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,18 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     llm = FakeLLM().start()
     try:
         with serving(env, workdir / "serve.log") as url:
+            # every LLM call of the app is scored (the app's own request span is not)
+            made = httpx.post(
+                f"{url}/v1/rules",
+                headers={"authorization": f"Bearer {key}"},
+                json={
+                    "name": "llm-calls",
+                    "checks": ["builtin:is_json"],
+                    "filter": {"service.name": "support-bot", "provider": "openai"},
+                },
+                timeout=30,
+            )
+            assert made.status_code == 201, made.text
             yield Live(url, key, other_key, llm)
     finally:
         llm.stop()
@@ -92,6 +106,16 @@ def _run_app(
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["answer"] == ANSWER
     return str(out["trace_id"])
+
+
+def _scored(live: Live, trace_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The trace's LLM span once the rule's score of it is written back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        span = _llm_span(live, trace_id)
+        if [s["status"] for s in span["scores"]] == ["scored"] or time.monotonic() > deadline:
+            return span
+        time.sleep(0.2)
 
 
 def _llm_span(live: Live, trace_id: str) -> dict[str, Any]:
@@ -163,6 +187,21 @@ def test_a_real_instrumented_app_is_stored_as_rows(
     assert meta["response_model"] == "gpt-4o-mini"  # the scripted server echoes the model
     assert meta["usage"]["input_tokens"] == INPUT_TOKENS
     assert meta["usage"]["output_tokens"] == OUTPUT_TOKENS
+    # the rule scored the LLM span, and only it: the app's request span matched no filter
+    (score,) = _scored(live, trace_id)["scores"]
+    assert score == {
+        "rule": "llm-calls",
+        "rule_version": 1,
+        "check": "is_json",
+        "check_version": None,
+        "status": "scored",
+        "score": 0.0,
+        "passed": False,
+        "explanation": score["explanation"],
+    }
+    headers = {"authorization": f"Bearer {live.key}"}
+    parent = httpx.get(f"{live.url}/v1/traces/{trace_id}", headers=headers, timeout=30)
+    assert [s["scores"] for s in parent.json()["spans"] if not s["llm"]] == [[]]
     if (
         instrumentation == "openai-v2"
         and env.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT") == "event_only"

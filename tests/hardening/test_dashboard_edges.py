@@ -1,4 +1,4 @@
-"""Findings 6, 8 and 9 (issue 27): CSV formula cells, dashboard headers, login CSRF."""
+"""CSV formula cells, dashboard headers, login CSRF."""
 
 from __future__ import annotations
 

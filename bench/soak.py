@@ -181,7 +181,7 @@ def soak(minutes: float, warmup: float, sample_seconds: float, rows_per_run: int
             "SCOREBOX_DATA_DIR": tmp,
             "SCOREBOX_DATABASE_URL": database,
             "SCOREBOX_BROKER_URL": redis,
-            "SCOREBOX_WORKER_IDLE_SECONDS": "20",
+            "SCOREBOX_REUSE_IDLE_SECONDS": "20",
             "SCOREBOX_POOL_SIZE": "1",
         }
         nodes = Nodes(env, Path(tmp))
@@ -269,7 +269,7 @@ def soak(minutes: float, warmup: float, sample_seconds: float, rows_per_run: int
             stop.set()
             for thread in threads:
                 thread.join(120)
-            time.sleep(30)  # check workers retire after SCOREBOX_WORKER_IDLE_SECONDS=20
+            time.sleep(30)  # kept containers retire after SCOREBOX_REUSE_IDLE_SECONDS=20
             outcome.after = _state(api, worker)
         finally:
             nodes.close()

@@ -155,6 +155,38 @@ def _variable(
     return None
 
 
+#: Settings renamed so that "worker" means one thing, a ``scorebox worker`` process: old
+#: name -> new name. The old ``SCOREBOX_*`` variables (and keyword arguments) are still
+#: read, with a warning, where the new one is not set.
+RENAMED: dict[str, str] = {
+    "worker_max_jobs": "reuse_max_jobs",
+    "worker_max_age_seconds": "reuse_max_age_seconds",
+    "worker_idle_seconds": "reuse_idle_seconds",
+    "run_workers": "run_threads",
+}
+
+
+def renamed_values(given: Mapping[str, Any], prefix: str = "") -> tuple[dict[str, Any], list[str]]:
+    """The values ``given`` under a renamed setting's old name (``prefix`` + the name,
+    upper-cased when ``prefix`` is set: the variables), keyed by the new field name, with
+    one deprecation message for each; a value under the new name wins over the old."""
+
+    def key(name: str) -> str:
+        return f"{prefix}{name}".upper() if prefix else name
+
+    values: dict[str, Any] = {}
+    notes: list[str] = []
+    for old, new in RENAMED.items():
+        if key(old) not in given:
+            continue
+        if key(new) in given:
+            notes.append(f"{key(old)} is deprecated and ignored: {key(new)} is set")
+            continue
+        values[new] = given[key(old)]
+        notes.append(f"{key(old)} is deprecated: it is read as {key(new)}; set that instead")
+    return values, notes
+
+
 def settings_error(
     exc: ValidationError,
     fields: Mapping[str, FieldInfo],

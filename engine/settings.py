@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +20,17 @@ from pydantic_settings import (
 )
 
 from engine.models import Limits
-from engine.setting_values import SettingValueError, describe, is_list, settings_error, split_list
+from engine.setting_values import (
+    RENAMED,
+    SettingValueError,
+    describe,
+    is_list,
+    renamed_values,
+    settings_error,
+    split_list,
+)
+
+log = logging.getLogger(__name__)
 
 
 def _default_data_dir() -> Path:
@@ -43,6 +54,20 @@ class _FlatLimitsSource(PydanticBaseSettingsSource):
             if (value := os.environ.get(f"SCOREBOX_{name.upper()}")) is not None
         }
         return {"limits": limits} if limits else {}
+
+
+class _RenamedSource(PydanticBaseSettingsSource):
+    """The old variables of renamed settings (``SCOREBOX_WORKER_MAX_JOBS`` for
+    ``SCOREBOX_REUSE_MAX_JOBS``...), read where the new one is not set, with a warning."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values, notes = renamed_values(os.environ, "SCOREBOX_")
+        for note in notes:
+            log.warning("%s", note)
+        return values
 
 
 class _EnvSource(EnvSettingsSource):
@@ -121,14 +146,24 @@ class Settings(BaseSettings):
         description="`check`: a container that ran a job may serve later jobs of the same "
         "tenant, check version, policy and limits; `never`: one container per job.",
     )
-    worker_max_jobs: int = Field(
-        default=1000, ge=1, description="Jobs a warm check worker serves before it is retired."
+    # A container kept for later jobs of its check (reuse="check"); formerly worker_*
+    reuse_max_jobs: int = Field(
+        default=1000,
+        ge=1,
+        description="Jobs a container kept for its check (SCOREBOX_REUSE=check) serves before "
+        "it is retired (formerly SCOREBOX_WORKER_MAX_JOBS, still read).",
     )
-    worker_max_age_seconds: float = Field(
-        default=900.0, gt=0, description="Life of a warm check worker."
+    reuse_max_age_seconds: float = Field(
+        default=900.0,
+        gt=0,
+        description="Life of a container kept for its check (formerly "
+        "SCOREBOX_WORKER_MAX_AGE_SECONDS, still read).",
     )
-    worker_idle_seconds: float = Field(
-        default=120.0, gt=0, description="Idle time after which a warm check worker is retired."
+    reuse_idle_seconds: float = Field(
+        default=120.0,
+        gt=0,
+        description="Idle time after which a container kept for its check is retired "
+        "(formerly SCOREBOX_WORKER_IDLE_SECONDS, still read).",
     )
     job_retries: int = Field(default=3, ge=0, le=20)
     engine_wait_seconds: float = Field(
@@ -170,8 +205,11 @@ class Settings(BaseSettings):
         description="Upgrade the schema at start-up (one node at a time, under a lock); "
         "set false on distributed nodes and run `scorebox db upgrade` once per version.",
     )
-    run_workers: int | None = Field(
-        default=None, ge=1, description="Threads scoring run chunks; default: max_parallel_jobs."
+    run_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="Threads of this process scoring run chunks; default: max_parallel_jobs "
+        "(formerly SCOREBOX_RUN_WORKERS, still read).",
     )
     run_chunk_rows: int | None = Field(
         default=None,
@@ -419,9 +457,15 @@ class Settings(BaseSettings):
         """Keyword arguments first, then the flat limit variables, then ``SCOREBOX_*``."""
         flat = _FlatLimitsSource(settings_cls)
         env = _EnvSource(settings_cls)
-        return init_settings, flat, env, dotenv_settings, file_secret_settings
+        renamed = _RenamedSource(settings_cls)
+        return init_settings, flat, env, renamed, dotenv_settings, file_secret_settings
 
     def __init__(self, *args: Any, **values: Any) -> None:
+        if any(name in values for name in RENAMED):
+            moved, notes = renamed_values(values)
+            for note in notes:
+                log.warning("Settings(%s", note.replace(" is", ") is", 1))
+            values = {k: v for k, v in values.items() if k not in RENAMED} | moved
         try:
             super().__init__(*args, **values)
         except ValidationError as exc:

@@ -92,9 +92,9 @@ class LocalDispatch:
 
     def start(self) -> None:
         """Start the threads and queue again every queued or running run."""
-        count = self.settings.run_workers or self.settings.max_parallel_jobs
+        count = self.settings.run_threads or self.settings.max_parallel_jobs
         for n in range(count):
-            thread = threading.Thread(target=self._work, name=f"scorebox-worker-{n}", daemon=True)
+            thread = threading.Thread(target=self._work, name=f"scorebox-run-{n}", daemon=True)
             thread.start()
             self._threads.append(thread)
         for run in self.store.active_runs():

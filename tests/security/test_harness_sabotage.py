@@ -208,7 +208,7 @@ def test_an_abandoned_container_exits_on_its_own(docker_settings: Settings) -> N
     # The host process "dies": nothing closes its workers. The harness's idle limit ends them.
     # A warm check worker (reuse="check") is the container that waits for more jobs.
     settings = docker_settings.model_copy(
-        update={"reuse": "check", "pool_idle_seconds": 1.0, "worker_idle_seconds": 1.0}
+        update={"reuse": "check", "pool_idle_seconds": 1.0, "reuse_idle_seconds": 1.0}
     )
     backend = RecordingBackend(settings)
     engine = SandboxRunner(settings, backend=backend)

@@ -50,7 +50,7 @@ def test_a_killed_servers_containers_exit_on_their_own(
         # Long enough that the server does not retire them before it is killed; the
         # harnesses exit IDLE_EXIT_SLACK_SECONDS after these with no job.
         SCOREBOX_POOL_IDLE_SECONDS="5",
-        SCOREBOX_WORKER_IDLE_SECONDS="5",
+        SCOREBOX_REUSE_IDLE_SECONDS="5",
     )
     key, _ = two_tenants(env["SCOREBOX_DATABASE_URL"], "orphans")
     port = free_port()

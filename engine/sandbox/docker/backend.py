@@ -114,9 +114,9 @@ class DockerBackend:
         )
         self.workers = CheckWorkers(
             destroy=self._discard_worker,
-            max_jobs=settings.worker_max_jobs,
-            max_age=settings.worker_max_age_seconds,
-            idle_seconds=settings.worker_idle_seconds,
+            max_jobs=settings.reuse_max_jobs,
+            max_age=settings.reuse_max_age_seconds,
+            idle_seconds=settings.reuse_idle_seconds,
         )
         #: Declared (PEP 723) environments, built on first use into derived images.
         self.environments = Environments(settings, DockerEnvironments(self.client, settings))

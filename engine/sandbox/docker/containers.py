@@ -159,7 +159,7 @@ def default_runtime(settings: Settings) -> str | None:
 
 def harness_idle_exit(settings: Settings) -> float:
     """Seconds a harness waits for a job before exiting: past every host-side idle limit."""
-    return max(settings.pool_idle_seconds, settings.worker_idle_seconds) + IDLE_EXIT_SLACK_SECONDS
+    return max(settings.pool_idle_seconds, settings.reuse_idle_seconds) + IDLE_EXIT_SLACK_SECONDS
 
 
 def owner_label() -> str:

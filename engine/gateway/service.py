@@ -57,7 +57,7 @@ UPSTREAM_FAILED = 424
 #: HTTP status for a request the job's end (or the process's) cancelled before it ran.
 CANCELLED_STATUS = 503
 #: A reply frame's JSON document at most: the container's gateway takes no larger frame
-#: (``MAX_REPLY_BYTES`` of ``sandbox_images/python/gateway.py``); a larger reply is refused.
+#: (``MAX_REPLY_BYTES`` of ``engine/harness/gateway.py``); a larger reply is refused.
 MAX_REPLY_BYTES = 1 << 20
 #: The labels whose value keys a quota, first found wins: a run's id, a ``/v1/score`` batch's.
 QUOTA_LABELS = ("scorebox.run", "scorebox.batch")

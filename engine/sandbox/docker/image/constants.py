@@ -69,8 +69,8 @@ runpy.run_module("engine.harness", run_name="__main__", alter_sys=True)
 """
 
 #: Stand-in modules for other tools' scorer packages (``reward_kit``), copied from
-#: ``sandbox_images/python/stand-in-modules/`` to /opt/scorebox/stand-in-modules, which the harness
-#: appends LAST to ``sys.path``: a check's declared packages (put before it) win.
+#: ``sandbox_images/python/stand-in-modules/`` to /opt/scorebox/stand-in-modules, which the
+#: :data:`LAUNCHER` appends LAST to ``sys.path``: a check's declared packages (put before it) win.
 STAND_IN_MODULES_DIR = "stand-in-modules"
 
 

@@ -27,7 +27,7 @@ from engine.distributed.celery_app import (
     workers_seen,
 )
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
-from engine.distributed.ledger import ChunkLedger
+from engine.distributed.ledger import ChunkLedger, ledger_rows
 from engine.distributed.preflight import masked_url
 from engine.distributed.replies import Replies, new_reply_key
 from engine.errors import QuotaExceededError, SandboxError, ScoreboxError
@@ -174,7 +174,7 @@ class CeleryDispatch:
     def submit_run(self, plan: RunPlan) -> None:
         """The run's chunks into the ledger (each a row range; a worker scores the rows of
         its range still without a result), then a dispatch pass."""
-        self.ledger.plan(plan.run, plan.limits, self.settings.chunk_rows)
+        self.ledger.insert(ledger_rows(plan.chunks))
         self.dispatcher.nudge()
 
     def _before_pass(self) -> None:

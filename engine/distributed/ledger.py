@@ -20,6 +20,7 @@ message it holds, so a stale or duplicated message is a no-op.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.models import Limits
+from engine.runs.work import ChunkSpec
 from engine.storage import Run, RunCheck, RunStatus, utcnow
 from engine.storage.database import database_error
 from engine.storage.tables import RunChunkRow, RunRow
@@ -90,6 +92,31 @@ def plan_chunks(run: Run, limits: Sequence[Limits], chunk_rows: int) -> list[dic
     return out
 
 
+def ledger_rows(chunks: Sequence[ChunkSpec]) -> list[dict[str, Any]]:
+    """The chunk rows of a run's planned chunks (the run service's one chunking; each chunk
+    a range of rows of one check, numbered from 0 per check) (pure)."""
+    numbers: Counter[int] = Counter()
+    out: list[dict[str, Any]] = []
+    for spec in chunks:
+        chunk_no = numbers[spec.check_index]
+        numbers[spec.check_index] += 1
+        out.append(
+            {
+                "run_id": spec.run_id,
+                "check_index": spec.check_index,
+                "chunk_no": chunk_no,
+                "tenant_id": spec.tenant_id,
+                "row_start": spec.rows[0],
+                "row_stop": spec.rows[-1] + 1,
+                "limits": spec.limits.model_dump(mode="json"),
+                "state": PENDING,
+                "epoch": 0,
+                "attempts": 0,
+            }
+        )
+    return out
+
+
 T = TypeVar("T")
 
 
@@ -136,7 +163,11 @@ class ChunkLedger:
 
     def plan(self, run: Run, limits: Sequence[Limits], chunk_rows: int) -> int:
         """Insert the run's chunks (insert-or-ignore: safe to repeat); returns how many are new."""
-        rows = plan_chunks(run, limits, chunk_rows)
+        return self.insert(plan_chunks(run, limits, chunk_rows))
+
+    def insert(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Insert chunk rows (:func:`ledger_rows`), ignoring those already there; returns how
+        many are new."""
         if not rows:
             return 0
         new = 0

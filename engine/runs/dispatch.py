@@ -12,7 +12,7 @@ picks which one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,21 +39,15 @@ class ScoreBatch:
 
     tenant_id: str
     checks: Sequence[ResolvedCheck]
-    #: Each check's limits, already lowered by its own and the request's (once, here).
+    #: Each check's limits, already lowered by its own and the request's (once, there).
     limits: Sequence[Limits]
     rows: Sequence[Row]
     #: Rows per chunk: a chunk is one sandbox job (``Settings.chunk_rows``).
     chunk_rows: int
+    #: ``(check index, rows with their indices)``: the request's one chunking, by the service.
+    chunks: Sequence[tuple[int, Sequence[IndexedRow]]]
     #: When the request arrived (``time.monotonic()``): its wait for a slot counts from here.
     started_at: float
-
-    def chunks(self) -> Iterator[tuple[int, list[IndexedRow]]]:
-        """``(check index, rows with their indices)``: the request's one chunking."""
-        indexed = list(enumerate(self.rows))
-        size = max(1, self.chunk_rows)
-        for check_index in range(len(self.checks)):
-            for start in range(0, len(indexed), size):
-                yield check_index, indexed[start : start + size]
 
 
 #: ``results[k][i]``: check k on row i; None where no result came back.

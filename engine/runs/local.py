@@ -291,7 +291,7 @@ class LocalDispatch:
         # The batch's label keys its one gateway quota: every check and chunk share it.
         labels = {"scorebox.tenant": batch.tenant_id, "scorebox.batch": group}
         items: list[WorkItem] = []
-        for ci, chunk in batch.chunks():
+        for ci, chunk in batch.chunks:
 
             def deliver(index: int, result: RowResult, ci: int = ci) -> None:
                 results[ci][index] = result

@@ -83,6 +83,8 @@ class RunService:
         self._quota_cache: dict[str, tuple[float, Quotas]] = {}
         self._admitted: Counter[str] = Counter()  # synchronous requests per tenant
         self._admitted_lock = threading.Lock()
+        #: Rows per chunk of a run or a request, each chunk one sandbox job (the one chunking)
+        self.chunk_rows = settings.chunk_rows
         if settings.run_chunk_rows is not None:
             log.warning(
                 "SCOREBOX_RUN_CHUNK_ROWS is deprecated: a chunk is one sandbox job, of "
@@ -216,7 +218,7 @@ class RunService:
     ) -> list[ChunkSpec]:
         """The one chunking of a run: ``Settings.chunk_rows`` rows of one check a chunk,
         the checks interleaved so that a run's progress covers every check."""
-        per_check = [(ci, chunked(indices, self.settings.chunk_rows)) for ci, indices in rows]
+        per_check = [(ci, chunked(indices, self.chunk_rows)) for ci, indices in rows]
         out: list[ChunkSpec] = []
         for position in range(max((len(c) for _, c in per_check), default=0)):
             for ci, chunks in per_check:
@@ -327,12 +329,19 @@ class RunService:
         started_at: float | None = None,
     ) -> ScoreOutcome:
         """Score resolved checks now, like :meth:`score` (the tenant's concurrency, metrics)."""
+        checks, rows, size = list(resolved), list(row_list), self.chunk_rows
+        indexed = list(enumerate(rows))
         batch = ScoreBatch(
             tenant_id=principal.tenant_id,
-            checks=list(resolved),
-            limits=[self._limits_for(c, limits) for c in resolved],
-            rows=list(row_list),
-            chunk_rows=self.settings.chunk_rows,
+            checks=checks,
+            limits=[self._limits_for(c, limits) for c in checks],
+            rows=rows,
+            chunk_rows=size,
+            chunks=[
+                (ci, indexed[start : start + size])
+                for ci in range(len(checks))
+                for start in range(0, len(indexed), size)
+            ],
             started_at=time.monotonic() if started_at is None else started_at,
         )
         results = self.dispatch.score(batch)

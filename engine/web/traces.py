@@ -2,7 +2,7 @@
 
 The list shows the tenant's LLM spans, newest first, filtered like ``GET /v1/spans``;
 a trace's page draws its spans as a tree with their durations on one time axis, and
-each LLM span's messages, output and scores. The same store as the API
+each LLM span's messages, output and the scores its rules gave it. The same store as the API
 (``engine.storage.span_sql``): another tenant's trace is a 404 here too.
 """
 
@@ -15,6 +15,7 @@ from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.storage.score_sql import score_store
 from engine.storage.span_sql import MAX_PAGE, SpanFilter, StoredSpan, span_store
 from engine.web.pages import not_found, page_router, render, services_of, who
 
@@ -135,12 +136,16 @@ def trace_page(request: Request, trace_id: str) -> HTMLResponse:
     except NotFoundError:
         return not_found(request, session, f"trace {trace_id.lower()}")
     tree = span_tree(spans)
+    found = score_store(services_of(request).db).scores_of(
+        principal.tenant_id, [(s.trace_id, s.span_id) for s in spans]
+    )
     return render(
         request,
         "trace.html",
         session,
         trace_id=trace_id.lower(),
         tree=tree,
+        scores={span_id: found[(trace, span_id)] for trace, span_id in found},
         window_ms=(
             (max(s.end_unix_nano for s in spans) - min(s.start_unix_nano for s in spans)) / 1e6
         ),

@@ -10,7 +10,6 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -19,12 +18,10 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
     ExportLogsServiceRequest,
     ExportLogsServiceResponse,
 )
-from sqlalchemy import insert
 
-from engine.storage.records import new_id
-from engine.storage.rule_tables import RuleRow, RuleVersionRow, SpanScoreRow
 from engine.tenancy.auth import authenticate
 from tests.api.conftest import Api, AppFactory
+from tests.online.score_rows import add_scores, make_rule
 
 SECRET = "Bearer collector-secret-" + secrets.token_hex(8)
 
@@ -101,62 +98,7 @@ def _tenant_id(api: Api, headers: dict[str, str]) -> str:
 
 
 def _scores(api: Api, tenant_id: str, n: int) -> list[dict[str, Any]]:
-    """``n`` span scores as a rule writes them, scored one millisecond apart."""
-    now = datetime.now(UTC)
-    rule, version = new_id("rul"), new_id("rv")
-    out = []
-    with api.store.engine.begin() as conn:
-        conn.execute(
-            insert(RuleRow).values(
-                id=rule,
-                tenant_id=tenant_id,
-                name=f"helpful-replies-{rule[-4:]}",
-                enabled=True,
-                version=2,
-                created_at=now,
-                updated_at=now,
-            )
-        )
-        conn.execute(
-            insert(RuleVersionRow).values(
-                id=version,
-                tenant_id=tenant_id,
-                rule_id=rule,
-                version=2,
-                checks=[],
-                filter={},
-                sample_rate=1.0,
-                daily_token_budget=None,
-                created_at=now,
-            )
-        )
-        for i in range(n):
-            row = {
-                "id": new_id("ss"),
-                "tenant_id": tenant_id,
-                "rule_id": rule,
-                "rule_version_id": version,
-                "rule_version": 2,
-                "trace_id": secrets.token_hex(16),
-                "span_id": secrets.token_hex(8),
-                "span_start_unix_nano": 1,
-                "check_index": 0,
-                "check_name": "is_helpful",
-                "check_version": 3,
-                "check_key": "is_helpful@3",
-                "status": "scored" if i % 5 else "error",
-                "score": None if i % 5 == 0 else float(i % 2),
-                "passed": None if i % 5 == 0 else bool(i % 2),
-                "explanation": f"reason {i}",
-                "run_id": None,
-                "row_index": i,
-                "origin": "live",
-                "created_at": now,
-                "scored_at": now + timedelta(milliseconds=i),
-            }
-            conn.execute(insert(SpanScoreRow).values(**row))
-            out.append(row)
-    return out
+    return add_scores(api.store.engine, tenant_id, make_rule(api.store.engine, tenant_id), n)
 
 
 def _wait(predicate: Any, timeout: float = 20.0) -> None:

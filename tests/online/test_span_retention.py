@@ -10,18 +10,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from click.testing import CliRunner
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 
 from engine.cli import main as cli
 from engine.online.pruner import SpanPruner
 from engine.settings import Settings
-from engine.storage.records import new_id
-from engine.storage.rule_tables import RuleRow, RuleVersionRow, SpanScoreRow
+from engine.storage.rule_tables import SpanScoreRow
 from engine.storage.span_retention import prune_spans
 from engine.storage.tables import SpanLogRow, SpanRow
 from engine.tenancy.auth import authenticate
 from tests.api.conftest import Api
 from tests.online.otlp_requests import PROTOBUF, logs, span, traces
+from tests.online.score_rows import add_scores, make_rule
 
 DAY_NS = 86_400 * 10**9
 
@@ -58,58 +58,8 @@ def _count(api: Api, table: Any, tenant_id: str) -> int:
 
 
 def _score(api: Api, tenant_id: str, trace_id: bytes, span_id: bytes) -> None:
-    now = datetime.now(UTC)
-    rule, version = new_id("rul"), new_id("rv")
-    with api.store.engine.begin() as conn:
-        conn.execute(
-            insert(RuleRow).values(
-                id=rule,
-                tenant_id=tenant_id,
-                name=rule,
-                enabled=True,
-                version=1,
-                created_at=now,
-                updated_at=now,
-            )
-        )
-        conn.execute(
-            insert(RuleVersionRow).values(
-                id=version,
-                tenant_id=tenant_id,
-                rule_id=rule,
-                version=1,
-                checks=[],
-                filter={},
-                sample_rate=1.0,
-                daily_token_budget=None,
-                created_at=now,
-            )
-        )
-        conn.execute(
-            insert(SpanScoreRow).values(
-                id=new_id("ss"),
-                tenant_id=tenant_id,
-                rule_id=rule,
-                rule_version_id=version,
-                rule_version=1,
-                trace_id=trace_id.hex(),
-                span_id=span_id.hex(),
-                span_start_unix_nano=1,
-                check_index=0,
-                check_name="c",
-                check_version=1,
-                check_key="c@1",
-                status="scored",
-                score=1.0,
-                passed=True,
-                explanation=None,
-                run_id=None,
-                row_index=0,
-                origin="live",
-                created_at=now,
-                scored_at=now,
-            )
-        )
+    rule = make_rule(api.store.engine, tenant_id)
+    add_scores(api.store.engine, tenant_id, rule, 1, spans=[(trace_id.hex(), span_id.hex())])
 
 
 def test_old_spans_go_with_their_records_and_scores_stay(api: Api) -> None:

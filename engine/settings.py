@@ -107,6 +107,12 @@ class Settings(BaseSettings):
     )
     image: str = Field(default="scorebox-sandbox:latest", description="Sandbox image reference.")
     runtime: str | None = Field(default=None, description="OCI runtime, e.g. runsc.")
+    backend: Literal["docker", "subprocess"] = Field(
+        default="docker",
+        description="Where checks run: docker (hardened containers, the only choice for code "
+        "you do not trust) or subprocess (plain processes on this host with NO isolation: "
+        "development and tests only; a warning is logged).",
+    )
     pool_size: int = Field(default=2, ge=0, le=256, description="Warm containers per profile.")
     pool_idle_seconds: float = Field(default=300.0, gt=0)
     pool_max_size: int = Field(

@@ -106,9 +106,7 @@ class SandboxRunner:
     def __init__(self, settings: Settings | None = None, backend: SandboxBackend | None = None):
         self.settings = settings or Settings()
         if backend is None:
-            from engine.sandbox.docker.backend import DockerBackend  # noqa: PLC0415 (lazy: no docker SDK in processes that never start a container)
-
-            backend = DockerBackend(self.settings)
+            backend = _configured_backend(self.settings)
         self.backend = backend
         self._slots = threading.BoundedSemaphore(self.settings.max_parallel_jobs)
         self._executor = ThreadPoolExecutor(
@@ -519,5 +517,13 @@ class SandboxRunner:
         )
 
 
-#: Deprecated name of :class:`SandboxRunner`, kept for one release (``engine`` is the package).
-Engine = SandboxRunner
+def _configured_backend(settings: Settings) -> SandboxBackend:
+    """The backend ``SCOREBOX_BACKEND`` names: Docker, or (development only) plain processes."""
+    if settings.backend == "subprocess":
+        from engine.sandbox.local import SubprocessBackend  # noqa: PLC0415 (lazy)
+
+        return SubprocessBackend(settings)
+    from engine.sandbox.docker.backend import DockerBackend  # noqa: PLC0415 (lazy: no docker SDK in processes that never start a container)
+
+    return DockerBackend(settings)
+

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.conftest import api, database_url, make_api
+from tests.api.conftest import api, database_url, docker_api, make_api
 from tests.conftest import _in_ci
 
-__all__ = ["api", "database_url", "make_api", "otel_python"]
+__all__ = ["api", "database_url", "docker_api", "make_api", "otel_python"]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -245,7 +245,7 @@ run_demo() {
     # The demo's data stays in .scorebox/demo, so its last line (the dashboard URL) can be opened.
     local serve=()
     [[ -t 0 && "${CI:-}" != "true" ]] && serve=(--serve)
-    "$VENV/bin/python" -m engine.demo --data-dir "$STATE/demo" "${serve[@]}"
+    "$VENV/bin/scorebox" demo --data-dir "$STATE/demo" "${serve[@]}"
 }
 
 say_path() {

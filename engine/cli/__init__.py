@@ -11,6 +11,7 @@ from engine.cli.agreement import agreement
 from engine.cli.check import check
 from engine.cli.check_remote import list_checks, push, rm, show
 from engine.cli.db import db
+from engine.cli.demo import demo
 from engine.cli.doctor import doctor
 from engine.cli.env import env
 from engine.cli.generate import generate
@@ -82,6 +83,7 @@ main.add_command(image)
 main.add_command(serve)
 main.add_command(tenant)
 main.add_command(db)
+main.add_command(demo)
 main.add_command(run)
 main.add_command(init)
 main.add_command(doctor)

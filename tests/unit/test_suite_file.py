@@ -156,7 +156,8 @@ def test_row_fields_and_statuses_agree_with_the_cli() -> None:
 
 def test_the_committed_schema_is_the_generated_one() -> None:
     assert SCHEMA.read_text() == schema_text(), (
-        "docs/scorebox.schema.json is stale: python -m engine.suite > docs/scorebox.schema.json"
+        "docs/scorebox.schema.json is stale: "
+        "python -m engine.suites.file > docs/scorebox.schema.json"
     )
 
 

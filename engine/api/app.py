@@ -11,24 +11,25 @@ from fastapi import Depends, FastAPI
 from sqlalchemy import Engine as SAEngine
 
 from engine import web
-from engine.api import docs, openapi, problems
-from engine.api.gate import KeyGate
-from engine.api.guard import SurrogateGuard, reject_unknown_query
-from engine.api.http_metrics import HttpMetrics
-from engine.api.request_ids import RequestContext
+from engine.api import docs, openapi
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import agreement as agreement_routes
 from engine.api.routes import compare as compare_routes
 from engine.api.routes import labels as labels_routes
 from engine.api.routes import rules as rules_routes
 from engine.api.routes import traces as traces_routes
-from engine.api.services import Services
 from engine.audit import api as audit_api
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
-from engine.hardening.body import BodyLimit, BodyLimits
-from engine.hardening.budget import BodyBudget
-from engine.hardening.nul import NulGuard
+from engine.http import problems
+from engine.http.body import BodyLimit, BodyLimits
+from engine.http.budget import BodyBudget
+from engine.http.gate import KeyGate
+from engine.http.guard import SurrogateGuard, reject_unknown_query
+from engine.http.metrics import HttpMetrics
+from engine.http.nul_guard import NulGuard
+from engine.http.request_ids import RequestContext
+from engine.http.services import Services
 from engine.okareo import routes as okareo
 from engine.online.scorer import OnlineScorer
 from engine.runs.service import RunService

@@ -2,7 +2,7 @@
 
 FastAPI documents a 422 as ``application/json`` with its own ``HTTPValidationError``
 body and knows nothing of the errors the app raises itself. scorebox answers every
-error as ``application/problem+json`` (:mod:`engine.api.problems`), so this pass:
+error as ``application/problem+json`` (:mod:`engine.http.problems`), so this pass:
 
 - gives every 4xx and 5xx response the ``Problem`` schema under that media type;
 - adds the statuses any operation can get: 401 behind an API key, 403 on admin
@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
 
-from engine.api.problems import PROBLEM_JSON
+from engine.http.problems import PROBLEM_JSON
 
 PROBLEM_SCHEMA: dict[str, Any] = {
     "title": "Problem",

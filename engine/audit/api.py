@@ -8,10 +8,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from engine.api.deps import PrincipalDep
-from engine.api.problems import responses
-from engine.audit.deps import AuditDep
 from engine.audit.records import AuditRecord, valid_action
+from engine.http.deps import AuditDep, PrincipalDep
+from engine.http.problems import responses
 
 router = APIRouter(prefix="/v1", tags=["audit"])
 

@@ -20,8 +20,6 @@ from pygments.lexers import PythonLexer, TextLexer
 from starlette.concurrency import run_in_threadpool
 
 from engine import agreement, catalog, generation
-from engine.api.deps import get_llm
-from engine.api.problems import status_for
 from engine.audit import hooks
 from engine.calibration.gate import PASSED
 from engine.catalog import CheckSpec
@@ -32,6 +30,8 @@ from engine.errors import (
     NotFoundError,
     ScoreboxError,
 )
+from engine.http.deps import get_llm
+from engine.http.problems import status_for
 from engine.storage.label_sql import label_store
 from engine.web.pages import (
     not_found,

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from engine.api.services import Services
 from engine.errors import NotFoundError
+from engine.http.services import Services
 from engine.storage import Run
 from engine.tenancy.auth import Principal
 from engine.web import display

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from engine import logs
-from engine.api.deps import PrincipalDep
+from engine.http.deps import PrincipalDep
 from tests.api.conftest import Api
 
 PROBE = logging.getLogger("scorebox.probe")

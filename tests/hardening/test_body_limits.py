@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 
 from starlette.types import Message, Receive, Scope, Send
 
-from engine.api.guard import SurrogateGuard
-from engine.hardening.body import MB, BodyLimit, BodyLimits
+from engine.http.body import MB, BodyLimit, BodyLimits
+from engine.http.guard import SurrogateGuard
 from tests.api.conftest import Api, AppFactory
 
 BOGUS = {"Authorization": "Bearer sbx_not_a_key"}

@@ -13,7 +13,7 @@ import pytest
 from starlette.types import ASGIApp, Message
 
 from engine.errors import QuotaExceededError
-from engine.hardening.budget import MB, BodyBudget
+from engine.http.budget import MB, BodyBudget
 from engine.tenancy import auth
 from tests.api.conftest import Api, AppFactory
 

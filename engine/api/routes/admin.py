@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from engine.api.deps import AdminDep, StoreDep
-from engine.api.problems import responses
 from engine.api.schemas import KeyOut, NewKeyOut, TenantCreate, TenantOut
 from engine.audit import hooks
-from engine.audit.deps import AuditDep
+from engine.http.deps import AdminDep, AuditDep, StoreDep
+from engine.http.problems import responses
 from engine.storage import ApiKey, Tenant
 from engine.tenancy import auth
 from engine.tenancy.quotas import parse_overrides

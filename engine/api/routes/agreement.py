@@ -8,10 +8,10 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from engine import agreement
-from engine.api.deps import PrincipalDep, StoreDep
-from engine.api.problems import responses
 from engine.api.routes.labels import LabelStoreDep
 from engine.calibration.report import ReportOptions
+from engine.http.deps import PrincipalDep, StoreDep
+from engine.http.problems import responses
 
 router = APIRouter(prefix="/v1", tags=["labels"])
 

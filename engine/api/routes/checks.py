@@ -11,13 +11,9 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
 from engine import agreement, catalog
-from engine.api.deps import PrincipalDep, RunsDep, ServicesDep, StoreDep
-from engine.api.problems import responses
 from engine.api.routes.labels import LabelStoreDep
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
-from engine.api.services import Services
 from engine.audit import hooks
-from engine.audit.deps import AuditDep
 from engine.audit.store import AuditLog
 from engine.builtins import describe
 from engine.catalog import CheckSpec, kind_of_file
@@ -27,6 +23,9 @@ from engine.environments.hosts import distributed_status
 from engine.environments.spec import BLOCK_MARKER
 from engine.environments.status import EnvironmentStatus, build_in_background, status_of
 from engine.errors import InvalidRequestError, NotFoundError, ScoreboxError
+from engine.http.deps import AuditDep, PrincipalDep, RunsDep, ServicesDep, StoreDep
+from engine.http.problems import responses
+from engine.http.services import Services
 from engine.redact import mask_credentials
 from engine.validation import ValidationReport
 from engine.validation.rules import ModelCheckType

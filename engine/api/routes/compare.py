@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from engine.api.deps import PrincipalDep, StoreDep
-from engine.api.problems import responses
+from engine.http.deps import PrincipalDep, StoreDep
+from engine.http.problems import responses
 from engine.runs.compare import CheckComparison, Interval, compare_runs
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])

@@ -11,9 +11,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from engine import generation
-from engine.api.deps import LLMDep, PrincipalDep, ServicesDep
-from engine.api.problems import responses
 from engine.generation import GenerateRequest, GenerationResult
+from engine.http.deps import LLMDep, PrincipalDep, ServicesDep
+from engine.http.problems import responses
 
 __all__ = ["GenerateRequest", "router"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 
-from engine.api.deps import ServicesDep
+from engine.http.deps import ServicesDep
 from engine.readiness import readiness
 from engine.runs.metrics import CONTENT_TYPE
 

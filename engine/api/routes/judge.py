@@ -12,9 +12,9 @@ from typing import Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.api.deps import LLMDep, PrincipalDep, RunsDep
-from engine.api.problems import responses
 from engine.builtins import describe
+from engine.http.deps import LLMDep, PrincipalDep, RunsDep
+from engine.http.problems import responses
 from engine.judging.pairwise import compare
 from engine.llm.cache import scoped_llm
 

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from engine import agreement
-from engine.api.deps import PrincipalDep, ServicesDep, StoreDep
-from engine.api.problems import responses
+from engine.http.deps import PrincipalDep, ServicesDep, StoreDep
+from engine.http.problems import responses
 from engine.storage.label_sql import MAX_PAGE, Label, LabelName, LabelStore, label_store
 
 router = APIRouter(prefix="/v1", tags=["labels"])

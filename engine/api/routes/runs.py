@@ -11,14 +11,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter, ValidationError
 
 from engine import agreement
-from engine.api.deps import PrincipalDep, RunsDep, StoreDep
-from engine.api.problems import responses
 from engine.api.routes.labels import LabelStoreDep
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.audit import hooks
-from engine.audit.deps import AuditDep
 from engine.catalog import CheckRef
 from engine.errors import InvalidRequestError
+from engine.http.deps import AuditDep, PrincipalDep, RunsDep, StoreDep
+from engine.http.problems import responses
 from engine.json_limits import FreeJSON, json_problem
 from engine.row_errors import shape_problem
 from engine.runs.export import INPUTS, passed, record, to_csv

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
-from engine.api.deps import PrincipalDep, RunsDep
-from engine.api.problems import responses
 from engine.api.schemas import ResultItem, ScoreRequest, ScoreResponse
+from engine.http.deps import PrincipalDep, RunsDep
+from engine.http.problems import responses
 from engine.runs.service import RunService
 from engine.tenancy.auth import Principal
 

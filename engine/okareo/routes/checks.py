@@ -7,14 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Query, Response
 
 from engine import catalog, generation
-from engine.api.deps import LLMDep, RunsDep, ServicesDep, StoreDep
-from engine.api.problems import responses
 from engine.audit import hooks
-from engine.audit.deps import AuditDep
 from engine.builtins import BUILTINS_CREATED_AT, BuiltinCheck, Builtins
 from engine.catalog import check_uuid
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError
+from engine.http.deps import AuditDep, LLMDep, RunsDep, ServicesDep, StoreDep
+from engine.http.problems import responses
 from engine.okareo import translate
 from engine.okareo.routes.deps import OkareoPrincipalDep, OkareoStoreDep, project_of
 from engine.okareo.schemas import CheckIn, GenerateIn, GenerateOut, OkareoCheckOut

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader
 
-from engine.api.deps import Credentials, ServicesDep, StoreDep
 from engine.errors import AuthError, NotFoundError
+from engine.http.deps import Credentials, ServicesDep, StoreDep
 from engine.okareo.store import OkareoStore, Project
 from engine.tenancy.auth import Principal, authenticate
 
@@ -20,9 +20,13 @@ _api_key = APIKeyHeader(
 )
 
 
-def get_okareo_store(services: ServicesDep) -> OkareoStore:
-    """The ``okareo_*`` tables on the service's database (one store per app)."""
-    return services.okareo
+def get_okareo_store(request: Request, services: ServicesDep) -> OkareoStore:
+    """The ``okareo_*`` tables on the service's database: one store per app, made by the
+    first ``/v0`` request (the edges' shared services know nothing of this edge)."""
+    store: OkareoStore | None = getattr(request.app.state, "okareo", None)
+    if store is None or store.engine is not services.db:
+        store = request.app.state.okareo = OkareoStore(services.db)
+    return store
 
 
 def get_okareo_principal(

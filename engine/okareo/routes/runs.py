@@ -15,12 +15,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, UploadFile
 
-from engine.api.deps import RunsDep, StoreDep
-from engine.api.problems import responses
 from engine.audit import hooks
-from engine.audit.deps import AuditDep
 from engine.catalog import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
+from engine.http.deps import AuditDep, RunsDep, StoreDep
+from engine.http.problems import responses
 from engine.json_limits import json_problem
 from engine.names import BUILTIN_PREFIX
 from engine.nul import nul_problem

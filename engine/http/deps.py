@@ -1,4 +1,4 @@
-"""Dependencies of the routes, as ``Annotated`` aliases."""
+"""Dependencies of the routes of every edge (API, dashboard, Okareo), as ``Annotated`` aliases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
-from engine.api.gate import principal_of_scope
-from engine.api.services import Services
+from engine.audit.store import AuditLog
+from engine.http.gate import principal_of_scope
+from engine.http.services import Services
 from engine.llm.client import LLMClient
 from engine.llm.openai_client import create_llm_client
 from engine.runs.service import RunService
@@ -54,7 +55,7 @@ def _header(credentials: HTTPAuthorizationCredentials | None) -> str | None:
 
 
 async def get_principal(request: Request, store: StoreDep, credentials: Credentials) -> Principal:
-    """The caller: as :class:`~engine.api.gate.KeyGate` resolved it before the body was read,
+    """The caller: as :class:`~engine.http.gate.KeyGate` resolved it before the body was read,
     else from the key cache on the event loop when it holds the key (no thread hop, no
     database read), else :func:`authenticate` in a worker thread."""
     resolved = principal_of_scope(request.scope)
@@ -90,3 +91,11 @@ def get_llm(request: Request, services: ServicesDep) -> LLMClient:
 
 
 LLMDep = Annotated[LLMClient, Depends(get_llm)]
+
+
+def get_audit(services: ServicesDep) -> AuditLog:
+    """The app's audit log (``Services.audit``)."""
+    return services.audit
+
+
+AuditDep = Annotated[AuditLog, Depends(get_audit)]

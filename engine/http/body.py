@@ -10,7 +10,7 @@ plus one chunk of it. A body that trickles in is cut off with 408 once
 A body for a ``/v1`` or ``/v0`` route (all of which need a key) that comes with no
 credentials header at all is a 401 before a byte of it is read, so an anonymous
 client cannot make the server hold even the limit; one with credentials that do not
-resolve is refused unread by :class:`engine.api.gate.KeyGate`, just inside this layer.
+resolve is refused unread by :class:`engine.http.gate.KeyGate`, just inside this layer.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 PostgreSQL cannot store or even compare ``\\u0000`` in text, so ``/v1/checks/a%00b``
 or the dashboard's ``?q=%00`` would otherwise fail inside the database. JSON bodies
-are checked by :class:`engine.api.guard.SurrogateGuard` (which names the field).
+are checked by :class:`engine.http.guard.SurrogateGuard` (which names the field).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from engine.hardening.body import send_problem
+from engine.http.body import send_problem
 from engine.nul import NUL
 
 

@@ -23,8 +23,8 @@ from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.api.problems import PROBLEM_JSON
 from engine.errors import InvalidRequestError
+from engine.http.problems import PROBLEM_JSON
 from engine.json_limits import json_problem
 from engine.nul import nul_problem
 

@@ -1,6 +1,6 @@
 """Who is calling, from the headers alone, before a byte of the request body is read.
 
-:class:`KeyGate` is pure ASGI, inside :class:`~engine.hardening.body.BodyLimit` and
+:class:`KeyGate` is pure ASGI, inside :class:`~engine.http.body.BodyLimit` and
 outside everything that reads a body (``SurrogateGuard``, FastAPI's parsers, multipart
 spooling). For a request with a body it resolves the route family's credentials:
 
@@ -14,7 +14,7 @@ An unknown, revoked or missing key is answered 401 (a tenant key on an admin rou
 403) with the body unread: the server never holds a body it will refuse. The resolved
 principal rides in the scope, so the route does not look the key up again.
 
-Then the body is metered by :class:`~engine.hardening.budget.BodyBudget`: bytes in
+Then the body is metered by :class:`~engine.http.budget.BodyBudget`: bytes in
 flight per API key (dashboard session; anonymous callers share one bucket) and in total,
 429 with ``Retry-After`` past either.
 """
@@ -29,10 +29,10 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engine.api.problems import status_for
 from engine.errors import AuthError, QuotaExceededError, ScoreboxError, StorageError
-from engine.hardening.body import declared_length, has_body, send_problem
-from engine.hardening.budget import BodyBudget
+from engine.http.body import declared_length, has_body, send_problem
+from engine.http.budget import BodyBudget
+from engine.http.problems import status_for
 from engine.storage.cached import CachedStore
 from engine.tenancy.auth import Principal, authenticate, authenticate_cached, authorize_admin
 

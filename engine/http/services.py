@@ -9,7 +9,6 @@ from sqlalchemy import Engine as SAEngine
 from engine.audit.environments import audit_environment_builds
 from engine.audit.store import AuditLog
 from engine.llm.client import LLMClient
-from engine.okareo.store import OkareoStore
 from engine.runs.executors import RunnerHolder
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
@@ -20,7 +19,7 @@ from engine.storage import Store
 @dataclass
 class Services:
     """The app's parts. ``store`` is typed by its Protocol; ``db`` is the SQLAlchemy engine
-    that stores with tables of their own (the Okareo edge's ``okareo``) open on. ``llm`` is
+    that stores with tables of their own (the audit log; the Okareo edge's) open on. ``llm`` is
     the LLM client, None when no endpoint is configured (``get_llm`` then builds one from
     the settings on first use, which names the missing setting)."""
 
@@ -31,11 +30,9 @@ class Services:
     metrics: Metrics
     db: SAEngine
     llm: LLMClient | None = None
-    okareo: OkareoStore = field(init=False)
     audit: AuditLog = field(init=False)
 
     def __post_init__(self) -> None:
-        self.okareo = OkareoStore(self.db)
         self.audit = AuditLog(self.db)
         audit_builds = audit_environment_builds(self.audit)
         self.runners.on_start.append(audit_builds)

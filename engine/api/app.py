@@ -14,11 +14,11 @@ from engine import web
 from engine.api import docs, openapi
 from engine.api.routes import admin, checks, generate, health, judge, runs, score
 from engine.api.routes import agreement as agreement_routes
+from engine.api.routes import audit as audit_api
 from engine.api.routes import compare as compare_routes
 from engine.api.routes import labels as labels_routes
 from engine.api.routes import rules as rules_routes
 from engine.api.routes import traces as traces_routes
-from engine.audit import api as audit_api
 from engine.distributed.preflight import check_distributed
 from engine.errors import RuntimeUnavailableError, ScoreboxError
 from engine.http import problems

@@ -7,8 +7,8 @@ recorded by whoever builds one through :meth:`AuditLog.record`). The table is
 append-only: :class:`AuditLog` has no update or delete, and triggers in the database
 (SQLite and PostgreSQL, migration 0007) refuse ``UPDATE`` and ``DELETE`` on it.
 
-A tenant reads its own records with ``GET /v1/audit`` (:mod:`engine.audit.api`); the
-operator reads everyone's with ``scorebox audit`` (:mod:`engine.audit.cli`). The store is
+A tenant reads its own records with ``GET /v1/audit`` (:mod:`engine.api.routes.audit`); the
+operator reads everyone's with ``scorebox audit`` (:mod:`engine.cli.audit`). The store is
 :class:`engine.audit.store.AuditLog`; :mod:`engine.audit.hooks` has one function per change.
 This module imports no database code (``scorebox --help`` stays fast).
 """

@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from engine.audit.cli import audit
 from engine.cli.agreement import agreement
+from engine.cli.audit import audit
 from engine.cli.check import check
 from engine.cli.check_remote import list_checks, push, rm, show
 from engine.cli.db import db

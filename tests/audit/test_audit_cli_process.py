@@ -32,7 +32,7 @@ def test_scorebox_audit_starts_in_a_fresh_process(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["engine.audit.api", "engine.audit.cli", "engine.http.deps"]
+    "module", ["engine.api.routes.audit", "engine.cli.audit", "engine.http.deps"]
 )
 def test_every_audit_module_imports_first(module: str) -> None:
     """Each is the first module a process imports, so a cycle through it would show."""

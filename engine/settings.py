@@ -430,6 +430,19 @@ class Settings(BaseSettings):
         description="Model tokens a run's (or a /v1/score call's) checks may spend through "
         "the gateway; 0 turns the gateway off.",
     )
+    # Online scoring: what one tenant may send over OTLP (engine/online/span_quota.py)
+    quota_spans_per_minute: int = Field(
+        default=0,
+        ge=0,
+        description="Spans a tenant may send per minute to one API process; past it "
+        "POST /v1/traces answers 429 with Retry-After (0: no limit).",
+    )
+    quota_stored_spans: int = Field(
+        default=0,
+        ge=0,
+        description="Spans a tenant may have stored; spans past it are refused in the "
+        "answer's partial_success until retention prunes older ones (0: no limit).",
+    )
     llm_model_map: dict[str, str] = Field(
         default_factory=dict,
         description='JSON {"model a check asks for": "model that serves it"}; "*" matches any '

@@ -286,6 +286,12 @@ class SpanStore(SqlSessions):
                     setattr(r, column, value)
             return [span_view(r) for r in stored]
 
+    def count(self, tenant_id: str) -> int:
+        """How many spans the tenant has stored (its ``stored_spans`` quota counts them)."""
+        with self._session() as s:
+            q = select(func.count()).select_from(SpanRow).where(SpanRow.tenant_id == tenant_id)
+            return int(s.scalar(q) or 0)
+
     def trace(self, tenant_id: str, trace_id: str) -> list[StoredSpan]:
         """The spans of one trace, by start time; 404 when the tenant has none of it."""
         with self._session() as s:

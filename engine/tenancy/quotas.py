@@ -24,6 +24,10 @@ class Quotas:
     llm_tokens_per_run: int = 0
     #: 1: distributed mode sends this tenant's work to runsc (gVisor) workers only.
     runsc_only: int = 0
+    #: Spans received over OTLP per minute, per API process (0: no limit).
+    spans_per_minute: int = 0
+    #: Spans stored at once (0: no limit).
+    stored_spans: int = 0
 
     @classmethod
     def names(cls) -> list[str]:
@@ -31,7 +35,12 @@ class Quotas:
 
 
 #: Quotas for which 0 means "off" rather than "nothing may run".
-ZERO_ALLOWED: dict[str, int] = {"llm_tokens_per_run": 0, "runsc_only": 0}
+ZERO_ALLOWED: dict[str, int] = {
+    "llm_tokens_per_run": 0,
+    "runsc_only": 0,
+    "spans_per_minute": 0,
+    "stored_spans": 0,
+}
 
 
 def default_quotas(settings: Settings) -> Quotas:
@@ -43,6 +52,8 @@ def default_quotas(settings: Settings) -> Quotas:
         evaluations_per_run=settings.quota_evaluations_per_run,
         environments=settings.quota_environments,
         llm_tokens_per_run=settings.quota_llm_tokens_per_run,
+        spans_per_minute=settings.quota_spans_per_minute,
+        stored_spans=settings.quota_stored_spans,
     )
 
 

@@ -31,10 +31,12 @@ from engine.http.problems import responses
 from engine.online import otlp
 from engine.online.scorer import OnlineScorer
 from engine.online.span_export import EXPORT_TYPES, export_stream
+from engine.online.span_quota import SpanQuota
 from engine.storage.rule_records import ScoreStatus, SpanScore
 from engine.storage.rule_sql import rule_store
 from engine.storage.score_sql import score_store
 from engine.storage.span_sql import MAX_PAGE, SpanFilter, SpanStore, StoredSpan, span_store
+from engine.tenancy.quotas import Quotas
 
 log = logging.getLogger("scorebox.api")
 
@@ -47,6 +49,8 @@ TAG_DESCRIPTION = (
 MAX_BATCHES_IN_FLIGHT = 8
 RETRY_AFTER_SECONDS = 1
 _in_flight = 0
+#: this process's span quota windows and stored counts, per tenant
+_quota = SpanQuota()
 
 _STATUS = {
     otlp.PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
@@ -117,13 +121,14 @@ def _ingest(
     store: SpanStore,
     online: OnlineScorer | None,
     tenant_id: str,
+    quotas: Quotas,
     what: str,
     raw: bytes,
     coding: str | None,
     encoding: str,
     limit: int,
-) -> tuple[bytes, int]:
-    """One request's body decoded and stored: the answer's body and status."""
+) -> tuple[bytes, int, int | None]:
+    """One request's body decoded and stored: the answer's body, status and Retry-After."""
     try:
         body = otlp.decompress(raw, coding, limit)
         if what == "traces":
@@ -131,7 +136,21 @@ def _ingest(
         else:
             decoded = otlp.decode_logs(body, encoding)
     except otlp.OtlpError as exc:
-        return _status(exc.status, str(exc), encoding), exc.status
+        return _status(exc.status, str(exc), encoding), exc.status, None
+    if what == "traces" and decoded.spans:
+        admission = _quota.admit(
+            tenant_id,
+            len(decoded.spans),
+            quotas.spans_per_minute,
+            quotas.stored_spans,
+            lambda: store.count(tenant_id),
+        )
+        if admission.retry_after is not None:  # the minute's window is full: retry then
+            why = admission.refused_because or ""
+            return _status(429, why, encoding), 429, admission.retry_after
+        for _ in decoded.spans[admission.allowed :]:
+            decoded.reject(admission.refused_because or "over quota")
+        del decoded.spans[admission.allowed :]
     try:
         if what == "traces":
             views = store.add_spans(tenant_id, decoded.spans)
@@ -143,10 +162,11 @@ def _ingest(
             online.enqueue(tenant_id, views)
     except StorageError as exc:
         log.warning("OTLP %s not stored: %s", what, exc)
-        return _status(503, f"the database is unavailable: {exc}", encoding), 503
+        unavailable = f"the database is unavailable: {exc}"
+        return _status(503, unavailable, encoding), 503, RETRY_AFTER_SECONDS
     if what == "traces":
-        return otlp.trace_response(decoded, encoding), 200
-    return otlp.logs_response(decoded, encoding), 200
+        return otlp.trace_response(decoded, encoding), 200, None
+    return otlp.logs_response(decoded, encoding), 200, None
 
 
 async def _receive(request: Request, store: SpanStore, tenant_id: str, what: str) -> Response:
@@ -164,10 +184,11 @@ async def _receive(request: Request, store: SpanStore, tenant_id: str, what: str
         coding = request.headers.get("content-encoding")
         # inflating, decoding, mapping and storing are CPU and database work: off the loop
         online = getattr(request.app.state, "online", None)
-        body, status = await run_in_threadpool(
-            _ingest, store, online, tenant_id, what, raw, coding, encoding, limit
+        quotas = request.app.state.services.runs.quotas(tenant_id)
+        body, status, retry = await run_in_threadpool(
+            _ingest, store, online, tenant_id, quotas, what, raw, coding, encoding, limit
         )
-        return _answer(status, body, encoding, RETRY_AFTER_SECONDS if status == 503 else None)
+        return _answer(status, body, encoding, retry)
     finally:
         _in_flight -= 1
 

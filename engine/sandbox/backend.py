@@ -1,6 +1,9 @@
-"""The seam between the engine and whatever runs containers (Docker today).
+"""The seam between the runner and whatever runs the harness (Docker, or a test double).
 
-Callers depend on :class:`SandboxBackend`; only ``docker_backend`` imports ``docker``.
+The runner depends on :class:`SandboxBackend`: a job in, its events out. The backends
+scorebox ships supply only a byte channel (:mod:`engine.sandbox.channel`) and read it
+with :class:`~engine.sandbox.jobstream.JobStream`, which holds the protocol's rules;
+only :mod:`engine.sandbox.docker` imports ``docker``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,18 @@
-"""The Docker sandbox backend: runs jobs in containers over Docker's attach stream.
+"""The Docker sandbox backend: containers for jobs, opened as byte channels.
 
-With :mod:`engine.sandbox.docker.containers` (how every container is hardened, see
+The backend keeps the Docker client, the warm pools and reaping, and hands each job a
+:class:`~engine.sandbox.docker.channel.DockerChannel` over a container's attach socket;
+what the bytes mean, and the rules they must keep, are the job stream's
+(:mod:`engine.sandbox.jobstream`). With :mod:`engine.sandbox.docker.containers` (how
+every container is hardened, see
 :func:`~engine.sandbox.docker.containers.container_options`), the only code that imports
-``docker``. A
-:class:`WarmPool` keeps started, never-used containers ready so a job starts in
-milliseconds. With ``reuse="check"`` (the default) a container whose job ended
+``docker``. A :class:`WarmPool` keeps started, never-used containers ready so a job
+starts in milliseconds. With ``reuse="check"`` (the default) a container whose job ended
 cleanly is kept as a warm check worker for later jobs of the same tenant, check
 version, policy and limits profile (:class:`CheckWorkers`); the harness resets
 itself between jobs. Any job that ends in a timeout, oom, output limit, crash or
 protocol fault destroys its container, and ``reuse="never"`` destroys every one.
+Declared environments' images are built by :mod:`engine.sandbox.docker.environments`.
 """
 
 from __future__ import annotations

@@ -141,6 +141,7 @@ class OnlineScorer:
         self._thread: threading.Thread | None = None
         self._last_orphans = 0.0
         self._tenant_pause: dict[str, float] = {}
+        self._results_seen: dict[str, int] = {}  # run -> results linked so far
         self._queued: Counter | None = None
         if metrics is not None:
             self._queued = Counter(
@@ -306,6 +307,14 @@ class OnlineScorer:
                 self.scores.link(run_id, [], tokens=0, final=True, unscored="its run was deleted")
                 continue
             final = not run.status.active
+            if not final:
+                # a run still scoring: read its results again only when there are new ones
+                done = self.store.count_results(run_id)
+                if done == self._results_seen.get(run_id):
+                    continue
+                self._results_seen[run_id] = done
+            else:
+                self._results_seen.pop(run_id, None)
             results = [
                 RunResult(
                     r.row_index,

@@ -187,6 +187,10 @@ def test_live_spans_are_scored_and_written_back(api: Api) -> None:
     assert (line["check"], line["check_version"]) == ("is_json", None)
     assert [(p["count"], p["mean"], p["pass_rate"]) for p in line["points"]] == [(1, 0.0, 0.0)]
     assert p_start_hour(line["points"][0]["start"])
+    metrics = api.client.get("/metrics").text
+    assert 'scorebox_online_scores_total{status="queued"}' in metrics
+    assert 'scorebox_online_scores_total{status="no_content"}' in metrics
+    assert "scorebox_online_backlog 0.0" in metrics
 
 
 def p_start_hour(text: str) -> bool:
@@ -353,3 +357,35 @@ def test_another_tenants_traces_spans_and_scores_are_not_seen(api: Api) -> None:
     assert api.client.get("/v1/rules/json-answers", headers=other).json()["counts"] == {}
     series = api.client.get("/v1/rules/json-answers/series", headers=other, params=WINDOW).json()
     assert series["series"] == []
+
+
+def test_past_the_backlog_bound_spans_are_marked_backlog_and_backfilled_later(api: Api) -> None:
+    from engine.online.scorer import OnlineLimits, OnlineScorer
+
+    h = api.tenant()
+    app = api.client.app.state  # type: ignore[attr-defined]
+    app.online.stop()  # scores stay pending: the backlog fills
+    rule(api, h)
+    first, second = new_ids(), new_ids()
+    send(api, h, span(*first))
+    services = app.services
+    bounded = OnlineScorer(
+        services.store, services.runs, services.db, limits=OnlineLimits(backlog_max=1)
+    )
+    app.online = bounded  # ingestion queues through it: one score waits, the bound is hit
+    send(api, h, span(*second))
+    (late,) = scores_of(api, h, second[0])
+    assert late["status"] == "backlog"
+    assert api.client.get("/v1/rules/json-answers", headers=h).json()["counts"] == {
+        "pending": 1,
+        "backlog": 1,
+    }
+    bounded.start()  # the backlog drains; a backfill then scores the skipped span
+    try:
+        assert wait_scored(api, h, first[0])[0]["status"] == "scored"
+        backfill = api.client.post("/v1/rules/json-answers/backfill", headers=h, json=WINDOW)
+        done = wait_backfill(api, h, "json-answers", backfill.json()["id"])
+        assert done["scores"] == {"scored": 1}
+        assert scores_of(api, h, second[0])[0]["status"] == "scored"
+    finally:
+        bounded.stop()

@@ -328,6 +328,21 @@ class Settings(BaseSettings):
         gt=0,
         description="How often the service prunes spans past SCOREBOX_SPAN_RETENTION_DAYS.",
     )
+    # Online scoring: rules score received spans (engine/online/scorer.py)
+    online_tick_seconds: float = Field(
+        default=0.2,
+        gt=0,
+        description="How often pending span scores are batched into runs and results linked.",
+    )
+    online_batch_spans: int = Field(
+        default=500, ge=1, description="Most spans of one rule version in one run."
+    )
+    online_backlog_max: int = Field(
+        default=100_000,
+        ge=1,
+        description="Span scores a tenant may have waiting; past it new matches are "
+        "`backlog` (scored by a backfill later).",
+    )
     broker_visibility_seconds: float = Field(
         default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
     )

@@ -36,6 +36,7 @@ from engine.online.rules import score_ref
 from engine.online.sampling import sampled
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
+from engine.settings import Settings
 from engine.storage import Store
 from engine.storage.backfill_sql import backfill_store
 from engine.storage.rule_records import (
@@ -76,6 +77,15 @@ class OnlineLimits:
         #: a batch claimed this long ago without a recorded run belongs to a dead process
         self.orphan_seconds = orphan_seconds
         self.backfill_page = backfill_page
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OnlineLimits:
+        """The operator's SCOREBOX_ONLINE_* settings."""
+        return cls(
+            tick_seconds=settings.online_tick_seconds,
+            batch_spans=settings.online_batch_spans,
+            backlog_max=settings.online_backlog_max,
+        )
 
 
 def picked(view: SpanView, version: RuleVersion) -> bool:
@@ -132,7 +142,7 @@ class OnlineScorer:
         self.store = store
         self.runs = runs
         self.db = db
-        self.limits = limits or OnlineLimits()
+        self.limits = limits or OnlineLimits.from_settings(runs.settings)
         self.rules = rule_store(db)
         self.scores = score_store(db)
         self.backfills = backfill_store(db)

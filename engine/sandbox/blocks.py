@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -219,18 +219,43 @@ def decode(record: BlockRecord) -> ResultBlock:
     kinds = _column(record.kinds, np.uint8, n, "kinds")
     scores = _column(record.scores, np.float64, n, "scores")
     ms = _column(record.ms, np.float64, n, "ms")
-    if codes.size and int(codes.max()) >= len(CHECK_STATUSES):
-        raise ValueError(f"status code {int(codes.max())} is not one a check may report")
-    if kinds.size and int(kinds.max()) >= len(SCORE_KINDS):
-        raise ValueError(f"score kind {int(kinds.max())} is unknown")
-    if not np.isfinite(ms).all() or (ms < 0).any():
-        raise ValueError("a row's duration is negative or not finite")
+    _check_codes(codes, kinds, ms)
     extras: dict[int, RowExtras] = {}
     for k, extra in record.extras:
         if not 0 <= k < n or k in extras:
             raise ValueError(f"extras for row {k} of a block of {n}")
         extras[k] = extra
     ok = codes == 0
+    _check_scores(ok, kinds, scores, extras)
+    for k, extra in extras.items():
+        _check_extra(codes, kinds, scores, k, extra)
+    failed = np.flatnonzero(~ok)
+    if failed.size and any(int(k) not in extras for k in failed):
+        raise ValueError("a row that is not ok without an error")
+    statuses = _FROM_WIRE[codes]
+    scores = np.where(ok, scores, np.nan)
+    return ResultBlock(record.i, statuses, kinds, scores, ms, extras)
+
+
+def _check_codes(
+    codes: npt.NDArray[np.uint8], kinds: npt.NDArray[np.uint8], ms: npt.NDArray[np.float64]
+) -> None:
+    """Statuses a check may report, known score kinds, durations that are real."""
+    if codes.size and int(codes.max()) >= len(CHECK_STATUSES):
+        raise ValueError(f"status code {int(codes.max())} is not one a check may report")
+    if kinds.size and int(kinds.max()) >= len(SCORE_KINDS):
+        raise ValueError(f"score kind {int(kinds.max())} is unknown")
+    if not np.isfinite(ms).all() or (ms < 0).any():
+        raise ValueError("a row's duration is negative or not finite")
+
+
+def _check_scores(
+    ok: npt.NDArray[np.bool_],
+    kinds: npt.NDArray[np.uint8],
+    scores: npt.NDArray[np.float64],
+    extras: Mapping[int, RowExtras],
+) -> None:
+    """Ok rows and only they carry a score, finite and of its kind."""
     if (kinds[ok] == 0).any() or (kinds[~ok] != 0).any():
         raise ValueError("an ok row without a score, or another row with one")
     if not np.isfinite(scores[ok]).all():
@@ -247,26 +272,29 @@ def decode(record: BlockRecord) -> ResultBlock:
         exact = extras[k].score if k in extras else None
         if exact is None:  # the harness sends these exactly: the column alone is forged
             raise ValueError("an int score past 2**53 without its exact value")
-    for k, extra in extras.items():
-        if codes[k] == 0:
-            if extra.error is not None:
-                raise ValueError("an ok row with an error")
-            if extra.score is not None and (
-                kinds[k] != _INT
-                or not INT_MIN <= extra.score <= INT_MAX
-                or float(extra.score) != scores[k]
-            ):
-                raise ValueError("an exact score for a row without that int score")
-        elif extra.error is None or (
+
+
+def _check_extra(
+    codes: npt.NDArray[np.uint8],
+    kinds: npt.NDArray[np.uint8],
+    scores: npt.NDArray[np.float64],
+    k: int,
+    extra: RowExtras,
+) -> None:
+    """Row ``k``'s extras agree with its status: an ok row has no error (and an exact score
+    only for its own int score), any other row an error and nothing a score would bring."""
+    if codes[k] != 0:
+        if extra.error is None or (
             extra.passed is not None or extra.metadata is not None or extra.score is not None
         ):
             raise ValueError(f"a {CHECK_STATUSES[codes[k]].value} row with a score, or no error")
-    failed = np.flatnonzero(~ok)
-    if failed.size and any(int(k) not in extras for k in failed):
-        raise ValueError("a row that is not ok without an error")
-    statuses = _FROM_WIRE[codes]
-    scores = np.where(ok, scores, np.nan)
-    return ResultBlock(record.i, statuses, kinds, scores, ms, extras)
+        return
+    if extra.error is not None:
+        raise ValueError("an ok row with an error")
+    if extra.score is not None and (
+        kinds[k] != _INT or not INT_MIN <= extra.score <= INT_MAX or float(extra.score) != scores[k]
+    ):
+        raise ValueError("an exact score for a row without that int score")
 
 
 def duration_fault(ms: npt.NDArray[np.float64] | float, wall_seconds: float) -> str | None:

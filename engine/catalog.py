@@ -91,7 +91,7 @@ class CheckSpec(BaseModel):
         max_length=200,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         description="The entry function of another tool's scorer file where several fit "
-        "(null: found by name or by its parameters; see docs/checks.md).",
+        "(null: found by name or by its parameters; see docs/writing-checks/formats.md).",
     )
     config: dict[str, FreeJSON] | None = Field(
         default=None,

@@ -115,7 +115,7 @@ def _outcome(attempt: Any) -> str:
     type=click.Choice([f.value for f in GENERATOR_FORMATS]),
     default="okareo",
     show_default=True,
-    help="Code checks: the scorer format to write (docs/checks.md, 'Scorer formats').",
+    help="Code checks: the scorer format to write (docs/writing-checks/formats.md).",
 )
 @click.option("--force", is_flag=True, help="Write the best attempt even if not accepted.")
 @click.option("-v", "--verbose", is_flag=True, help="Print the feedback sent after each attempt.")

@@ -2,7 +2,7 @@
 
 ``spec`` parses, validates, normalises and keys the block (pure); ``build`` downloads
 wheels on the host, has the sandbox backend install them offline into a derived image,
-records, waits for and prunes builds. See docs/checks.md ("Checks that need packages").
+records, waits for and prunes builds. See docs/writing-checks/packages.md.
 """
 
 from __future__ import annotations

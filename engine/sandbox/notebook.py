@@ -62,7 +62,8 @@ def run_check(
 
     Uses the shared :func:`default_runner`: the first call starts a container,
     later calls of the same check reuse its warm worker. ``entry`` names the entry
-    function of a scorer file in another format where several fit (docs/checks.md).
+    function of a scorer file in another format where several fit
+    (docs/writing-checks/formats.md).
     """
     runner = default_runner(settings)
     check = CodeCheck(source=source, policy=Policy(policy), entry=entry)

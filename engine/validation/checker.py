@@ -412,7 +412,7 @@ class _Validation(_SignatureRules):
             f"`{client}` is not allowed in a check: the sandbox has no network, so it could "
             "only fail. The only endpoint a check can reach is the model gateway, through "
             f"the model clients in the image ({', '.join(check_rules.GATEWAY_CLIENTS)}; "
-            'docs/checks.md, "Checks that call a model"). A package the check needs is '
+            "docs/writing-checks/model-calls.md). A package the check needs is "
             f"{DECLARE_HINT.replace('NAME', 'package-name').replace('declare it', 'declared')}"
             "\nscorebox installs it offline before the check runs; it reaches no network "
             "either.",

@@ -242,7 +242,8 @@ def suggest_parameter(name: str) -> str | None:
 
 
 def format_table_markdown() -> str:
-    """docs/checks.md's scorer-format table, from :data:`engine.contract.formats.FORMATS`."""
+    """docs/writing-checks/formats.md's scorer-format table, from
+    :data:`engine.contract.formats.FORMATS`."""
     lines = [
         "| format | entry | parameters (bound from the row) | returns | pass flag | "
         "differences from the tool |",

@@ -4,10 +4,11 @@ One module per format holds its spec, its binding and its coercion
 (:mod:`.okareo`, :mod:`.reward_kit`, :mod:`.grader`, :mod:`.promptfoo`,
 :mod:`.braintrust` for Braintrust and Phoenix, :mod:`.langsmith`); :mod:`.table` assembles
 them into :data:`FORMATS`, the one table the validator, the harness, the generator's
-prompts and docs/checks.md read. The generic pieces are by idea: :mod:`.spec` (what a
-format is), :mod:`.shapes` (a file's functions from its ``ast``), :mod:`.detection` (which
-format and entry, what each parameter receives), :mod:`.calls` (binding a row, skipping,
-coercing a return value), :mod:`.rows` and :mod:`.results` (what the formats share).
+prompts and docs/writing-checks/formats.md read. The generic pieces are by idea:
+:mod:`.spec` (what a format is), :mod:`.shapes` (a file's functions from its ``ast``),
+:mod:`.detection` (which format and entry, what each parameter receives), :mod:`.calls`
+(binding a row, skipping, coercing a return value), :mod:`.rows` and :mod:`.results`
+(what the formats share).
 
 Pure, and carried into the sandbox image (stdlib only).
 """

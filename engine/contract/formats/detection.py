@@ -154,7 +154,7 @@ def _format_of(shape: FunctionShape, *, explicit: bool) -> Format:
         return preferred.format  # its own error (bindings) names what is wrong
     raise FormatError(
         f"`{shape.name}` takes {', '.join(shape.required) or 'no parameters'}, which fit no "
-        "scorer format: see docs/checks.md for each format's parameters"
+        "scorer format: see docs/writing-checks/formats.md for each format's parameters"
     )
 
 

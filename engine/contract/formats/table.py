@@ -20,7 +20,7 @@ ADAPTERS: Mapping[Format, FormatAdapter] = {
 }
 
 #: Each format's spec: what the validator, the harness, the generator's prompts and
-#: docs/checks.md read.
+#: docs/writing-checks/formats.md read.
 FORMATS: Mapping[Format, FormatSpec] = {fmt: adapter.spec for fmt, adapter in ADAPTERS.items()}
 
 #: Stand-in modules in the sandbox image for other tools' packages (top-level import name);

@@ -164,7 +164,7 @@ class ResultRow(Base):
     error: Mapped[str | None] = mapped_column(Text)
     output: Mapped[str | None] = mapped_column(Text)
     duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
-    #: A scorer format's own pass flag and its sub-scores / extra keys (migration 0007).
+    #: A scorer format's own pass flag and its sub-scores / extra keys (migration 0008).
     passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     result_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     #: The model that served the row, where one did (migration 0010).

@@ -6,6 +6,7 @@ these tests say the rest without building the site.)"""
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import re
 from pathlib import Path
@@ -108,6 +109,29 @@ def test_the_tracker_pattern_is_precise() -> None:
     words = ("report.issues", "for issue in issues", "round(x, 2)", "rounds=20", "class Finding:",
              "a call finding nothing", "issue.line 3", "around 5 s")  # fmt: skip
     assert [w for w in words if TRACKER_WORDS.search(w)] == []
+
+
+def test_the_source_layout_names_every_folder() -> None:
+    """docs/operating/layout.md names each top-level folder and each test suite's folder."""
+    text = (DOCS / "operating" / "layout.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"^([\w.-]+)/ ", text, re.MULTILINE))
+    # what git ignores (build output, caches, virtualenvs) is no part of the layout
+    ignored = [
+        line.strip().strip("/")
+        for line in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    folders = {
+        p.name
+        for p in ROOT.iterdir()
+        if p.is_dir()
+        and p.name != ".git"
+        and not any(fnmatch.fnmatch(p.name, pattern) for pattern in ignored)
+    }
+    assert folders - named == set()
+    suites = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    tests_block = text[text.index("\ntests/") : text.index("\nbench/")]
+    assert [s for s in sorted(suites) if not re.search(rf"\b{s}\b", tests_block)] == []
 
 
 def test_no_page_of_the_site_names_an_issue() -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from sqlalchemy import insert
 
-from engine.api import create_app
+from engine.app import create_app
 from engine.runs.summary import store_summary
 from engine.settings import Settings
 from engine.storage import open_store

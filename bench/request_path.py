@@ -36,7 +36,7 @@ def trace_request(root: Path, path: str = "score") -> dict[str, Any]:
     is imported from."""
     from fastapi.testclient import TestClient
 
-    from engine.api import create_app
+    from engine.app import create_app
     from engine.settings import Settings
     from engine.storage import open_store
     from engine.tenancy import auth

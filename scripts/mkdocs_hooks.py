@@ -36,7 +36,7 @@ from pydantic import SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from engine.api.app import create_app
+from engine.app import create_app
 from engine.models import Limits
 from engine.settings import Settings
 

@@ -1,7 +1,2 @@
-"""The HTTP API: ``create_app(settings)`` builds the FastAPI app."""
-
-from __future__ import annotations
-
-from engine.api.app import create_app
-
-__all__ = ["create_app"]
+"""The HTTP API's edge: its routes (:mod:`engine.api.routes`), request and answer schemas,
+its OpenAPI document and ``/docs``. The app that serves it is :func:`engine.app.create_app`."""

@@ -69,7 +69,7 @@ def run_demo(examples: Path, data_dir: Path | None, report: Path | None, serve: 
     import httpx  # noqa: PLC0415
     import uvicorn  # noqa: PLC0415
 
-    from engine.api import create_app  # noqa: PLC0415
+    from engine.app import create_app  # noqa: PLC0415
     from engine.settings import Settings  # noqa: PLC0415
     from engine.storage import open_store  # noqa: PLC0415
     from engine.tenancy.auth import create_tenant  # noqa: PLC0415

@@ -21,7 +21,7 @@ def serve(host: str | None, port: int | None, log_level: str) -> None:
     """
     import uvicorn  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
-    from engine.api import create_app  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
+    from engine.app import create_app  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
     settings = Settings()
     updates = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}

@@ -1,6 +1,6 @@
 """One wiring: the parts that score, built the same way in every process that scores.
 
-``scorebox serve`` (:func:`engine.api.app.create_app`), ``scorebox worker``
+``scorebox serve`` (:func:`engine.app.create_app`), ``scorebox worker``
 (:class:`engine.distributed.worker.WorkerRuntime`) and local runs
 (:func:`engine.suites.local.run_local`) build their sandbox runner, LLM client,
 built-ins and executors here, so a change to how checks are scored is made once.

@@ -9,7 +9,7 @@ carrying the job's nonce), so whatever runs on it crosses the same protocol rule
 container's records (:mod:`engine.sandbox.jobstream`). Use it to test what sits above
 the sandbox (fairness, quotas, restarts, the API) without Docker::
 
-    from engine.api import create_app
+    from engine.app import create_app
     from engine.sandbox.fake import FakeBackend, fake_engine_factory
 
     app = create_app(settings, runner_factory=fake_engine_factory(lambda job, row: True))
@@ -139,7 +139,7 @@ class FakeBackend:
 def fake_engine_factory(
     handler: Handler = always_true, *, row_seconds: float = 0.0
 ) -> Callable[[Settings], SandboxRunner]:
-    """An ``runner_factory`` for :func:`engine.api.create_app` whose engine uses one
+    """An ``runner_factory`` for :func:`engine.app.create_app` whose engine uses one
     :class:`FakeBackend` (reachable as ``factory.backend``)."""
     backend = FakeBackend(handler, row_seconds=row_seconds)
 

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
-from engine.api import create_app
+from engine.app import create_app
 from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 from engine.storage import SqlStore, open_store

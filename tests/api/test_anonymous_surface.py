@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, make_url, text
 
-from engine.api.app import create_app
+from engine.app import create_app
 from engine.errors import ConfigurationError
 from tests.api.conftest import Api, _postgres_database, api_settings
 

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
-from engine.api.app import create_app
+from engine.app import create_app
 from engine.errors import StorageError
 from engine.storage.database import (
     MIGRATION_LOCK_KEY,

@@ -43,7 +43,7 @@ def test_the_app_refuses_to_start_with_a_missing_runtime(
 ) -> None:
     from fastapi.testclient import TestClient
 
-    from engine.api import create_app
+    from engine.app import create_app
     from engine.errors import RuntimeUnavailableError
 
     settings = docker_settings.model_copy(

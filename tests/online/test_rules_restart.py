@@ -10,7 +10,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from engine.api import create_app
+from engine.app import create_app
 from engine.online.rules import score_ref
 from engine.online.scorer import OnlineLimits, OnlineScorer
 from engine.storage import open_store

@@ -53,7 +53,7 @@ def test_the_copy_keeps_every_contract(copy: Path) -> None:
     ("module", "bad_import", "contract"),
     [
         ("engine/catalog.py", "import engine.cli.run", "The library never imports the CLI"),
-        ("engine/runs/scoring.py", "import engine.api.app", "The rooms never import the edges"),
+        ("engine/runs/scoring.py", "import engine.app", "The rooms never import the edges"),
         ("engine/storage/records.py", "import engine.web", "The rooms never import the edges"),
         ("generator/models.py", "import engine.api.schemas", "The generator is an edge"),
         (

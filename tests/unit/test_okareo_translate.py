@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from engine.api import create_app
+from engine.app import create_app
 from engine.catalog import check_id_from_uuid, check_uuid
 from engine.errors import InvalidRequestError
 from engine.okareo import translate

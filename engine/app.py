@@ -1,4 +1,5 @@
-"""The app factory: ``create_app(settings) -> FastAPI``."""
+"""The composition root: ``create_app(settings) -> FastAPI`` stacks the edges' kit
+(:mod:`engine.http`) and mounts every edge: the API's routes, the dashboard, the Okareo edge."""
 
 from __future__ import annotations
 

@@ -61,14 +61,15 @@ class BackendHealth:
 
 
 class SandboxBackend(Protocol):
-    """Runs one job in a hardened container: a warm worker that ran the same check for the
-    same tenant and ended cleanly (``SCOREBOX_REUSE=check``, the default), else a fresh one."""
+    """Runs one job in a hardened container: a warm check container that ran the same check
+    for the same tenant and ended cleanly (``SCOREBOX_REUSE=check``, the default), else a
+    fresh one."""
 
     def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
         """Stream the job's records; the last event is always a :class:`JobEnd`.
 
         Before the iterator finishes (or when it is closed early) the container is either
-        kept as a warm worker for the next job of the same tenant, check version, policy
+        kept as a warm check container for the next job of the same tenant, check version, policy
         and limits (the job ended cleanly and reuse is on) or destroyed (any timeout, oom,
         output limit, crash or protocol fault, or ``SCOREBOX_REUSE=never``). Never raises
         for anything the check does.

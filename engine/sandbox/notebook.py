@@ -3,7 +3,7 @@
 
 A notebook or script calls these without opening a :class:`SandboxRunner` itself: the first
 call opens one per distinct settings (:func:`default_runner`), later calls of the same check
-are served by its warm check workers, and every one is closed at interpreter exit.
+are served by its warm check containers, and every one is closed at interpreter exit.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def default_runner(settings: Settings | None = None) -> SandboxRunner:
     """A shared, warm :class:`SandboxRunner` per distinct settings, opened on first use.
 
     ``engine.run_check`` and ``engine.run_checks`` use it, so a notebook's second
-    call is served by a warm check worker. Every one is closed at interpreter exit.
+    call is served by a warm check container. Every one is closed at interpreter exit.
     """
     settings = settings or Settings()
     key = settings.model_dump_json()
@@ -61,7 +61,7 @@ def run_check(
     """Score ``rows`` with the check in ``source``; one result per row, in order.
 
     Uses the shared :func:`default_runner`: the first call starts a container,
-    later calls of the same check reuse its warm worker. ``entry`` names the entry
+    later calls of the same check reuse its warm check container. ``entry`` names the entry
     function of a scorer file in another format where several fit
     (docs/writing-checks/formats.md).
     """

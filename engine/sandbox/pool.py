@@ -1,8 +1,8 @@
-"""Warm containers: started, never-used ones per limits profile, and warm check workers.
+"""Warm containers: started, never-used ones per limits profile, and warm check containers.
 
 Containers are opaque here: the pool only calls ``create(limits, labels)`` and
 ``destroy(container)``. A container taken from the :class:`WarmPool` is never
-returned to it; one that served a job cleanly may be kept by :class:`CheckWorkers`
+returned to it; one that served a job cleanly may be kept by :class:`CheckContainers`
 for later jobs of the same check, tenant, policy and limits, and nothing else.
 """
 
@@ -197,11 +197,11 @@ class WarmPool:
         self.drain()
 
 
-class CheckWorkers:
-    """Warm check workers: containers that served a job, kept for more jobs of the same key.
+class CheckContainers:
+    """Warm check containers: ones that served a job, kept for more jobs of the same key.
 
     A key names one trust domain and one way of running (tenant, check version,
-    policy, limits profile); a worker is never handed to another key. Workers are
+    policy, limits profile); a container is never handed to another key. They are
     retired after ``max_jobs`` jobs, ``max_age`` seconds of life or ``idle_seconds``
     without a job.
     """
@@ -219,33 +219,33 @@ class CheckWorkers:
         self._thread: threading.Thread | None = None
 
     def take(self, key: str) -> Any | None:
-        """An idle worker of ``key`` (the most recently used), or None."""
+        """An idle container of ``key`` (the most recently used), or None."""
         with self._lock:
             idle = self._idle.get(key)
             if not idle:
                 return None
-            worker, _ = idle.pop()
+            container, _ = idle.pop()
             if not idle:
                 del self._idle[key]
-            return worker
+            return container
 
-    def give(self, key: str, worker: Any, jobs: int, born: float) -> None:
-        """Keep ``worker`` for the next job of ``key``, or retire it."""
+    def give(self, key: str, container: Any, jobs: int, born: float) -> None:
+        """Keep ``container`` for the next job of ``key``, or retire it."""
         now = time.monotonic()
         with self._lock:
             keep = not self._closed and jobs < self.max_jobs and now - born < self.max_age
             if keep:
-                self._idle.setdefault(key, []).append((worker, now))
+                self._idle.setdefault(key, []).append((container, now))
                 if self._thread is None:
                     self._thread = threading.Thread(
-                        target=self._expire_loop, name="scorebox-workers", daemon=True
+                        target=self._expire_loop, name="scorebox-check-containers", daemon=True
                     )
                     self._thread.start()
         if not keep:
-            self._destroy(worker)
+            self._destroy(container)
 
     def sizes(self) -> dict[str, int]:
-        """Idle workers per key."""
+        """Idle containers per key."""
         with self._lock:
             return {key: len(idle) for key, idle in self._idle.items()}
 
@@ -259,24 +259,24 @@ class CheckWorkers:
                 stale: list[Any] = []
                 for key in list(self._idle):
                     idle = self._idle[key]
-                    stale += [worker for worker, since in idle if since < cutoff]
-                    idle[:] = [(worker, since) for worker, since in idle if since >= cutoff]
+                    stale += [container for container, since in idle if since < cutoff]
+                    idle[:] = [(container, since) for container, since in idle if since >= cutoff]
                     if not idle:
                         del self._idle[key]
-            for worker in stale:
-                self._destroy(worker)
+            for container in stale:
+                self._destroy(container)
 
     def drain(self) -> int:
-        """Retire every idle worker now (they died with the engine); returns how many."""
+        """Retire every idle container now (they died with the engine); returns how many."""
         with self._lock:
-            idle = [worker for workers in self._idle.values() for worker, _ in workers]
+            idle = [container for containers in self._idle.values() for container, _ in containers]
             self._idle.clear()
-        for worker in idle:
-            self._destroy(worker)
+        for container in idle:
+            self._destroy(container)
         return len(idle)
 
     def close(self) -> None:
-        """Retire every idle worker; later ``give`` calls retire theirs at once."""
+        """Retire every idle container; later ``give`` calls retire theirs at once."""
         with self._lock:
             self._closed = True
             self._lock.notify_all()

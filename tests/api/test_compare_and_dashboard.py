@@ -206,7 +206,7 @@ class _Control:
     def broadcast(self, command: str, **kwargs: Any) -> list[dict[str, Any]]:
         assert command == "scorebox_pools"
         return [
-            {"w1@host": {"warm_pools": {"default": 2, "check-workers": 1}, "chunks_in_hand": 3}},
+            {"w1@host": {"warm_pools": {"default": 2, "check-containers": 1}, "chunks_in_hand": 3}},
             {"w2@host": {"warm_pools": {}, "chunks_in_hand": 0}},
         ]
 
@@ -231,7 +231,7 @@ def test_health_page_lists_the_workers_doctor_sees_when_distributed(
     assert page.count('aria-label="workers"') == 1  # in the page, not also in its <title>
     table = page[page.index('aria-label="workers"') :]
     assert "<td>w1@host</td><td>thread</td><td>4</td>" in table
-    assert "check-workers: 1, default: 2" in table and "<td>3</td>" in table
+    assert "check-containers: 1, default: 2" in table and "<td>3</td>" in table
     assert "<td>w2@host</td><td>prefork</td><td>2</td>" in table
     monkeypatch.setattr(services.runs, "workers", lambda: {})
     assert "No <code>scorebox worker</code> answered" in api.client.get("/ui/health").text

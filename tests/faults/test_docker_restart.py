@@ -36,7 +36,7 @@ def _ready_in_pool(client: httpx.Client) -> int:
     """Warm, never-used containers the server holds (``scorebox_pool_size`` in /metrics)."""
     total = 0.0
     for line in client.get("/metrics").text.splitlines():
-        if line.startswith("scorebox_pool_size{") and "check-workers" not in line:
+        if line.startswith("scorebox_pool_size{") and "check-containers" not in line:
             total += float(line.rsplit(" ", 1)[1])
     return int(total)
 

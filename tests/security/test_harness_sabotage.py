@@ -216,7 +216,7 @@ def test_an_abandoned_container_exits_on_its_own(docker_settings: Settings) -> N
         CodeCheck("def evaluate(model_output):\n    return 1\n"), [{"model_output": "x"}]
     )
     container = backend.container_ids[-1]
-    backend.workers.idle_seconds = 3600  # the host forgets the worker, as a killed host would
+    backend.kept.idle_seconds = 3600  # the host forgets the container, as a killed host would
     deadline = time.monotonic() + 60
     state = ""
     while time.monotonic() < deadline:

@@ -114,11 +114,11 @@ def test_drain_drops_every_ready_container_and_the_pool_refills_with_fresh_ones(
         pool.close()
 
 
-def test_check_workers_drain_retires_every_idle_worker() -> None:
-    from engine.sandbox.pool import CheckWorkers
+def test_check_containers_drain_retires_every_idle_one() -> None:
+    from engine.sandbox.pool import CheckContainers
 
     retired: list[object] = []
-    workers = CheckWorkers(retired.append, max_jobs=10, max_age=60, idle_seconds=60)
+    workers = CheckContainers(retired.append, max_jobs=10, max_age=60, idle_seconds=60)
     try:
         workers.give("a", "w1", 1, time.monotonic())
         workers.give("b", "w2", 1, time.monotonic())

@@ -8,8 +8,8 @@ every container is hardened, see
 :func:`~engine.sandbox.docker.containers.container_options`), the only code that imports
 ``docker``. A :class:`WarmPool` keeps started, never-used containers ready so a job
 starts in milliseconds. With ``reuse="check"`` (the default) a container whose job ended
-cleanly is kept as a warm check worker for later jobs of the same tenant, check
-version, policy and limits profile (:class:`CheckWorkers`); the harness resets
+cleanly is kept as a warm check container for later jobs of the same tenant, check
+version, policy and limits profile (:class:`CheckContainers`); the harness resets
 itself between jobs. Any job that ends in a timeout, oom, output limit, crash or
 protocol fault destroys its container, and ``reuse="never"`` destroys every one.
 Declared environments' images are built by :mod:`engine.sandbox.docker.environments`.
@@ -36,7 +36,7 @@ from engine.gateway.service import current_session
 from engine.models import Limits
 from engine.sandbox.backend import BackendHealth, JobEvent
 from engine.sandbox.channel import ChannelError
-from engine.sandbox.docker.channel import DockerChannel, Worker
+from engine.sandbox.docker.channel import AttachedContainer, DockerChannel
 from engine.sandbox.docker.containers import (
     LABEL_MANAGED,
     LABEL_RUN,
@@ -50,13 +50,13 @@ from engine.sandbox.docker.containers import (
 from engine.sandbox.docker.environments import DockerEnvironments
 from engine.sandbox.docker.owners import owner_gone
 from engine.sandbox.jobstream import execute_on
-from engine.sandbox.pool import CheckWorkers, WarmPool
+from engine.sandbox.pool import CheckContainers, WarmPool
 from engine.sandbox.protocol import Job
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: Under gVisor, a warm worker is retired once its checks created this many tasks per
+#: Under gVisor, a warm check container is retired once its checks created this many tasks per
 #: ``max_pids`` (host threads left behind grow with them, about 3.6 per task: 22 forks a
 #: job took a sandbox from 215 host tasks to 414 in 4 jobs; the harness's own per-job
 #: child does not count, and trivial checks stay near 70 host tasks over 300 jobs).
@@ -64,7 +64,7 @@ GVISOR_TASK_BUDGET = 2
 
 
 def reuse_key(job: Job, limits: Limits, labels: Mapping[str, str]) -> str:
-    """The trust domain and way of running a warm worker is bound to."""
+    """The trust domain and way of running a warm check container is bound to."""
     digest = hashlib.sha256()
     for part in (
         labels.get(LABEL_TENANT, ""),
@@ -80,7 +80,7 @@ def reuse_key(job: Job, limits: Limits, labels: Mapping[str, str]) -> str:
 
 class DockerBackend:
     """Runs jobs in hardened Docker containers: a warm pool of started, never-used ones, and
-    (``reuse="check"``, the default) warm check workers kept after a clean job for the next
+    (``reuse="check"``, the default) warm check containers kept after a clean job for the next
     job of the same tenant, check version, policy and limits; see the module docstring."""
 
     def __init__(self, settings: Settings, *, reap_orphans: bool = True) -> None:
@@ -116,8 +116,8 @@ class DockerBackend:
             max_size=settings.pool_max_size,
             refills=settings.pool_refills,
         )
-        self.workers = CheckWorkers(
-            destroy=self._discard_worker,
+        self.kept = CheckContainers(
+            destroy=self._discard_attached,
             max_jobs=settings.reuse_max_jobs,
             max_age=settings.reuse_max_age_seconds,
             idle_seconds=settings.reuse_idle_seconds,
@@ -148,9 +148,9 @@ class DockerBackend:
 
     def _engine_lost(self, why: str) -> None:
         """The engine stopped or restarted (containers died under us): every warm container
-        made before is dead or doomed, so the pool and the idle check workers are emptied
+        made before is dead or doomed, so the pool and the idle check containers are emptied
         and refill with fresh ones."""
-        dropped = self.pool.drain() + self.workers.drain()
+        dropped = self.pool.drain() + self.kept.drain()
         log.warning("Docker engine lost (%s): dropped %d warm containers", why, dropped)
 
     def _reap_loop(self) -> None:
@@ -191,41 +191,41 @@ class DockerBackend:
     # -- jobs -----------------------------------------------------------------
 
     def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
-        """Run ``job`` in a warm check worker or a fresh container; end with a JobEnd."""
+        """Run ``job`` in a warm check container or a fresh container; end with a JobEnd."""
         yield from execute_on(self, job, limits, labels, current_session())
 
     def open(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> DockerChannel:
-        """A channel to a warm check worker of the job's kind, else to a fresh container."""
+        """A channel to a warm check container of the job's kind, else to a fresh container."""
         key = reuse_key(job, limits, labels) if self.settings.reuse == "check" else None
         if self.gvisor and key and job.task_budget is None:
             job = job.model_copy(update={"task_budget": limits.max_pids * GVISOR_TASK_BUDGET})
-        worker = self.workers.take(key) if key else None
-        if worker is None:
-            worker = Worker(self._start_for(job, limits, labels))
-        if worker.sock is None:
+        attached = self.kept.take(key) if key else None
+        if attached is None:
+            attached = AttachedContainer(self._start_for(job, limits, labels))
+        if attached.sock is None:
             try:
                 with docker_errors(self.settings.docker_host):
-                    attached = worker.container.attach_socket(
+                    sock = attached.container.attach_socket(
                         params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
                     )
             except (SandboxError, OSError) as exc:
-                self._engine_lost(f"could not attach to {worker.container.id[:12]}")
-                self._discard_worker(worker)
+                self._engine_lost(f"could not attach to {attached.container.id[:12]}")
+                self._discard_attached(attached)
                 raise ChannelError(
                     f"could not attach to the sandbox: {exc}",
                     engine_down=True,  # a dead container or engine: the runner waits a moment
-                    container_id=worker.container.id,
+                    container_id=attached.container.id,
                 ) from exc
-            worker.sock = getattr(attached, "_sock", attached)
+            attached.sock = getattr(sock, "_sock", sock)
 
-        def release(done: Worker, reusable: bool) -> None:
+        def release(done: AttachedContainer, reusable: bool) -> None:
             done.jobs += 1
             if key and reusable:
-                self.workers.give(key, done, done.jobs, done.born)
+                self.kept.give(key, done, done.jobs, done.born)
             else:
-                self._discard_worker(done)
+                self._discard_attached(done)
 
-        return DockerChannel(worker, job, release=release, engine_lost=self._engine_lost)
+        return DockerChannel(attached, job, release=release, engine_lost=self._engine_lost)
 
     def _start_for(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Any:
         """A started container for ``job``: from the warm pool, or made now (in the check's
@@ -253,11 +253,11 @@ class DockerBackend:
             down = isinstance(exc, DockerUnavailableError)
             raise ChannelError(str(exc), engine_down=down) from exc
 
-    def _discard_worker(self, worker: Worker) -> None:
-        if worker.sock is not None:
+    def _discard_attached(self, attached: AttachedContainer) -> None:
+        if attached.sock is not None:
             with contextlib.suppress(OSError):
-                worker.sock.close()
-        self._discard(worker.container)
+                attached.sock.close()
+        self._discard(attached.container)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -281,7 +281,7 @@ class DockerBackend:
             True,
             True,
             "ok",
-            {**self.pool.sizes(), "check-workers": sum(self.workers.sizes().values())},
+            {**self.pool.sizes(), "check-containers": sum(self.kept.sizes().values())},
             runtimes=self.runtimes,
             runtime=self.settings.runtime or self.default_runtime,
         )
@@ -291,7 +291,7 @@ class DockerBackend:
         if self._closed:
             return
         self._closed = True
-        self.workers.close()
+        self.kept.close()
         self.pool.close()
         self._trash.put(None)
         self._reaper.join(timeout=120)

@@ -2,7 +2,7 @@
 
 Docker multiplexes the container's stdout and stderr on one socket in frames with 8-byte
 headers (:class:`AttachFrames`); the channel hands their payloads on as they arrive. Its
-end reads the container's final state, and it gives a clean worker back to its backend
+end reads the container's final state, and it gives a clean container back to its backend
 for the next job of the same kind (:meth:`DockerChannel.close`).
 """
 
@@ -55,7 +55,7 @@ class AttachFrames:
 
 
 @dataclass(eq=False)
-class Worker:
+class AttachedContainer:
     """A started container with its open attach socket and stream state."""
 
     container: Any
@@ -66,26 +66,26 @@ class Worker:
 
 
 class DockerChannel:
-    """:class:`~engine.sandbox.channel.Channel` over a worker's attach socket.
+    """:class:`~engine.sandbox.channel.Channel` over a container's attach socket.
 
-    ``release(worker, reusable)`` is the backend's: it keeps a clean worker warm or
+    ``release(attached, reusable)`` is the backend's: it keeps a clean container warm or
     destroys it; ``engine_lost(why)`` empties the backend's warm containers when the
     engine itself went away.
     """
 
     def __init__(
         self,
-        worker: Worker,
+        attached: AttachedContainer,
         job: Job,
         *,
-        release: Callable[[Worker, bool], None],
+        release: Callable[[AttachedContainer, bool], None],
         engine_lost: Callable[[str], None],
     ) -> None:
-        assert worker.sock is not None  # attached by the backend
-        self.worker = worker
-        self.sock: socket.socket = worker.sock
+        assert attached.sock is not None  # attached by the backend
+        self.attached = attached
+        self.sock: socket.socket = attached.sock
         self.job = job
-        self.id: str | None = worker.container.id
+        self.id: str | None = attached.container.id
         self._release = release
         self._engine_lost = engine_lost
         self._lock = threading.Lock()
@@ -108,14 +108,14 @@ class DockerChannel:
             chunk = b""
         if not chunk:
             return None
-        return tuple(self.worker.frames.feed(chunk))
+        return tuple(self.attached.frames.feed(chunk))
 
     def kill(self) -> None:
         with contextlib.suppress(Exception):
-            self.worker.container.kill()
+            self.attached.container.kill()
 
     def exit_state(self) -> ExitState:
-        container = self.worker.container
+        container = self.attached.container
         state = self._final_state()
         if not state:
             self._engine_lost("a container's final state could not be read")
@@ -138,11 +138,11 @@ class DockerChannel:
         if not reusable:
             with contextlib.suppress(OSError):
                 self.sock.close()
-            self.worker.sock = None
-        self._release(self.worker, reusable)
+            self.attached.sock = None
+        self._release(self.attached, reusable)
 
     def _final_state(self) -> dict[str, Any]:
-        container = self.worker.container
+        container = self.attached.container
         try:
             container.wait(timeout=10)
             container.reload()

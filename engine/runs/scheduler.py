@@ -1,14 +1,14 @@
 """A fair scheduler of sandbox work across tenants (pure threading, no I/O).
 
 Work items are grouped by tenant and, within a tenant, by group (a run, or one
-``/v1/score`` request). Workers take items in this order:
+``/v1/score`` request). Scoring threads take items in this order:
 
 1. interactive items (``/v1/score``), round-robin across tenants;
 2. run chunks, round-robin across tenants, then across runs of a tenant;
 
 skipping tenants that already have ``concurrency(tenant)`` items in flight. A
 huge run therefore yields after every chunk, and another tenant's request is
-served by the next worker that frees up.
+served by the next thread that frees up.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 @dataclass(eq=False)
 class WorkItem:
-    """One unit of sandbox work: ``fn`` runs on a worker thread."""
+    """One unit of sandbox work: ``fn`` runs on a scoring thread."""
 
     tenant_id: str
     group: str
@@ -44,7 +44,7 @@ class _TenantQueue:
 
 
 class FairScheduler:
-    """Hands work items to workers fairly; see the module docstring."""
+    """Hands work items to scoring threads fairly; see the module docstring."""
 
     def __init__(self, concurrency: Callable[[str], int]) -> None:
         self._concurrency = concurrency
@@ -85,7 +85,7 @@ class FairScheduler:
         return None
 
     def take(self, timeout: float | None = None) -> WorkItem | None:
-        """The next item for a worker (marked in flight), or None after ``timeout``/close."""
+        """The next item for a thread (marked in flight), or None after ``timeout``/close."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._closed:
@@ -101,7 +101,7 @@ class FairScheduler:
             return None
 
     def finish(self, item: WorkItem) -> None:
-        """A worker is done with ``item``."""
+        """A thread is done with ``item``."""
         with self._cond:
             self._inflight[item.tenant_id] -= 1
             if self._inflight[item.tenant_id] <= 0:
@@ -110,7 +110,7 @@ class FairScheduler:
             self._cond.notify_all()
 
     def withdraw(self, item: WorkItem) -> bool:
-        """Remove a pending item; False when a worker already took it."""
+        """Remove a pending item; False when a thread already took it."""
         with self._cond:
             queue = self._tenants.get(item.tenant_id)
             if queue is None or item.started.is_set():
@@ -137,7 +137,7 @@ class FairScheduler:
             return len(items)
 
     def depth(self) -> int:
-        """Items waiting for a worker."""
+        """Items waiting for a thread."""
         with self._cond:
             return sum(
                 len(q.interactive) + sum(len(g) for g in q.groups.values())
@@ -151,7 +151,7 @@ class FairScheduler:
             return self._inflight[tenant_id]
 
     def close(self) -> None:
-        """Wake every waiting worker; ``take`` returns None from now on."""
+        """Wake every waiting thread; ``take`` returns None from now on."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()

@@ -2,7 +2,7 @@
 
 A :class:`ChunkSpec` (tenant, run, check version, row indices, limits profile)
 is what the embedded :class:`~engine.runs.scheduler.FairScheduler` hands its
-worker threads and what a Celery task carries through the broker
+scoring threads and what a Celery task carries through the broker
 (:meth:`ChunkSpec.to_json`). Both execute it with :func:`execute_chunk`, which
 scores only the rows of the chunk that have no stored result yet and writes
 results with insert-or-ignore on (run, check, row). ``/v1/score`` batches go

@@ -58,6 +58,11 @@ def parse(argv: list[str] | None = None) -> tuple[Config, Path, bool]:
     )
     parser.add_argument("--distributed-rows", type=int, help="rows of the distributed runs")
     parser.add_argument(
+        "--online",
+        action=argparse.BooleanOptionalAction,
+        help="OTLP ingestion and online scoring's freshness and backfill (default: on)",
+    )
+    parser.add_argument(
         "--strict", action="store_true", help="stop at the first failed measurement"
     )
     parser.add_argument("--no-chart", action="store_true", help="skip latest.png (no matplotlib)")
@@ -83,6 +88,8 @@ def parse(argv: list[str] | None = None) -> tuple[Config, Path, bool]:
         config.http = False
     if args.distributed is not None:
         config.distributed = args.distributed
+    if args.online is not None:
+        config.online = args.online
     if args.strict:
         config.strict = True
     return config, args.out, not args.no_chart

@@ -336,9 +336,23 @@ def render(results: Results) -> str:
 
         lines += ["", "## Distributed mode (Celery on Redis, PostgreSQL)", ""]
         lines.append(bench_distributed.render(results.distributed))
+    lines += online_tables(results)
     lines += profile_table(results)
     lines += notes(results)
     return "\n".join(lines) + "\n"
+
+
+def online_tables(results: Results) -> list[str]:
+    """OTLP ingestion and online scoring, each as its own bench module words it."""
+    from bench import bench_ingest, bench_online
+
+    out: list[str] = []
+    for key, module in (("ingest", bench_ingest), ("scoring", bench_online)):
+        found = results.online.get(key)
+        if found:
+            text = module.report(found)
+            out += ["", "#" + text.lstrip()]  # its heading one level down
+    return out
 
 
 def throughput_tables(results: Results) -> list[str]:
@@ -640,6 +654,7 @@ def write(results: Results, out_dir: Path, with_chart: bool = True) -> list[Path
                 "figures": [f.to_dict() for f in results.figures],
                 "failures": results.failures,
                 "distributed": results.distributed,
+                "online": results.online,
                 "profile": results.profile,
                 "targets": [t.__dict__ for t in targets(results)],
             },

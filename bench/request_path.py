@@ -80,7 +80,7 @@ def trace_request(root: Path, path: str = "score") -> dict[str, Any]:
                 recording.clear()
             store.engine.dispose()
     sys.setprofile(None)
-    threading.setprofile(None)  # type: ignore[arg-type]
+    threading.setprofile(None)
     files = sorted(seen)
     lines = {f[len(engine_dir) :]: len(Path(f).read_text().splitlines()) for f in files}
     return {

@@ -67,6 +67,10 @@ class Config:
     service_rows: int = 100_000  # one run through POST /v1/runs (needs http)
     never_max_rows: int | None = None  # REUSE=never is skipped above this many rows
     profile: bool = True  # a sampling profile of scorebox's host side on the trivial check
+    online: bool = True  # OTLP ingestion, online scoring's freshness and backfill
+    ingest_batches: int = 200  # batches of 512 spans through POST /v1/traces
+    online_rate: int = 200  # spans per second for the freshness figure
+    online_seconds: int = 30
     strict: bool = False  # raise on the first failed measurement (tests) instead of noting it
     repeats_override: int | None = None
 
@@ -92,6 +96,9 @@ QUICK = Config(
     distributed_requests=20,
     service_rows=10_000,
     repeats_override=2,
+    ingest_batches=20,
+    online_rate=50,
+    online_seconds=5,
 )
 
 
@@ -106,6 +113,7 @@ class Results:
     machine: dict[str, Any] = field(default_factory=dict)
     distributed: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
+    online: dict[str, Any] = field(default_factory=dict)
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)
@@ -161,6 +169,9 @@ class Bench:
             sections.append(lambda: self.attempt("service path", self.service_section))
         if self.config.distributed:
             sections.append(lambda: self.attempt("distributed", self.distributed_section))
+        if self.config.online:
+            sections.append(lambda: self.attempt("OTLP ingestion", self.ingest_section))
+            sections.append(lambda: self.attempt("online scoring", self.online_section))
         if self.config.profile:
             sections.append(lambda: self.attempt("host-side profile", self.profile_section))
         try:
@@ -421,6 +432,22 @@ class Bench:
             "idle": sampler.profile.idle,
             "top": sampler.profile.top(15),
         }
+
+    def ingest_section(self) -> None:
+        import tempfile
+
+        from bench import bench_ingest
+
+        with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+            self.results.online["ingest"] = bench_ingest.measure(
+                None, self.config.ingest_batches, 512, 4, Path(tmp)
+            )
+
+    def online_section(self) -> None:
+        from bench import bench_online
+
+        cfg = self.config
+        self.results.online["scoring"] = bench_online.measure(cfg.online_rate, cfg.online_seconds)
 
     def distributed_section(self) -> None:
         from bench import bench_distributed

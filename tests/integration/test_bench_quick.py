@@ -47,6 +47,7 @@ def test_quick_bench_measures_and_reports_every_line(
         peers=False,
         runsc="no",
         distributed=False,
+        online=False,  # OTLP ingestion and online scoring: bench.bench_ingest, bench_online
         service_rows=40,
         repeats_override=1,
     )

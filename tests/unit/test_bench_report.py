@@ -245,3 +245,41 @@ def test_request_path_targets_are_judged_against_the_echo_of_the_same_run() -> N
     assert code[0] is False
     assert met["/v1/score, 8 concurrent clients: ≥ 300 requests/s (request path)"][0] is True
     assert "| GET /healthz (HTTP) |" in render(results)
+
+
+def test_the_online_figures_have_their_section_with_goals() -> None:
+    results = _results(fast=True)
+    results.online["ingest"] = {
+        "database": "sqlite",
+        "clients": 4,
+        "batches": 200,
+        "batch_spans": 512,
+        "gzip_bytes_per_batch": 40_000,
+        "sent_spans": 102_400,
+        "stored_spans": 102_400,
+        "seconds": 18.3,
+        "spans_per_s": 5_601,
+        "batch_ms_p50": 330,
+        "batch_ms_p95": 610,
+        "cores": 2,
+        "load_average_1m_at_end": 1.9,
+    }
+    results.online["scoring"] = {
+        "rate": 200,
+        "seconds": 30,
+        "spans": 6000,
+        "freshness_p50_s": 0.8,
+        "freshness_p95_s": 2.4,
+        "freshness_max_s": 3.1,
+        "measured_spans": 6000,
+        "backfill_rows_per_s": 900,
+        "run_rows_per_s": 1200,
+        "cores": 2,
+        "load_average_1m_at_end": 1.5,
+    }
+    text = render(results)
+    assert "## OTLP ingestion" in text and "| 102,400 | 102,400 | 18.3 | 5,601 |" in text
+    assert "## Online scoring" in text
+    assert "| freshness p50 (arrival to both scores readable) | 0.80 s | ≤ 1 s |" in text
+    assert "| backfill / run | 0.75x | — |" in text
+    assert "## Online scoring" not in render(_results(fast=True))  # not measured: no section

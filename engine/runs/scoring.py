@@ -1,8 +1,8 @@
 """What a run and a ``/v1/score`` request share, and the shape of a request's answer.
 
-:class:`~engine.runs.service.RunService` and the distributed service both answer
-``/v1/score`` with :func:`outcome`; the limits a check runs under come from
-:func:`effective_limits` for runs and requests alike.
+:class:`~engine.runs.service.RunService` answers ``/v1/score`` with :func:`outcome`
+whichever dispatch scored it; the limits a check runs under come from
+:func:`effective_limits` for runs and requests alike (the one lowering).
 """
 
 from __future__ import annotations

@@ -101,16 +101,16 @@ class GeneratorOptions:
 
 
 def engine_runner(
-    engine: SandboxRuns,
+    runner: SandboxRuns,
     row_timeout_seconds: float = EXAMPLE_ROW_TIMEOUT_SECONDS,
     labels: Mapping[str, str] | None = None,
 ) -> RunRows:
-    """A :data:`RunRows` that runs checks in the engine's sandbox under the restricted policy.
+    """A :data:`RunRows` that runs checks in ``runner``'s sandbox under the restricted policy.
 
     The per-row time limit is lowered to ``row_timeout_seconds``; ``labels`` go
     on the containers (e.g. ``scorebox.tenant``).
     """
-    base = engine.settings.limits
+    base = runner.settings.limits
     limits = base.model_copy(
         update={"row_timeout_seconds": min(base.row_timeout_seconds, row_timeout_seconds)}
     )
@@ -120,7 +120,7 @@ def engine_runner(
         if formats.format_of_source(source) in formats.STANDARD_POLICY_FORMATS:
             policy = Policy.STANDARD  # its stand-in import is outside the allowlist
         check = CodeCheck(source=source, policy=policy, output_type=output_type)
-        return engine.run_check(check, list(rows), limits, labels=labels or {})
+        return runner.run_check(check, list(rows), limits, labels=labels or {})
 
     return run
 

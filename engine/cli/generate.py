@@ -196,11 +196,11 @@ def generate(
 
     try:
         llm = create_llm_client(settings)
-        engine = None
+        runner = None
         if kind == "code":
             from engine.sandbox.runner import SandboxRunner  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
 
-            engine = SandboxRunner(settings)
+            runner = SandboxRunner(settings)
         try:
             result = generate_check(
                 description,
@@ -213,25 +213,25 @@ def generate(
                 max_attempts=max_attempts,
                 format=scorer_format,
                 llm=llm,
-                run=engine_runner(engine) if engine is not None else None,
+                run=engine_runner(runner) if runner is not None else None,
                 judge=llm_judge(llm) if kind == "model" else None,
                 options=GeneratorOptions.from_settings(settings),
                 on_attempt=show,
             )
-            if split is not None and engine is not None and result.code is not None:
+            if split is not None and runner is not None and result.code is not None:
                 first = next((a.code for a in result.attempts if a.code is not None), None)
                 held_back_agreement(
                     split,
                     str(run_id),
-                    engine_runner(engine),
+                    engine_runner(runner),
                     result.code,
                     output_type,
                     holdout_seed,
                     first=first if first != result.code else None,
                 )
         finally:
-            if engine is not None:
-                engine.close()
+            if runner is not None:
+                runner.close()
     except ScoreboxError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -7,7 +7,8 @@
 - :mod:`engine.llm.disk_cache` — the file cache of local runs;
 - :mod:`engine.llm.usage` — metering (what a run or request spent).
 
-The names below are re-exported so ``from engine.llm import LLMClient`` keeps working.
+The names below are the room's public face: callers import ``from engine.llm import
+LLMClient``, not from the module that holds it.
 """
 
 from __future__ import annotations

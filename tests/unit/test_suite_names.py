@@ -19,7 +19,10 @@ def _definitions(names: tuple[str, ...]) -> dict[str, list[str]]:
     root = Path(engine.__file__).parent
     found: dict[str, list[str]] = {name: [] for name in names}
     for path in sorted(root.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        source = path.read_text(encoding="utf-8")
+        if not any(name in source for name in names):
+            continue  # no mention of any of them, so no assignment: not worth a parse
+        tree = ast.parse(source)
         for node in tree.body:
             targets = (
                 node.targets

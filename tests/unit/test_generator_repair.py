@@ -30,7 +30,7 @@ def _failures(n: int) -> list[tuple[ExampleResult, Example]]:
     out = []
     for i in range(n):
         expected = i % 2 == 0
-        example = Example(row={"model_output": f"row {i}"}, expected=expected)  # type: ignore[arg-type]
+        example = Example(row={"model_output": f"row {i}"}, expected=expected)
         result = ExampleResult(
             index=i, expected=expected, status=Status.OK, score=not expected, agreed=False
         )

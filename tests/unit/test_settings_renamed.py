@@ -47,7 +47,7 @@ def test_the_new_variable_wins_over_the_old(
 
 def test_an_old_keyword_argument_is_read_as_the_new_one(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="engine.settings"):
-        settings = Settings(worker_max_age_seconds=30.0)  # type: ignore[call-arg]
+        settings = Settings(worker_max_age_seconds=30.0)
     assert settings.reuse_max_age_seconds == 30.0
     assert caplog.messages == [
         "Settings(worker_max_age_seconds) is deprecated: it is read as reuse_max_age_seconds; "

@@ -352,9 +352,11 @@ run_tests() {
 }
 
 run_fast_tests() {
-    # The unit tests alone: pure code and fakes, no Docker, PostgreSQL, Redis or browser.
+    # The unit tests alone: pure code and fakes, no Docker, PostgreSQL, Redis or browser,
+    # no process spawned and no real backoff: what does either lives in tests/integration.
+    # Schemathesis' pytest plugin serves the API fuzz test only (tests/api): not loaded here.
     local rc=0
-    "$VENV/bin/pytest" -q tests/unit "$@" || rc=$?
+    "$VENV/bin/pytest" -q -p no:schemathesis tests/unit "$@" || rc=$?
     [[ "$rc" -eq 5 ]] && die "pytest collected no tests (arguments: ${*:-none}): that is a failure"
     return "$rc"
 }

@@ -104,6 +104,43 @@ def batch(size: int, number: int) -> bytes:
     return gzip.compress(request.SerializeToString())
 
 
+def send_all(
+    base: str, headers: dict[str, str], bodies: list[bytes], clients: int
+) -> tuple[float, list[float]]:
+    """POST every body to ``base``/v1/traces from ``clients`` threads, retrying a 503 as an
+    exporter does: the seconds from the first request to the last answer, and each
+    batch's latency."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    queue = list(range(len(bodies)))
+
+    def client() -> None:
+        with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    n = queue.pop()
+                t0 = time.perf_counter()
+                status = 0
+                while status != 200:  # 503 with Retry-After: an exporter retries
+                    status = http.post("/v1/traces", content=bodies[n]).status_code
+                    if status == 503:
+                        time.sleep(0.05)
+                    elif status != 200:
+                        raise RuntimeError(f"POST /v1/traces answered {status}")
+                with lock:
+                    latencies.append(time.perf_counter() - t0)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - started, latencies
+
+
 def measure(
     database_url: str | None, batches: int, size: int, clients: int, workdir: Path
 ) -> dict[str, Any]:
@@ -145,37 +182,7 @@ def measure(
         }
         with httpx.Client(base_url=base, headers=headers, timeout=60) as warm:
             warm.post("/v1/traces", content=batch(8, -1)).raise_for_status()
-        latencies: list[float] = []
-        statuses: dict[int, int] = {}
-        lock = threading.Lock()
-        queue = list(range(batches))
-
-        def client() -> None:
-            with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
-                while True:
-                    with lock:
-                        if not queue:
-                            return
-                        n = queue.pop()
-                    t0 = time.perf_counter()
-                    status = 0
-                    while status != 200:  # 503 with Retry-After: an exporter retries
-                        status = http.post("/v1/traces", content=bodies[n]).status_code
-                        if status == 503:
-                            time.sleep(0.05)
-                        elif status != 200:
-                            raise RuntimeError(f"POST /v1/traces answered {status}")
-                    with lock:
-                        latencies.append(time.perf_counter() - t0)
-                        statuses[status] = statuses.get(status, 0) + 1
-
-        threads = [threading.Thread(target=client) for _ in range(clients)]
-        started = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        elapsed = time.perf_counter() - started
+        elapsed, latencies = send_all(base, headers, bodies, clients)
     finally:
         proc.terminate()
         proc.wait(timeout=60)

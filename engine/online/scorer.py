@@ -55,6 +55,12 @@ from engine.tenancy.auth import Principal
 
 log = logging.getLogger("scorebox.online")
 
+#: Runs one rule version may start in one tick when its pending spans fill whole batches.
+MAX_BATCHES_PER_TICK = 8
+#: Pages one backfill may queue in one tick, and how many batches of its scores may wait.
+MAX_BACKFILL_PAGES_PER_TICK = 4
+BACKFILL_WAITING_PAGES = 4
+
 __all__ = ["OnlineLimits", "OnlineScorer", "picked", "result_of"]
 
 
@@ -227,8 +233,12 @@ class OnlineScorer:
         if now - self._last_orphans >= min(10.0, self.limits.orphan_seconds or 10.0):
             self._last_orphans = now
             self._recover_orphans()
-        for backfill in self.backfills.running():
-            self._step_backfill(backfill)
+        for running in self.backfills.running():
+            backfill = running
+            for _ in range(MAX_BACKFILL_PAGES_PER_TICK):
+                if not self._step_backfill(backfill):
+                    break
+                backfill = self.backfills.get(backfill.tenant_id, backfill.id)
         self._dispatch()
         self._link()
 
@@ -248,9 +258,14 @@ class OnlineScorer:
         for tenant_id, version_id in self.scores.pending_groups():
             if self._tenant_pause.get(tenant_id, 0.0) > time.monotonic():
                 continue
-            batch = self.scores.claim(tenant_id, version_id, self.limits.batch_spans)
-            if batch is not None:
+            # a full batch may leave more behind: several runs a tick, not one
+            for _ in range(MAX_BATCHES_PER_TICK):
+                batch = self.scores.claim(tenant_id, version_id, self.limits.batch_spans)
+                if batch is None:
+                    break
                 self._submit(batch)
+                if len(batch.spans) < self.limits.batch_spans:
+                    break
 
     def _spent_today(self, rule_id: str, tenant_id: str) -> int:
         spent, open_runs = self.scores.rule_tokens(rule_id, _day_start())
@@ -344,15 +359,18 @@ class OnlineScorer:
 
     # ---- backfills ----------------------------------------------------------------------
 
-    def _step_backfill(self, b: Backfill) -> None:
-        if self.backfills.waiting(b.id) >= 2 * self.limits.batch_spans:
-            return  # its queued work first: the backlog stays bounded
+    def _step_backfill(self, b: Backfill) -> bool:
+        """Queue the backfill's next page; False when it is done or must wait."""
+        if b.status != "running":
+            return False
+        if self.backfills.waiting(b.id) >= BACKFILL_WAITING_PAGES * self.limits.batch_spans:
+            return False  # its queued work first: the backlog stays bounded
         try:
             _rule, version = self.rules.get_version(b.tenant_id, b.rule_version_id)
         except NotFoundError:
             self.backfills.advance(b.id, None, {}, done=True)
-            return
-        page = self.backfills.page(b, self.limits.backfill_page)
+            return False
+        page = self.backfills.page(b, self.limits.backfill_page, fields=bool(version.filter))
         room = max(0, b.row_cap - int(b.counts.get("rows", 0)))
         picks = [v for _, v in page if picked(v, version)]
         capped = len([v for v in picks if not v.ref.no_content]) > room
@@ -386,4 +404,4 @@ class OnlineScorer:
             cursor = (last.start_unix_nano, page[index][0])
             counts["scanned"] = index + 1
         done = capped or len(page) < self.limits.backfill_page
-        self.backfills.advance(b.id, cursor, counts, done=done)
+        return self.backfills.advance(b.id, cursor, counts, done=done) and not done

@@ -17,7 +17,7 @@ from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import Backfill, BackfillStatus, ScoreStatus, SpanView
 from engine.storage.rule_tables import RuleBackfillRow, SpanScoreRow
-from engine.storage.span_sql import span_view
+from engine.storage.span_sql import view_of
 from engine.storage.tables import SpanRow
 
 __all__ = ["BackfillStore", "backfill_store"]
@@ -107,9 +107,25 @@ class BackfillStore(SqlSessions):
             )
             return [_backfill(r) for r in rows]
 
-    def page(self, b: Backfill, limit: int) -> list[tuple[str, SpanView]]:
-        """The next spans of the backfill's window after its cursor: (row id, view)."""
-        q = select(SpanRow).where(
+    def page(self, b: Backfill, limit: int, *, fields: bool = True) -> list[tuple[str, SpanView]]:
+        """The next spans of the backfill's window after its cursor: (row id, view).
+        Without ``fields`` the views carry no attributes or metadata (an empty filter reads
+        none: the span's JSON is not loaded)."""
+        columns = [
+            SpanRow.id,
+            SpanRow.trace_id,
+            SpanRow.span_id,
+            SpanRow.start_unix_nano,
+            SpanRow.no_content,
+            SpanRow.name,
+            SpanRow.service,
+            SpanRow.model,
+            SpanRow.status,
+            SpanRow.kind,
+        ]
+        if fields:
+            columns += [SpanRow.attributes, SpanRow.row]
+        q = select(*columns).where(
             SpanRow.tenant_id == b.tenant_id,
             SpanRow.start_unix_nano >= b.since_unix_nano,
             SpanRow.start_unix_nano < b.until_unix_nano,
@@ -126,7 +142,7 @@ class BackfillStore(SqlSessions):
             )
         q = q.order_by(SpanRow.start_unix_nano, SpanRow.id).limit(limit)
         with self._session() as s:
-            return [(r.id, span_view(r)) for r in s.scalars(q)]
+            return [(r.id, view_of(dict(r._mapping))) for r in s.execute(q)]
 
     def advance(
         self,

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -242,7 +242,7 @@ class SpanStore(SqlSessions):
                 index_elements=["tenant_id", "trace_id", "span_id"]
             )
             s.execute(statement, values)
-        return [_view(v) for v in values]
+        return [view_of(v) for v in values]
 
     def add_logs(self, tenant_id: str, logs: Sequence[tuple[str, str, Event]]) -> list[SpanView]:
         """Keep content log records; re-map the spans they name that are already stored.
@@ -396,8 +396,10 @@ def _scored_as(where: SpanFilter) -> Any:
     return q
 
 
-def _view(v: dict[str, Any]) -> SpanView:
-    row = v["row"]
+def view_of(v: Mapping[str, Any]) -> SpanView:
+    """A span as rules see it, from its stored columns (``attributes`` and ``row`` may be
+    left out: the view then has none)."""
+    row = v.get("row") or {}
     meta = row.get("metadata", {}) if isinstance(row, dict) else {}
     return SpanView(
         SpanRef(v["trace_id"], v["span_id"], v["start_unix_nano"], v["no_content"]),
@@ -407,7 +409,7 @@ def _view(v: dict[str, Any]) -> SpanView:
             model=v["model"],
             status=v["status"],
             kind=v["kind"],
-            attributes=v["attributes"],
+            attributes=v.get("attributes") or {},
             metadata=meta if isinstance(meta, dict) else {},
         ),
     )
@@ -415,7 +417,7 @@ def _view(v: dict[str, Any]) -> SpanView:
 
 def span_view(r: SpanRow) -> SpanView:
     """A stored span as rules see it: the same view a span arriving gets."""
-    return _view(
+    return view_of(
         {
             "trace_id": r.trace_id,
             "span_id": r.span_id,

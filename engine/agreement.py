@@ -3,7 +3,9 @@ calibration core (``engine.calibration``), for the API and the dashboard.
 
 It finds the runs that applied the check to labelled rows, takes each row's result
 (``ok`` results only: an error is no verdict), gathers every annotator's label on the
-row, and hands the pairs to :func:`engine.calibration.report.agreement_report`.
+row, and hands the pairs to :func:`engine.calibration.report.agreement_report`. Labelled
+spans the check scored online join them (:mod:`engine.span_agreement`): all of them
+when the report names no run, those of one rule with ``rule``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from engine.calibration.labels import LabelType, declare, parse_value
 from engine.calibration.report import LabelledItem, LabelSpec, ReportOptions, agreement_report
 from engine.errors import ConflictError, InvalidRequestError, NotFoundError
 from engine.runs.summary import CheckSummary
+from engine.span_agreement import span_items
 from engine.storage import Run, Store
-from engine.storage.label_sql import Label, LabelName, LabelStore, NewLabel
+from engine.storage.label_sql import ROW, Label, LabelName, LabelStore, NewLabel
+from engine.storage.rule_sql import rule_store
+from engine.storage.span_label_sql import span_label_queries
 
 #: The dashboard's row page (engine/web/runs.py), where a disagreement links to.
 ROW_PAGE = "/ui/runs/{run}/rows/{row}"
@@ -37,28 +42,66 @@ def label_type(name: LabelName) -> LabelType:
 
 @dataclass(frozen=True)
 class LabelInput:
-    """A label as a caller gives it, before its value and target are checked."""
+    """A label as a caller gives it, before its value and target are checked: on a run's
+    row (``run``, ``row``) or on a span (``trace_id``, ``span_id``)."""
 
     name: str
-    run: str
-    row: int
+    run: str | None
+    row: int | None
     value: Any
     annotator: str
     comment: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+
+
+def _spans_found(labels: LabelStore, tenant_id: str, given: Sequence[LabelInput]) -> None:
+    """NotFoundError naming the first labelled span the tenant has not stored."""
+    keys = [
+        (item.trace_id.lower(), item.span_id.lower())
+        for item in given
+        if item.trace_id is not None and item.span_id is not None
+    ]
+    if not keys:
+        return
+    found = span_label_queries(labels.engine).existing(tenant_id, keys)
+    for i, key in enumerate(keys):
+        if key not in found:
+            raise NotFoundError(
+                f"labels[{i}]: span {key[1]!r} of trace {key[0]!r} not found: "
+                "GET /v1/spans lists the spans received"
+            )
 
 
 def add_labels(
     store: Store, labels: LabelStore, tenant_id: str, given: Sequence[LabelInput]
 ) -> list[Label]:
-    """Check every label (its name is declared, its value fits, its run row exists) and
-    store them all, or none: the error names the label by its position."""
+    """Check every label (its name is declared, its value fits, its run row or span
+    exists) and store them all, or none: the error names the label by its position."""
     types: dict[str, LabelType] = {}
     runs: dict[str, Run] = {}
     checked: list[NewLabel] = []
+    _spans_found(labels, tenant_id, given)
     for i, item in enumerate(given):
         where = f"labels[{i}]"
         if item.name not in types:
             types[item.name] = label_type(labels.get_name(tenant_id, item.name))
+        if item.trace_id is not None and item.span_id is not None:
+            try:
+                value = parse_value(types[item.name], item.value, item.name)
+            except InvalidRequestError as exc:
+                raise InvalidRequestError(f"{where}: {exc}") from exc
+            checked.append(
+                NewLabel(
+                    item.name, None, None, value, item.annotator, item.comment,
+                    item.trace_id.lower(), item.span_id.lower(),
+                )
+            )  # fmt: skip
+            continue
+        if item.run is None or item.row is None:
+            raise InvalidRequestError(
+                f'{where}: a target is {{"run", "row"}} or {{"trace_id", "span_id"}}'
+            )
         if item.run not in runs:
             runs[item.run] = store.get_run(tenant_id, item.run)
         run = runs[item.run]
@@ -98,17 +141,29 @@ def labelled_items(
     label_name: str,
     run_id: str | None = None,
     holdout: tuple[float, int] | None = None,
+    rule_id: str | None = None,
 ) -> tuple[str, LabelSpec, list[LabelledItem]]:
-    """The check's label (``name@N``), the label's spec, and each labelled row's pairs;
-    with ``holdout`` (fraction, seed), only the rows that split holds back."""
+    """The check's label (``name@N``), the label's spec, and each labelled target's pairs:
+    the rows of ``run_id``; the spans the check scored under the rule ``rule_id``; or,
+    with neither, every labelled row and span the check scored. With ``holdout``
+    (fraction, seed), only the rows that split holds back (spans are left out)."""
     name, version = catalog.split_ref(check_ref)
     if version is None:
         latest = store.latest_check(tenant_id, name)
         version = None if latest is None else latest.version
     declared = labels.get_name(tenant_id, label_name)
     spec = LabelSpec(declared.name, declared.type, tuple(declared.levels or ()))
+    label = name if version is None else f"{name}@{version}"
+    if rule_id is not None:
+        n_spans, span_only = span_items(labels, tenant_id, name, version, label_name, rule_id)
+        if n_spans and not span_only:
+            raise NotFoundError(
+                f"the rule scored no span labelled {label_name!r} with {label}: label "
+                "spans it scored, or name the version the rule pins (name@N)"
+            )
+        return label, spec, span_only
     by_row: dict[tuple[str, int], list[tuple[str, Any]]] = defaultdict(list)
-    for given_label in labels.list_labels(tenant_id, name=label_name, run_id=run_id):
+    for given_label in labels.list_labels(tenant_id, name=label_name, run_id=run_id, kind=ROW):
         by_row[(given_label.run_id, given_label.row)].append(
             (given_label.annotator, given_label.value)
         )
@@ -149,11 +204,16 @@ def labelled_items(
                     link=row_link(rid, row),
                 )
             )
-    label = name if version is None else f"{name}@{version}"
-    if by_row and not seen_check:
+    n_spans = 0
+    if run_id is None and holdout is None:
+        n_spans, on_spans = span_items(labels, tenant_id, name, version, label_name)
+        seen_check = seen_check or bool(on_spans)
+        items.extend(on_spans)
+    if (by_row or n_spans) and not seen_check:
         raise NotFoundError(
-            f"no run with labels on {label_name!r} applied {label}: run it on the labelled "
-            "rows' runs first, or name the version the runs used (name@N)"
+            f"no run or rule with labels on {label_name!r} applied {label}: run it on the "
+            "labelled rows' runs (or score the labelled spans with a rule) first, or name "
+            "the version the runs used (name@N)"
         )
     return label, spec, items
 
@@ -167,18 +227,28 @@ def report(
     run_id: str | None = None,
     options: ReportOptions | None = None,
     holdout: tuple[float, int] | None = None,
+    rule: str | None = None,
 ) -> dict[str, Any]:
     """The agreement report of ``check_ref`` against ``label_name`` (JSON-ready); with
-    ``holdout`` (fraction, seed), on the rows that seeded split holds back only."""
+    ``holdout`` (fraction, seed), on the rows that seeded split holds back only; with
+    ``rule`` (a rule's name), on the labelled spans that rule scored only."""
+    rule_id = None
+    if rule is not None:
+        if run_id is not None or holdout is not None:
+            raise InvalidRequestError(
+                "name a run or a rule, not both: a rule's report is over spans, a run's "
+                "over rows (and a hold-out is of rows)"
+            )
+        rule_id = rule_store(labels.engine).get_rule(tenant_id, rule).id  # 404: not theirs
     label, spec, items = labelled_items(
-        store, labels, tenant_id, check_ref, label_name, run_id, holdout
+        store, labels, tenant_id, check_ref, label_name, run_id, holdout, rule_id
     )
     try:
         out = agreement_report(items, spec, options)
     except ValueError as exc:
         raise InvalidRequestError(f"{label} against {label_name!r}: {exc}") from exc
     held = None if holdout is None else {"fraction": holdout[0], "seed": holdout[1]}
-    return {"check": label, "run": run_id, "holdout": held, **out}
+    return {"check": label, "run": run_id, "rule": rule, "holdout": held, **out}
 
 
 def _corrected(
@@ -258,6 +328,36 @@ def corrected_pass_rates(
             )
         )  # fmt: skip
     return {"run": run_id, "labels": label_name, "checks": out}
+
+
+def rule_corrected_pass_rates(
+    labels: LabelStore,
+    store: Store,
+    tenant_id: str,
+    rule: str,
+    label_name: str,
+    options: ReportOptions | None = None,
+) -> dict[str, Any]:
+    """Each check version a rule scored with a pass flag: its measured pass rate over the
+    rule's scored spans beside the rate corrected for the check's TPR and TNR against
+    ``label_name`` (the check's report over every labelled row and span it scored, as a
+    run's correction reads it). ``corrected`` is None with a ``reason`` as for a run."""
+    found = rule_store(labels.engine).get_rule(tenant_id, rule)  # 404: not the tenant's
+    opts = options or SUMMARY_OPTIONS
+    out: list[dict[str, Any]] = []
+    for rate in span_label_queries(labels.engine).rule_pass_rates(tenant_id, found.id):
+        ref = rate.check if rate.version is None else f"{rate.check}@{rate.version}"
+        measured = rate.passed / rate.scored
+        entry: dict[str, Any] = {
+            "check": ref,
+            "measured": round(measured, 6),
+            "scored": rate.scored,
+        }
+        entry.update(
+            _corrected(store, labels, tenant_id, ref, measured, rate.scored, label_name, opts)
+        )
+        out.append(entry)
+    return {"rule": found.name, "labels": label_name, "checks": out}
 
 
 #: TPR and TNR are Wilson intervals, not bootstrapped: a run summary's correction needs

@@ -111,6 +111,7 @@ def fetch_report(
 @click.argument("name")
 @click.option("--labels", "label_name", required=True, help="The label name, e.g. helpful.")
 @click.option("--run", "run_id", default=None, help="Only this run's labelled rows.")
+@click.option("--rule", default=None, help="Only the labelled spans this rule scored.")
 @click.option("--seed", type=int, default=0, show_default=True, help="The bootstrap's seed.")
 @click.option("--resamples", type=click.IntRange(100, 20_000), default=2000, show_default=True)
 @click.option(
@@ -140,6 +141,7 @@ def agreement(
     name: str,
     label_name: str,
     run_id: str | None,
+    rule: str | None,
     seed: int,
     resamples: int,
     min_per_class: int,
@@ -149,7 +151,9 @@ def agreement(
     as_json: bool,
     remote: Remote,
 ) -> None:
-    """Can check NAME (or NAME@N) be trusted? Its results against human labels."""
+    """Can check NAME (or NAME@N) be trusted? Its results against human labels: on a
+    run's rows (--run), on the spans a rule scored (--rule), or on every labelled row and
+    span it scored."""
     if require is not None:
         stored = remote.json(
             "PUT",
@@ -160,6 +164,8 @@ def agreement(
     extra: dict[str, Any] = {}
     if holdout is not None:
         extra = {"holdout": holdout, "holdout_seed": holdout_seed}
+    if rule is not None:
+        extra["rule"] = rule
     report = fetch_report(
         remote,
         name,

@@ -1,8 +1,10 @@
-"""``scorebox labels import|export``: human labels on a run's rows, from and to files.
+"""``scorebox labels import|export``: human labels on a run's rows or on received spans,
+from and to files.
 
 A file is CSV (columns ``row``, ``value``, and optionally ``annotator`` and ``comment``)
-or JSON lines (the same keys), keyed by the row's index in the run. Labels go to the
-server in batches; every one is checked there against the label name's type.
+or JSON lines (the same keys), keyed by the row's index in the run; or, for spans, with
+the columns ``trace_id`` and ``span_id`` in place of ``row``. Labels go to the server in
+batches; every one is checked there against the label name's type.
 """
 
 from __future__ import annotations
@@ -21,7 +23,11 @@ from engine.cli.remote import Remote, with_remote
 BATCH = 5000
 #: The row fields a generator example carries (those of the results' NDJSON export).
 INPUTS = ("model_output", "scenario_input", "scenario_result")
-EXPORT_COLUMNS = ("run", "row", "name", "value", "annotator", "comment", "created_at")
+EXPORT_COLUMNS = (
+    "run", "row", "name", "value", "annotator", "comment", "created_at", "trace_id", "span_id",
+)  # fmt: skip
+#: The columns of the file's target: a run's row, or a span.
+SPAN_KEYS = ("trace_id", "span_id")
 
 
 def _levels(text: str | None) -> list[Any] | None:
@@ -57,10 +63,12 @@ def read_label_file(path: Path) -> Iterator[dict[str, Any]]:
     elif path.suffix.lower() in (".csv", ".tsv"):
         delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
         reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
-        if not reader.fieldnames or not {"row", "value"} <= set(reader.fieldnames):
+        fields = set(reader.fieldnames or ())
+        if "value" not in fields or not ("row" in fields or set(SPAN_KEYS) <= fields):
             raise click.ClickException(
-                f"{path}: the header must name the columns row and value "
-                f"(and optionally annotator, comment); it has {reader.fieldnames}"
+                f"{path}: the header must name the columns row and value, or trace_id, "
+                f"span_id and value (and optionally annotator, comment); it has "
+                f"{reader.fieldnames}"
             )
         for number, record in enumerate(reader, start=2):
             yield _label_record(record, f"{path}:{number}")
@@ -69,15 +77,24 @@ def read_label_file(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _label_record(record: dict[str, Any], where: str) -> dict[str, Any]:
-    if "row" not in record or "value" not in record:
-        raise click.ClickException(f"{where}: give row and value")
+    if record.get("trace_id") not in (None, "") and record.get("span_id") not in (None, ""):
+        if "value" not in record:
+            raise click.ClickException(f"{where}: give trace_id, span_id and value")
+        span = {k: str(record[k]) for k in SPAN_KEYS}
+        return {**span, **_extras(record)}
+    if record.get("row") in (None, "") or "value" not in record:
+        raise click.ClickException(f"{where}: give row and value (or trace_id, span_id, value)")
     try:
         row = int(record["row"])
     except (TypeError, ValueError):
         raise click.ClickException(
             f"{where}: row {record['row']!r} is not a row index (0, 1, 2...)"
         ) from None
-    out: dict[str, Any] = {"row": row, "value": record["value"]}
+    return {"row": row, **_extras(record)}
+
+
+def _extras(record: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"value": record["value"]}
     for key in ("annotator", "comment"):
         if record.get(key) not in (None, ""):
             out[key] = str(record[key])
@@ -86,13 +103,18 @@ def _label_record(record: dict[str, Any], where: str) -> dict[str, Any]:
 
 @click.group("labels")
 def labels() -> None:
-    """Human labels on run rows: import and export (see docs/calibration.md)."""
+    """Human labels on run rows and spans: import and export (see docs/calibration.md)."""
 
 
 @labels.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--name", required=True, help="The label name, e.g. helpful.")
-@click.option("--run", "run_id", required=True, help="The run whose rows the file labels.")
+@click.option(
+    "--run",
+    "run_id",
+    default=None,
+    help="The run whose rows the file labels (not needed for a file of spans).",
+)
 @click.option(
     "--type",
     "type_",
@@ -106,14 +128,19 @@ def labels() -> None:
 def import_labels(
     file: Path,
     name: str,
-    run_id: str,
+    run_id: str | None,
     type_: str | None,
     levels: str | None,
     annotator: str | None,
     remote: Remote,
 ) -> None:
-    """Import labels from FILE (CSV or JSON lines: row, value, annotator, comment)."""
+    """Import labels from FILE (CSV or JSON lines: row, value, annotator, comment; or
+    trace_id and span_id in place of row, for spans)."""
     records = list(read_label_file(file))
+    if run_id is None and any("row" in r for r in records):
+        raise click.ClickException(
+            f"{file}: its labels name rows: give --run RUN, the run they belong to"
+        )
     if type_ is not None:
         remote.json(
             "PUT", f"/v1/label-names/{name}", json={"type": type_, "levels": _levels(levels)}
@@ -122,18 +149,24 @@ def import_labels(
     for start in range(0, len(records), BATCH):
         batch = []
         for record in records[start : start + BATCH]:
-            item = {"target": {"run": run_id, "row": record["row"]}, "name": name, **record}
-            item.pop("row")
+            if "row" in record:
+                target: dict[str, Any] = {"run": run_id, "row": record["row"]}
+            else:
+                target = {k: record[k] for k in SPAN_KEYS}
+            rest = {k: v for k, v in record.items() if k not in ("row", *SPAN_KEYS)}
+            item = {"target": target, "name": name, **rest}
             if "annotator" not in item and annotator:
                 item["annotator"] = annotator
             batch.append(item)
         stored += len(remote.json("POST", "/v1/labels", json={"labels": batch})["labels"])
-    click.echo(f"imported {stored} labels of {name!r} on run {run_id}")
+    where = f"on run {run_id}" if run_id is not None else "on spans"
+    click.echo(f"imported {stored} labels of {name!r} {where}")
 
 
 @labels.command("export")
 @click.option("--name", default=None, help="Only this label name.")
 @click.option("--run", "run_id", default=None, help="Only this run's rows.")
+@click.option("--trace", "trace_id", default=None, help="Only this trace's spans.")
 @click.option("--annotator", default=None, help="Only this annotator's labels.")
 @click.option(
     "-o",
@@ -146,13 +179,15 @@ def import_labels(
 def export_labels(
     name: str | None,
     run_id: str | None,
+    trace_id: str | None,
     annotator: str | None,
     output: Path | None,
     remote: Remote,
 ) -> None:
     """Export labels, one per line, every annotator's kept apart."""
     params: dict[str, Any] = {"limit": 10_000}
-    for key, value in (("name", name), ("run", run_id), ("annotator", annotator)):
+    wanted = (("name", name), ("run", run_id), ("trace_id", trace_id), ("annotator", annotator))
+    for key, value in wanted:
         if value is not None:
             params[key] = value
     rows: list[dict[str, Any]] = []
@@ -161,9 +196,11 @@ def export_labels(
         page = remote.json("GET", "/v1/labels", params={**params, "offset": offset})["labels"]
         rows += [
             {
-                "run": x["target"]["run"],
-                "row": x["target"]["row"],
-                **{k: x[k] for k in EXPORT_COLUMNS[2:]},
+                "run": x["target"].get("run"),
+                "row": x["target"].get("row"),
+                **{k: x[k] for k in EXPORT_COLUMNS[2:7]},
+                "trace_id": x["target"].get("trace_id"),
+                "span_id": x["target"].get("span_id"),
             }
             for x in page
         ]

@@ -1,7 +1,8 @@
 """Human labels in SQL: label names (a type per tenant) and the labels themselves.
 
 Every query filters on the tenant. Labels are appended, one row per annotator and
-item, and never merged: agreement reports read them all.
+item, and never merged: agreement reports read them all. An item is a run's row or a
+received span (``target_kind`` ``"row"`` or ``"span"``).
 """
 
 from __future__ import annotations
@@ -32,21 +33,28 @@ class LabelName:
     created_at: datetime
 
 
+ROW, SPAN = "row", "span"
+
+
 @dataclass(frozen=True)
 class NewLabel:
-    """A label to store, its value already checked against the name's type."""
+    """A label to store, its value already checked against the name's type: on a run's
+    row (``run_id``, ``row``) or, with ``trace_id`` and ``span_id``, on a span."""
 
     name: str
-    run_id: str
-    row: int
+    run_id: str | None
+    row: int | None
     value: Any
     annotator: str
     comment: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
 
 
 @dataclass(frozen=True)
 class Label:
-    """A stored label on a run's row."""
+    """A stored label on a run's row, or on a span (``kind`` ``"span"``: ``run_id`` is
+    empty and ``row`` 0, ``trace_id`` and ``span_id`` name it)."""
 
     id: str
     name: str
@@ -56,10 +64,15 @@ class Label:
     annotator: str
     comment: str | None
     created_at: datetime
+    kind: str = ROW
+    trace_id: str | None = None
+    span_id: str | None = None
 
     @property
     def target(self) -> dict[str, Any]:
-        """``{"run", "row"}``, the label's target as the API writes it."""
+        """``{"run", "row"}`` or ``{"trace_id", "span_id"}``, as the API writes it."""
+        if self.kind == SPAN:
+            return {"trace_id": self.trace_id, "span_id": self.span_id}
         return {"run": self.run_id, "row": self.row}
 
 
@@ -77,6 +90,9 @@ def _label(row: LabelRow) -> Label:
         annotator=row.annotator,
         comment=row.comment,
         created_at=aware(row.created_at) or utcnow(),
+        kind=row.target_kind,
+        trace_id=row.trace_id,
+        span_id=row.span_id,
     )
 
 
@@ -156,9 +172,11 @@ class LabelStore(SqlSessions):
                 id=new_id("lbl"),
                 tenant_id=tenant_id,
                 name=label.name,
-                target_kind="row",
+                target_kind=ROW if label.trace_id is None else SPAN,
                 run_id=label.run_id,
                 row_index=label.row,
+                trace_id=label.trace_id,
+                span_id=label.span_id,
                 value=label.value,
                 annotator=label.annotator,
                 comment=label.comment,
@@ -181,9 +199,19 @@ class LabelStore(SqlSessions):
         annotator: str | None = None,
         limit: int = MAX_PAGE,
         offset: int = 0,
+        kind: str | None = None,
+        trace_id: str | None = None,
+        span_id: str | None = None,
     ) -> list[Label]:
-        """Labels in the order they were given (a batch in row order), filtered."""
+        """Labels in the order they were given (a batch in row order), filtered; ``kind``
+        ``"row"`` or ``"span"`` keeps one kind of target."""
         query = select(LabelRow).where(LabelRow.tenant_id == tenant_id)
+        if kind is not None:
+            query = query.where(LabelRow.target_kind == kind)
+        if trace_id is not None:
+            query = query.where(LabelRow.trace_id == trace_id.lower())
+        if span_id is not None:
+            query = query.where(LabelRow.span_id == span_id.lower())
         if name is not None:
             query = query.where(LabelRow.name == name)
         if run_id is not None:
@@ -193,7 +221,14 @@ class LabelStore(SqlSessions):
         if annotator is not None:
             query = query.where(LabelRow.annotator == annotator)
         query = (
-            query.order_by(LabelRow.created_at, LabelRow.run_id, LabelRow.row_index, LabelRow.id)
+            query.order_by(
+                LabelRow.created_at,
+                LabelRow.run_id,
+                LabelRow.row_index,
+                LabelRow.trace_id,
+                LabelRow.span_id,
+                LabelRow.id,
+            )
             .limit(limit)
             .offset(offset)
         )
@@ -216,11 +251,15 @@ class LabelStore(SqlSessions):
         name: str,
         run_id: str | None = None,
         annotator: str | None = None,
+        trace_id: str | None = None,
     ) -> int:
-        """Delete a name's labels (of one run, of one annotator); how many went."""
+        """Delete a name's labels (of one run or one trace, of one annotator); how many
+        went."""
         query = delete(LabelRow).where(LabelRow.tenant_id == tenant_id, LabelRow.name == name)
         if run_id is not None:
             query = query.where(LabelRow.run_id == run_id)
+        if trace_id is not None:
+            query = query.where(LabelRow.trace_id == trace_id.lower())
         if annotator is not None:
             query = query.where(LabelRow.annotator == annotator)
         with self._session() as s:

@@ -249,11 +249,12 @@ class LabelNameRow(Base):
 class LabelRow(Base):
     """One person's label on one target (migration 0011). Never merged on write: several
     annotators, or one annotator twice, make several rows. The target is a run's row
-    (``target_kind = "row"``); spans will add their own columns and kind."""
+    (``target_kind = "row"``) or a received span (``"span"``, its ids: migration 0016)."""
 
     __tablename__ = "labels"
     __table_args__ = (
         Index("ix_labels_tenant_name_run_row", "tenant_id", "name", "run_id", "row_index"),
+        Index("ix_labels_tenant_name_trace_span", "tenant_id", "name", "trace_id", "span_id"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -264,6 +265,8 @@ class LabelRow(Base):
         ForeignKey("runs.id", ondelete="CASCADE"), nullable=True
     )
     row_index: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    trace_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    span_id: Mapped[str | None] = mapped_column(String(16), nullable=True)
     value: Mapped[Any] = mapped_column(JSON, nullable=True)
     annotator: Mapped[str] = mapped_column(String(200))
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)

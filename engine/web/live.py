@@ -10,8 +10,10 @@ import time
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
-from engine.errors import NotFoundError
+from engine.agreement import rule_corrected_pass_rates
+from engine.errors import InvalidRequestError, NotFoundError
 from engine.online.series import series
+from engine.storage.label_sql import label_store
 from engine.storage.live_sql import recent_failures
 from engine.storage.rule_records import ScoreStatus
 from engine.storage.rule_sql import rule_store
@@ -48,7 +50,10 @@ def rules_page(request: Request) -> HTMLResponse:
 
 @router.get("/rules/{name}", response_class=HTMLResponse)
 def live_page(
-    request: Request, name: str, window: str = Query("24h", pattern="^(1h|24h|7d)$")
+    request: Request,
+    name: str,
+    window: str = Query("24h", pattern="^(1h|24h|7d)$"),
+    labels: str | None = Query(None, max_length=100),
 ) -> HTMLResponse:
     principal, session = who(request)
     db = services_of(request).db
@@ -64,10 +69,18 @@ def live_page(
     scores = score_store(db)
     points = scores.series_points(principal.tenant_id, rule.id, start, end, MAX_POINTS)
     lines = series(points, bucket_ns)
-    labels = {key: f"{key[0]}@{key[1]}" if key[1] is not None else key[0] for key, _ in lines}
-    rates = [Line(labels[key], [(b, rate, n) for b, n, _, rate in pts]) for key, pts in lines]
-    means = [Line(labels[key], [(b, mean, n) for b, n, mean, _ in pts]) for key, pts in lines]
+    named = {key: f"{key[0]}@{key[1]}" if key[1] is not None else key[0] for key, _ in lines}
+    rates = [Line(named[key], [(b, rate, n) for b, n, _, rate in pts]) for key, pts in lines]
+    means = [Line(named[key], [(b, mean, n) for b, n, mean, _ in pts]) for key, pts in lines]
     counts = scores.counts(principal.tenant_id, rule.id)
+    corrected, corrected_error = None, None
+    if labels:  # only when asked: the correction reads an agreement report per check
+        try:
+            corrected = rule_corrected_pass_rates(
+                label_store(db), services_of(request).store, principal.tenant_id, name, labels
+            )["checks"]
+        except (NotFoundError, InvalidRequestError) as exc:
+            corrected_error = str(exc)
     return render(
         request,
         "live.html",
@@ -81,4 +94,7 @@ def live_page(
         failures=recent_failures(db, principal.tenant_id, rule.id),
         counts=sorted(counts.items()),
         backlog=sum(counts.get(s, 0) for s in BACKLOG),
+        labels=labels,
+        corrected=corrected,
+        corrected_error=corrected_error,
     )

@@ -22,7 +22,9 @@ MAX_RESAMPLES = 20_000
     "/agreement",
     summary="A check's agreement with human labels",
     description="The check's stored results on the labelled rows, against the labels "
-    "(the majority where several people labelled a row). Every figure is "
+    "(the majority where several people labelled a row): a run's rows with `run`, the "
+    "spans a rule scored with `rule`, and with neither every labelled row and span the "
+    "check scored. Every figure is "
     '`{"value", "ci": [lo, hi]}`; `verdict` is `"too few labels"` below `min_per_class` '
     "labels in any class, with `missing` saying how many of which. The `seed` "
     "reproduces the intervals and the dev/test split exactly.",
@@ -35,6 +37,9 @@ def get_agreement(
     check: Annotated[str, Query(description="`name` or `name@N`", max_length=120)],
     labels: Annotated[str, Query(description="The label name", max_length=100)],
     run: Annotated[str | None, Query(description="Only this run's rows", max_length=40)] = None,
+    rule: Annotated[
+        str | None, Query(description="Only the spans this rule scored", max_length=100)
+    ] = None,
     seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
     resamples: Annotated[int, Query(ge=100, le=MAX_RESAMPLES)] = 2000,
     min_per_class: Annotated[int, Query(ge=1, le=100_000)] = 30,
@@ -55,7 +60,7 @@ def get_agreement(
     )
     held = None if holdout is None else (holdout, holdout_seed)
     return agreement.report(
-        store, labels_store, principal.tenant_id, check, labels, run, options, held
+        store, labels_store, principal.tenant_id, check, labels, run, options, held, rule
     )
 
 

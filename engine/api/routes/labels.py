@@ -1,4 +1,5 @@
-"""``/v1/label-names`` and ``/v1/labels``: human labels on run rows, one row per annotator."""
+"""``/v1/label-names`` and ``/v1/labels``: human labels on run rows and on received spans,
+one label per annotator and item."""
 
 from __future__ import annotations
 
@@ -11,17 +12,19 @@ from pydantic import BaseModel, Field
 from engine import agreement
 from engine.http.deps import PrincipalDep, ServicesDep, StoreDep
 from engine.http.problems import responses
-from engine.storage.label_sql import MAX_PAGE, Label, LabelName, LabelStore, label_store
+from engine.storage.label_sql import MAX_PAGE, SPAN, Label, LabelName, LabelStore, label_store
 
 router = APIRouter(prefix="/v1", tags=["labels"])
 
-TAG_DESCRIPTION = "Human labels on run rows, and a check's agreement with them."
+TAG_DESCRIPTION = "Human labels on run rows and spans, and a check's agreement with them."
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$"
 MAX_LABELS_PER_REQUEST = 10_000
 #: Bounds that keep numbers in the database's integer range.
 MAX_ROW = 2**31 - 1
 MAX_OFFSET = 10**9
+TRACE_ID = r"^[0-9a-fA-F]{32}$"
+SPAN_ID = r"^[0-9a-fA-F]{16}$"
 
 
 def get_label_store(services: ServicesDep) -> LabelStore:
@@ -55,8 +58,18 @@ class RowTarget(BaseModel):
     row: int = Field(ge=0, le=MAX_ROW, description="The row's index in the run (0-based).")
 
 
+class SpanTarget(BaseModel):
+    trace_id: str = Field(pattern=TRACE_ID, description="The span's trace id (32 hex digits).")
+    span_id: str = Field(pattern=SPAN_ID, description="The span's id (16 hex digits).")
+
+
+Target = RowTarget | SpanTarget
+
+
 class LabelIn(BaseModel):
-    target: RowTarget
+    target: Target = Field(
+        description='A run\'s row `{"run", "row"}` or a received span `{"trace_id", "span_id"}`.'
+    )
     name: str = Field(pattern=NAME_PATTERN, examples=["helpful"])
     value: Any = Field(description="Checked against the name's declared type.")
     annotator: str | None = Field(
@@ -73,7 +86,7 @@ class LabelsIn(BaseModel):
 
 class LabelOut(BaseModel):
     id: str
-    target: RowTarget
+    target: Target
     name: str
     value: Any
     annotator: str
@@ -84,7 +97,7 @@ class LabelOut(BaseModel):
     def of(cls, label: Label) -> LabelOut:
         return cls(
             id=label.id,
-            target=RowTarget(run=label.run_id, row=label.row),
+            target=SpanTarget(**label.target) if label.kind == SPAN else RowTarget(**label.target),
             name=label.name,
             value=label.value,
             annotator=label.annotator,
@@ -136,7 +149,8 @@ def list_label_names(principal: PrincipalDep, labels: LabelStoreDep) -> list[Lab
     status_code=201,
     summary="Add labels",
     description="Every label is kept: several annotators (or one, twice) on the same row "
-    "make several labels, never merged. All are stored, or none (422 names the label).",
+    "or span make several labels, never merged. All are stored, or none (422 names the "
+    "label; a run or span that is not the tenant's is 404).",
     responses=responses(401, 404, 422),
 )
 def post_labels(
@@ -146,11 +160,13 @@ def post_labels(
     given = [
         agreement.LabelInput(
             name=item.name,
-            run=item.target.run,
-            row=item.target.row,
+            run=item.target.run if isinstance(item.target, RowTarget) else None,
+            row=item.target.row if isinstance(item.target, RowTarget) else None,
             value=item.value,
             annotator=item.annotator or default_annotator,
             comment=item.comment,
+            trace_id=item.target.trace_id if isinstance(item.target, SpanTarget) else None,
+            span_id=item.target.span_id if isinstance(item.target, SpanTarget) else None,
         )
         for item in body.labels
     ]
@@ -168,6 +184,13 @@ def get_labels(
     annotator: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1000,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    trace_id: Annotated[
+        str | None, Query(pattern=TRACE_ID, description="Only this trace's spans")
+    ] = None,
+    span_id: Annotated[str | None, Query(pattern=SPAN_ID, description="Only this span")] = None,
+    kind: Annotated[
+        Literal["row", "span"] | None, Query(description="Only labels on rows, or on spans")
+    ] = None,
 ) -> LabelList:
     found = labels.list_labels(
         principal.tenant_id,
@@ -177,6 +200,9 @@ def get_labels(
         annotator=annotator,
         limit=limit,
         offset=offset,
+        kind=kind,
+        trace_id=trace_id,
+        span_id=span_id,
     )
     return LabelList(labels=[LabelOut.of(label) for label in found])
 
@@ -198,7 +224,7 @@ def delete_label(
     "/labels",
     response_model=LabelsDeleted,
     summary="Delete a label name's labels",
-    description="All of the name's labels, or those of one run or one annotator.",
+    description="All of the name's labels, or those of one run, one trace or one annotator.",
     responses=responses(401),
 )
 def delete_labels(
@@ -207,6 +233,9 @@ def delete_labels(
     name: Annotated[str, Query(max_length=100)],
     run: Annotated[str | None, Query(max_length=40)] = None,
     annotator: Annotated[str | None, Query(max_length=200)] = None,
+    trace_id: Annotated[str | None, Query(pattern=TRACE_ID)] = None,
 ) -> LabelsDeleted:
-    count = labels.delete_labels(principal.tenant_id, name=name, run_id=run, annotator=annotator)
+    count = labels.delete_labels(
+        principal.tenant_id, name=name, run_id=run, annotator=annotator, trace_id=trace_id
+    )
     return LabelsDeleted(deleted=count)

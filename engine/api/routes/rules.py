@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.agreement import rule_corrected_pass_rates
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.http.deps import PrincipalDep, RunsDep, ServicesDep
 from engine.http.problems import responses
@@ -60,6 +61,13 @@ class RuleOut(BaseModel):
         default=None, description="The rule's span scores by status (skips included)."
     )
     backlog: int | None = Field(default=None, description="Scores waiting to be written.")
+    corrected_pass_rates: dict[str, Any] | None = Field(
+        default=None,
+        description="With `?labels=NAME` only: each pass/fail check's measured pass rate "
+        "over the rule's scored spans, and the rate corrected for its TPR and TNR against "
+        "the labels (Rogan-Gladen, with its interval), as `GET /v1/runs/{run}/corrected-"
+        "pass-rates` gives a run's.",
+    )
 
     @classmethod
     def of(cls, rule: Rule, counts: dict[str, int] | None = None) -> RuleOut:
@@ -174,10 +182,24 @@ def preview_rule(body: PreviewIn, principal: PrincipalDep, services: ServicesDep
 
 
 @router.get("/{name}", responses=responses(401, 404))
-def get_rule(name: NamePath, principal: PrincipalDep, services: ServicesDep) -> RuleOut:
-    """A rule with its scores counted by status and its backlog."""
+def get_rule(
+    name: NamePath,
+    principal: PrincipalDep,
+    services: ServicesDep,
+    labels: Annotated[
+        str | None,
+        Query(max_length=100, description="Also correct the pass rates for this label name."),
+    ] = None,
+) -> RuleOut:
+    """A rule with its scores counted by status and its backlog; with `labels`, its pass
+    rates measured and corrected for its checks' agreement with those labels."""
     rule = rule_store(services.db).get_rule(principal.tenant_id, name)
-    return RuleOut.of(rule, score_store(services.db).counts(principal.tenant_id, rule.id))
+    out = RuleOut.of(rule, score_store(services.db).counts(principal.tenant_id, rule.id))
+    if labels is not None:
+        out.corrected_pass_rates = rule_corrected_pass_rates(
+            label_store(services.db), services.store, principal.tenant_id, name, labels
+        )
+    return out
 
 
 @router.patch("/{name}", responses=responses(401, 404, 409, 422))

@@ -146,8 +146,9 @@ setup_redis() {
     trap cleanup EXIT
 }
 
-# The test-only venvs are downloads (PyPI, npm): `test` makes them in the background while
-# setup and lint use the CPU, and waits for them before pytest. Any that fails fails `test`.
+# `test` runs lint and makes the test-only venvs (downloads from PyPI and npm) in the
+# background while setup installs and builds the image, and waits for all of them before
+# pytest. Any that fails fails `test`.
 BG_PIDS=()
 BG_NAMES=()
 BG_LOGS=()
@@ -168,14 +169,14 @@ wait_for_background() {
     local i failed=()
     for i in "${!BG_PIDS[@]}"; do
         if ! wait "${BG_PIDS[$i]}"; then
-            tail -n 30 "${BG_LOGS[$i]}" >&2 || true
+            tail -n 40 "${BG_LOGS[$i]}" >&2 || true
             failed+=("${BG_NAMES[$i]} (output above; all of it in ${BG_LOGS[$i]#"$ROOT/"})")
         fi
     done
     BG_PIDS=()
     BG_NAMES=()
     BG_LOGS=()
-    [[ "${#failed[@]}" -eq 0 ]] || die "could not make: ${failed[*]}"
+    [[ "${#failed[@]}" -eq 0 ]] || die "failed: ${failed[*]}"
 }
 
 start_test_venvs() {
@@ -415,11 +416,12 @@ main() {
         test)
             ensure_venv
             start_test_venvs
+            start_in_background lint run_lint
             setup
-            run_lint
             setup_postgres
             setup_redis
             wait_for_background
+            cat "$STATE/lint.log" >&2
             run_tests "$@"
             ;;
         test-fast) ensure_venv; run_fast_tests "$@" ;;

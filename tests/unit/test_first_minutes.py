@@ -4,7 +4,6 @@ data directory, and every way in says how to call ``scorebox`` from the virtuale
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,41 +13,6 @@ from engine.cli.demo import REPORT_NAME, dashboard_lines, report_path, scorebox_
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV_SH = ROOT / "scripts" / "dev.sh"
-
-
-def test_the_image_build_keeps_a_redirected_log_intact(tmp_path: Path) -> None:
-    # `tee /dev/stderr` reopened `dev.sh demo > log 2>&1` with O_TRUNC: NUL bytes, lost lines
-    script = DEV_SH.read_text(encoding="utf-8")
-    code = [x for x in script.splitlines() if not x.strip().startswith("#")]
-    assert [x for x in code if "/dev/stderr" in x] == []
-    # ensure_image's build lines, run with a stand-in `scorebox image build`
-    lines = code[code.index("    local built build_log") : 1 + next(
-        i for i, x in enumerate(code) if x.strip().startswith("BUILT_IMAGE=")
-    )]  # fmt: skip
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    fake = venv / "bin" / "scorebox"
-    fake.write_text("#!/bin/sh\nprintf 'step 1\\nstep 2\\nscorebox-sandbox:abc built\\n'\n")
-    fake.chmod(0o755)
-    test = tmp_path / "t.sh"
-    test.write_text(
-        f'set -euo pipefail\nVENV="{venv}"\nf() {{\n'
-        + "\n".join(lines)
-        + '\n    echo "tag=$BUILT_IMAGE" >&2\n}\necho before >&2\nf\n'
-    )
-    log = tmp_path / "log"
-    for _ in range(5):  # an asynchronous tee would lose the order now and then
-        with log.open("wb") as out:
-            subprocess.run(["bash", str(test)], stdout=out, stderr=subprocess.STDOUT, check=True)
-        text = log.read_bytes()
-        assert b"\0" not in text
-        assert text.decode().splitlines() == [
-            "before",
-            "step 1",
-            "step 2",
-            "scorebox-sandbox:abc built",
-            "tag=scorebox-sandbox:abc",
-        ]
 
 
 def test_setup_and_demo_end_with_how_to_put_scorebox_on_path() -> None:

@@ -1,11 +1,11 @@
-"""Declared environments per host without Docker: built once per host by two processes, and
-the snapshot a worker publishes (built, building, failed with its tenant-safe message)."""
+"""Declared environments per host without Docker: the snapshot a worker publishes (built,
+building, failed with its tenant-safe message); the fakes here serve
+tests/integration/test_environment_host_processes.py too (built once by two processes)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
-import multiprocessing
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,30 +65,6 @@ class NoDownload(Environments):
 
     def _download_pip(self, dest: Path, log_file: Path) -> None:
         pass
-
-
-def _worker_process(data_dir: str, engine: str) -> None:
-    """One worker process of the host: its own Environments over the host's data dir."""
-    settings = Settings(data_dir=Path(data_dir), image="img:1", env_wait_seconds=30)
-    NoDownload(settings, FolderInstaller(Path(engine))).ensure(REQUIREMENTS)
-
-
-def test_two_worker_processes_on_one_host_build_an_environment_once(tmp_path: Path) -> None:
-    engine = tmp_path / "engine"
-    engine.mkdir()
-    context = multiprocessing.get_context("fork")
-    workers = [
-        context.Process(target=_worker_process, args=(str(tmp_path / "data"), str(engine)))
-        for _ in range(2)
-    ]
-    for process in workers:
-        process.start()
-    for process in workers:
-        process.join(60)
-        assert process.exitcode == 0
-    installs = (engine / "installs").read_text().split()
-    assert len(installs) == 1  # the second process found the image after taking the lock
-    assert len(list(engine.glob("*.json"))) == 1
 
 
 def test_the_host_snapshot_says_built_building_and_failed(tmp_path: Path) -> None:

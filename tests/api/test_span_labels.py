@@ -146,7 +146,12 @@ def test_agreement_over_a_rule_matches_the_hand_counted_matrix(api: Api) -> None
     more = _spans(api, h, 4)
     add_scores(api.store.engine, tid, make_rule(api.store.engine, tid, name="other"), 4, spans=more)
     api.client.post("/v1/labels", headers=h, json={"labels": [_span_label(k, True) for k in more]})
-    params = {"check": "is_helpful@3", "labels": "helpful", "rule": "tone", "min_per_class": 3}
+    params: dict[str, Any] = {
+        "check": "is_helpful@3",
+        "labels": "helpful",
+        "rule": "tone",
+        "min_per_class": 3,
+    }
     r = api.client.get("/v1/agreement", headers=h, params=params)
     assert r.status_code == 200, r.text
     body = r.json()
@@ -159,7 +164,7 @@ def test_agreement_over_a_rule_matches_the_hand_counted_matrix(api: Api) -> None
     links = {d["link"] for d in body["disagreements"]}
     assert f"/ui/traces/{keys[3][0]}#span-{keys[3][1]}" in links
     # without a rule (and no run): every labelled target the check scored, both rules
-    anywhere = {k: v for k, v in params.items() if k != "rule"}
+    anywhere: dict[str, Any] = {k: v for k, v in params.items() if k != "rule"}
     everything = api.client.get("/v1/agreement", headers=h, params=anywhere).json()
     # the other rule's spans 1-3 were scored (span 0 erred): people pass all three, the
     # check passes 1 and 3
@@ -179,7 +184,7 @@ def test_without_run_or_rule_the_report_takes_rows_and_spans(api: Api) -> None:
         for i, v in enumerate([True, True, False, True])
     ]
     assert api.client.post("/v1/labels", headers=h, json={"labels": labels}).status_code == 201
-    base = {"check": "is_helpful", "labels": "helpful", "min_per_class": 3}
+    base: dict[str, Any] = {"check": "is_helpful", "labels": "helpful", "min_per_class": 3}
     both = api.client.get("/v1/agreement", headers=h, params=base).json()
     # spans by hand [[3, 2], [5, 6]]; rows: people pass 0 (check pass), 1 (check fail),
     # fail 2 (check pass); row 3 erred and is left out
@@ -246,3 +251,23 @@ def test_migration_0016_goes_down_and_up(api: Api) -> None:
         assert conn.scalar(select(func.count()).select_from(LabelRow)) == 1
     again = api.client.post("/v1/labels", headers=h, json={"labels": [_span_label(keys[0], True)]})
     assert again.status_code == 201, again.text
+
+
+def test_the_docs_name_the_parameters_the_api_takes(api: Api) -> None:
+    from pathlib import Path
+
+    schema = api.client.get("/openapi.json").json()["paths"]
+
+    def params(path: str) -> set[str]:
+        return {p["name"] for p in schema[path]["get"].get("parameters", [])}
+
+    page = (Path(__file__).parents[2] / "docs" / "calibration.md").read_text()
+    for path, names in (
+        ("/v1/labels", ("trace_id", "span_id", "kind")),
+        ("/v1/agreement", ("rule",)),
+        ("/v1/rules/{name}", ("labels",)),
+    ):
+        assert set(names) <= params(path), path
+    for text in ("&trace_id=&span_id=&kind=", "&rule=RULE]", "--rule RULE", "?labels=helpful"):
+        assert text in page, text
+    assert "GET /v1/rules/{name}?labels=helpful" in page

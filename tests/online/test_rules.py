@@ -244,16 +244,6 @@ def test_same_spans_are_picked_live_and_in_a_backfill_and_twice_is_nothing(api: 
     assert second["scores"] == {}
     assert second["progress"].get("queued", 0) == 0
     assert second["progress"]["already"] == 2 * len(expected)
-    # the preview counts the same spans
-    preview = api.client.post(
-        "/v1/rules/preview",
-        headers=h,
-        json={
-            "filter": {"gen_ai.request.model": {"in": ["gpt-4o-mini", "gpt-4o"]}},
-            "sample_rate": rate,
-        },
-    )
-    assert preview.status_code == 200, preview.text
 
 
 def _chat(model: str) -> dict[str, Any]:
@@ -389,3 +379,37 @@ def test_past_the_backlog_bound_spans_are_marked_backlog_and_backfilled_later(ap
         assert scores_of(api, h, second[0])[0]["status"] == "scored"
     finally:
         bounded.stop()
+
+
+def test_a_preview_counts_the_recent_spans_a_rule_would_score(api: Api) -> None:
+    h = api.tenant()
+    now = time.time_ns()
+    ids = _trace_ids(30)
+    models = ["gpt-4o-mini", "claude"]
+    for n, (t, s) in enumerate(ids):
+        send(api, h, span(t, s, attributes=_chat(models[n % 2]), start=now - 60_000_000_000))
+    empty_trace, empty_span = new_ids()
+    send(
+        api,
+        h,
+        span(
+            empty_trace, empty_span, attributes={"gen_ai.request.model": "gpt-4o-mini"}, start=now
+        ),
+    )
+    send(api, h, span(*new_ids(), attributes=_chat("gpt-4o-mini"), start=now - 2 * 86_400 * 10**9))
+    rate = 0.5
+    expected = {t.hex() for n, (t, _) in enumerate(ids) if n % 2 == 0 and sampled(t.hex(), rate)}
+    document = {
+        "filter": {"gen_ai.request.model": "gpt-4o-mini"},
+        "sample_rate": rate,
+        "sample": 50,
+    }
+    got = api.client.post("/v1/rules/preview", headers=h, json=document).json()
+    assert got["spans_seen"] == 31  # the span of two days ago is not looked at
+    assert got["would_score"] == len(expected)
+    assert got["no_content"] == (1 if sampled(empty_trace.hex(), rate) else 0)
+    assert {x["trace_id"] for x in got["sample"]} == expected
+    # nothing was stored: no rule, no score
+    assert api.client.get("/v1/rules", headers=h).json()["rules"] == []
+    bad = api.client.post("/v1/rules/preview", headers=h, json={"filter": {"m": {"in": 1}}})
+    assert bad.status_code == 422 and "filter['m'].in" in bad.text

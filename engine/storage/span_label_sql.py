@@ -101,6 +101,35 @@ class SpanLabelQueries(SqlSessions):
                         found[key] = (at, outcome)
         return {key: outcome for key, (_, outcome) in found.items()}
 
+    def rule_outcomes(
+        self, tenant_id: str, rule_id: str, check: str, version: int | None, limit: int
+    ) -> dict[SpanKey, SpanOutcome]:
+        """The check's latest finished outcome on each span the rule scored with it, the
+        ``limit`` spans scored last (what the annotation queue draws from)."""
+        done = (ScoreStatus.SCORED.value, ScoreStatus.ERROR.value)
+        query = (
+            select(SpanScoreRow, RuleRow.name)
+            .join(RuleRow, RuleRow.id == SpanScoreRow.rule_id)
+            .where(
+                SpanScoreRow.tenant_id == tenant_id,
+                SpanScoreRow.rule_id == rule_id,
+                SpanScoreRow.check_name == check,
+                SpanScoreRow.status.in_(done),
+            )
+            .order_by(SpanScoreRow.scored_at.desc(), SpanScoreRow.id)
+            .limit(limit)
+        )
+        if version is not None:
+            query = query.where(SpanScoreRow.check_version == version)
+        found: dict[SpanKey, SpanOutcome] = {}
+        with self._session() as s:
+            for row, rule_name in s.execute(query):
+                found.setdefault(
+                    (row.trace_id, row.span_id),
+                    SpanOutcome(row.status, row.score, row.passed, rule_name),
+                )
+        return found
+
     def rule_pass_rates(self, tenant_id: str, rule_id: str) -> list[RulePassRate]:
         """Per check version the rule scored: its scored spans and how many passed (the
         spans with no pass flag are left out: a check with none has no pass rate)."""

@@ -4,7 +4,8 @@ The agreement page draws the report of ``GET /v1/agreement`` (the same glue,
 ``engine.agreement``): the confusion matrix as a heatmap, the ROC curve with the chosen
 threshold, the figures with their intervals, the verdict and the disagreements. The
 queue shows one run row at a time, the check's score hidden until the row is labelled,
-with keyboard shortcuts (``static/queue.js``).
+with keyboard shortcuts (``static/queue.js``); with ``rule=``, the spans a rule scored
+(``engine.web.span_queue``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from engine.calibration.report import ReportOptions
 from engine.errors import InvalidRequestError, NotFoundError, ScoreboxError
 from engine.storage import Run
 from engine.storage.label_sql import LabelName, label_store
+from engine.web import span_queue
 from engine.web.pages import not_found, page_router, render, run_or_none, services_of, who
 from engine.web.session import csrf_ok
 
@@ -132,7 +134,12 @@ def _figures(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 @router.get("/agreement", response_class=HTMLResponse)
 def agreement_page(
-    request: Request, check: str, labels: str, run: str | None = None, seed: int = 0
+    request: Request,
+    check: str,
+    labels: str,
+    run: str | None = None,
+    seed: int = 0,
+    rule: str | None = None,
 ) -> HTMLResponse:
     principal, session = who(request)
     services = services_of(request)
@@ -145,6 +152,7 @@ def agreement_page(
             labels,
             run,
             ReportOptions(seed=seed, n_resamples=2000),
+            rule=rule,
         )
     except NotFoundError as exc:
         return not_found(request, session, str(exc))
@@ -169,7 +177,9 @@ def agreement_page(
         confusion=confusion_svg(report["confusion"]) if report.get("confusion") else None,
         roc=roc_svg(report["sweep"], chosen) if report.get("sweep") else None,
         disagreements=report["disagreements"][:MAX_DISAGREEMENTS_SHOWN],
-        queue=_queue_url(run, check, labels, "disagreements") if run else None,
+        queue=_queue_url(run, check, labels, "disagreements")
+        if run
+        else (span_queue.queue_url(rule, check, labels, "disagreements") if rule else None),
         corrected=corrected,
     )
 
@@ -225,16 +235,24 @@ def _choices(declared: LabelName) -> list[tuple[str, str, str]]:
 @router.get("/queue", response_class=HTMLResponse)
 def queue_page(
     request: Request,
-    run: str,
     check: str,
     labels: str,
+    run: str | None = None,
+    rule: str | None = None,
     strategy: str = "random",
     annotator: str | None = None,
-    last: int | None = None,
+    last: str | None = None,
     skip: str = "",
 ) -> HTMLResponse:
+    if rule is not None:
+        return span_queue.span_queue_page(
+            request, rule, check, labels, strategy, annotator, last, skip, FIELDS, _choices
+        )
     principal, session = who(request)
     services = services_of(request)
+    if run is None:
+        return not_found(request, session, "a queue: name a run (run=) or a rule (rule=)")
+    last_row = int(last) if last is not None and last.isdigit() else None
     found = run_or_none(request, principal, run)
     if found is None:
         return not_found(request, session, f"run {run}")
@@ -251,10 +269,10 @@ def queue_page(
     row = annotation_queue.next_row(candidates, who_labels, strategy, found.id, skipped)
     data = services.store.load_rows(found.id, [row]).get(row, {}) if row is not None else {}
     previous = None
-    if last is not None and 0 <= last < len(candidates):
-        c = candidates[last]
+    if last_row is not None and 0 <= last_row < len(candidates):
+        c = candidates[last_row]
         previous = {
-            "row": last,
+            "row": last_row,
             "mine": c.labels.get(who_labels),
             "check": c.score,
             "passed": c.passed,
@@ -297,6 +315,21 @@ async def queue_label(request: Request) -> Response:
     run, check, labels = (str(form.get(k) or "") for k in ("run", "check", "labels"))
     strategy = str(form.get("strategy") or "random")
     annotator = str(form.get("annotator") or f"key:{principal.key_id}")
+    rule = str(form.get("rule") or "")
+    if rule:
+        trace_id, span_id = (str(form.get(k) or "") for k in ("trace_id", "span_id"))
+        given = agreement.LabelInput(
+            labels, None, None, form.get("value"), annotator, None, trace_id, span_id
+        )
+        try:
+            agreement.add_labels(
+                services.store, label_store(services.db), principal.tenant_id, [given]
+            )
+        except ScoreboxError as exc:
+            return HTMLResponse(escape(str(exc)), status_code=422)
+        last = span_queue.key_text((trace_id.lower(), span_id.lower()))
+        back = span_queue.queue_url(rule, check, labels, strategy, annotator=annotator, last=last)
+        return RedirectResponse(back, status_code=303)
     try:
         row = int(str(form.get("row")))
         agreement.add_labels(

@@ -4,6 +4,7 @@ variables and keyword arguments are still read, with a warning naming the new on
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,10 @@ def test_unset_old_names_say_nothing(caplog: pytest.LogCaptureFixture) -> None:
         settings = Settings()
     assert settings.reuse_max_jobs == 1000 and settings.run_threads is None
     assert caplog.messages == []
+
+
+def test_the_configuration_page_names_every_renamed_variable() -> None:
+    page = Path(__file__).resolve().parents[2] / "docs" / "operating" / "configuration.md"
+    text = page.read_text(encoding="utf-8")
+    rows = [f"| `SCOREBOX_{a.upper()}` | `SCOREBOX_{b.upper()}` |" for a, b in RENAMED.items()]
+    assert [row for row in rows if row not in text] == []

@@ -296,7 +296,16 @@ class OnlineScorer:
                 self._count({ScoreStatus.BUDGET.value: len(batch.spans)})
                 return
         found = self.spans.rows_of(batch.tenant_id, batch.spans)
-        rows = [found.get(key, {}) for key in batch.spans]
+        missing = [key for key in batch.spans if key not in found]
+        if missing:
+            batch = self.scores.drop_spans(
+                batch,
+                missing,
+                "the span was pruned (SCOREBOX_SPAN_RETENTION_DAYS) before it was scored",
+            )
+            if not batch.spans:
+                return
+        rows = [found[key] for key in batch.spans]
         labels = {
             "scorebox.rule": rule.name,
             "scorebox.rule_version": str(version.version),

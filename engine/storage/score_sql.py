@@ -292,6 +292,37 @@ class ScoreStore(SqlSessions):
                 )
             )
 
+    def drop_spans(self, batch: Batch, keys: Sequence[tuple[str, str]], why: str) -> Batch:
+        """Take spans out of a batch before its run is submitted (they are ``error`` with
+        ``why``); the rest keep their order and are indexed again."""
+        gone = set(keys)
+        kept = [k for k in batch.spans if k not in gone]
+        index = {k: n for n, k in enumerate(kept)}
+        with self._session() as s:
+            rows = s.execute(
+                select(SpanScoreRow.id, SpanScoreRow.trace_id, SpanScoreRow.span_id).where(
+                    SpanScoreRow.run_id == batch.token
+                )
+            ).all()
+            values: list[dict[str, Any]] = []
+            for row_id, trace_id, span_id in rows:
+                if (trace_id, span_id) in gone:
+                    values.append(
+                        {
+                            "id": row_id,
+                            "status": ScoreStatus.ERROR.value,
+                            "explanation": why,
+                            "run_id": None,
+                            "row_index": None,
+                            "scored_at": utcnow(),
+                        }
+                    )
+                else:
+                    values.append({"id": row_id, "row_index": index[(trace_id, span_id)]})
+            if values:
+                s.execute(update(SpanScoreRow), values)
+        return Batch(batch.token, batch.tenant_id, batch.rule_id, batch.rule_version_id, kept)
+
     def release(self, token: str) -> None:
         """The batch's run was not submitted: its rows wait for the next batch."""
         self._set_token(token, ScoreStatus.PENDING, None, clear=True)

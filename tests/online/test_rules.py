@@ -14,7 +14,12 @@ import json
 import time
 from typing import Any
 
+from sqlalchemy import delete, select
+
 from engine.online.sampling import sampled
+from engine.online.scorer import OnlineLimits, OnlineScorer
+from engine.storage.rule_tables import SpanScoreRow
+from engine.storage.tables import SpanRow
 from tests.api.conftest import Api
 from tests.online.otlp_requests import GZIP_PROTOBUF, gz, new_ids, span, traces
 
@@ -350,8 +355,6 @@ def test_another_tenants_traces_spans_and_scores_are_not_seen(api: Api) -> None:
 
 
 def test_past_the_backlog_bound_spans_are_marked_backlog_and_backfilled_later(api: Api) -> None:
-    from engine.online.scorer import OnlineLimits, OnlineScorer
-
     h = api.tenant()
     app = api.client.app.state  # type: ignore[attr-defined]
     app.online.stop()  # scores stay pending: the backlog fills
@@ -413,3 +416,32 @@ def test_a_preview_counts_the_recent_spans_a_rule_would_score(api: Api) -> None:
     assert api.client.get("/v1/rules", headers=h).json()["rules"] == []
     bad = api.client.post("/v1/rules/preview", headers=h, json={"filter": {"m": {"in": 1}}})
     assert bad.status_code == 422 and "filter['m'].in" in bad.text
+
+
+def test_a_span_pruned_before_its_batch_is_an_error_and_the_others_are_scored(api: Api) -> None:
+    h = api.tenant()
+    app = api.client.app.state  # type: ignore[attr-defined]
+    app.online.stop()  # the scores stay pending while a span goes
+    rule(api, h)
+    (gone_trace, gone_span), (kept_trace, kept_span) = new_ids(), new_ids()
+    send(api, h, span(gone_trace, gone_span), span(kept_trace, kept_span))
+    with app.services.db.begin() as conn:
+        conn.execute(delete(SpanRow).where(SpanRow.trace_id == gone_trace.hex()))
+    scorer = OnlineScorer(app.services.store, app.services.runs, app.services.db)
+    scorer.start()
+    try:
+        assert wait_scored(api, h, kept_trace)[0]["status"] == "scored"
+        counts = api.client.get("/v1/rules/json-answers", headers=h).json()["counts"]
+        assert counts == {"scored": 1, "error": 1}
+        # the span itself is gone; its score is kept, saying why
+        with app.services.db.connect() as conn:
+            kept = conn.execute(
+                select(SpanScoreRow.status, SpanScoreRow.explanation).where(
+                    SpanScoreRow.trace_id == gone_trace.hex()
+                )
+            ).all()
+        assert kept == [
+            ("error", "the span was pruned (SCOREBOX_SPAN_RETENTION_DAYS) before it was scored")
+        ]
+    finally:
+        scorer.stop()

@@ -251,7 +251,7 @@ def report(
     return {"check": label, "run": run_id, "rule": rule, "holdout": held, **out}
 
 
-def _corrected(
+def corrected_rate(
     store: Store,
     labels: LabelStore,
     tenant_id: str,
@@ -322,42 +322,12 @@ def corrected_pass_rates(
             entry["reason"] = "not a pass/fail check"
             continue
         entry.update(
-            _corrected(
+            corrected_rate(
                 store, labels, tenant_id, entry["check"], check.pass_rate, check.scored,
                 label_name, opts,
             )
         )  # fmt: skip
     return {"run": run_id, "labels": label_name, "checks": out}
-
-
-def rule_corrected_pass_rates(
-    labels: LabelStore,
-    store: Store,
-    tenant_id: str,
-    rule: str,
-    label_name: str,
-    options: ReportOptions | None = None,
-) -> dict[str, Any]:
-    """Each check version a rule scored with a pass flag: its measured pass rate over the
-    rule's scored spans beside the rate corrected for the check's TPR and TNR against
-    ``label_name`` (the check's report over every labelled row and span it scored, as a
-    run's correction reads it). ``corrected`` is None with a ``reason`` as for a run."""
-    found = rule_store(labels.engine).get_rule(tenant_id, rule)  # 404: not the tenant's
-    opts = options or SUMMARY_OPTIONS
-    out: list[dict[str, Any]] = []
-    for rate in span_label_queries(labels.engine).rule_pass_rates(tenant_id, found.id):
-        ref = rate.check if rate.version is None else f"{rate.check}@{rate.version}"
-        measured = rate.passed / rate.scored
-        entry: dict[str, Any] = {
-            "check": ref,
-            "measured": round(measured, 6),
-            "scored": rate.scored,
-        }
-        entry.update(
-            _corrected(store, labels, tenant_id, ref, measured, rate.scored, label_name, opts)
-        )
-        out.append(entry)
-    return {"rule": found.name, "labels": label_name, "checks": out}
 
 
 #: TPR and TNR are Wilson intervals, not bootstrapped: a run summary's correction needs
@@ -387,7 +357,7 @@ def with_corrected(
             out.append(check)
             continue
         ref = check.check if check.version is None else f"{check.check}@{check.version}"
-        found = _corrected(
+        found = corrected_rate(
             store, labels, tenant_id, ref, check.pass_rate, check.scored, name, SUMMARY_OPTIONS
         )
         fixed = found["corrected"] or {"value": None, "reason": found["reason"]}

@@ -10,7 +10,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from engine.agreement import rule_corrected_pass_rates
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.http.deps import PrincipalDep, RunsDep, ServicesDep
 from engine.http.problems import responses
@@ -19,6 +18,7 @@ from engine.online.filters import FilterError, check_filter
 from engine.online.rules import RulePatch, RuleSpec, pin, refuse_unmet
 from engine.online.scorer import picked
 from engine.online.series import parse_bucket, series
+from engine.rule_agreement import rule_corrected_pass_rates
 from engine.storage.backfill_sql import backfill_store
 from engine.storage.label_sql import label_store
 from engine.storage.records import utcnow

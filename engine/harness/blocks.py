@@ -69,6 +69,7 @@ class Block:
         self.kinds = view[8 + 17 * rows : 8 + 18 * rows]
 
     def count(self) -> int:
+        """The progress counter: rows whose columns are written."""
         return int(self.counter[0])
 
     def put(self, k: int, record: dict[str, Any], emit: Any) -> None:
@@ -109,6 +110,7 @@ class Block:
         }
 
     def close(self) -> None:
+        """Release the views and unmap the memory."""
         for view in (self.counter, self.scores, self.ms, self.codes, self.kinds):
             view.release()
         self.memory.close()

@@ -25,6 +25,7 @@ encode_json = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 
 
 def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (a pipe may take less per call)."""
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -62,9 +63,11 @@ class Channel:
         return self.since + FLUSH_SECONDS - time.monotonic()
 
     def send(self, record: dict[str, Any]) -> None:
+        """Queue a record the parent made itself."""
         self.relay(encode_json(record).encode())
 
     def flush(self) -> None:
+        """Write every queued record now, in one write."""
         if self.pending:
             write_all(self.fd, b"".join(self.pending))
             self.pending.clear()
@@ -95,6 +98,7 @@ class Reader:
         return True
 
     def line(self) -> bytes | None:
+        """The next whole line read (without its newline), else None."""
         newline = self.buffer.find(b"\n")
         if newline < 0:
             return None

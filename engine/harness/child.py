@@ -82,6 +82,7 @@ class Capture(io.TextIOBase):
 
 
 def short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, marked with ``...`` when cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -189,6 +190,11 @@ def run_row(
     budget: list[int],
     expected: list[contract.OutputType | None],
 ) -> dict[str, Any]:
+    """Score one row: its record, with a typed status for whatever the check did.
+
+    ``budget`` is what the job may still print; ``expected`` the job's score type, set by
+    the first row that scores when the job names none (later rows must agree).
+    """
     record: dict[str, Any] = {"t": "row", "i": row["i"], "status": _OK}
     signature = entry.signature
     missing = contract.missing_inputs(signature.bound, row)

@@ -72,6 +72,7 @@ def error_body(status: int, message: str) -> bytes:
 def http_response(
     status: int, body: bytes, content_type: str = "application/json", *, keep: bool = False
 ) -> bytes:
+    """An HTTP/1.1 response, closing the connection unless ``keep``."""
     head = (
         f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n"
         f"Content-Type: {content_type}\r\n"
@@ -147,6 +148,7 @@ class Gateway:
         return out
 
     def owns(self, fd: int) -> bool:
+        """Whether ``fd`` is the listener or one of its connections."""
         return fd in self.conns or (self.listener is not None and fd == self.listener.fileno())
 
     def close_in_child(self) -> None:
@@ -182,6 +184,8 @@ class Gateway:
         return self.parse(conn)
 
     def parse(self, conn: Conn) -> list[dict[str, Any]]:
+        """Read what ``conn`` has of its request; once whole, hold it for a slot (records
+        for the host that go at once), or refuse it with an HTTP error."""
         if conn.head is None:
             end = conn.buffer.find(b"\r\n\r\n")
             if end < 0:
@@ -283,6 +287,7 @@ class Gateway:
         return self.release()
 
     def refuse(self, conn: Conn, status: int, message: str) -> None:
+        """Answer with an error the client SDKs show, and close the connection."""
         self.send(conn, http_response(status, error_body(status, message)))
 
     def send(self, conn: Conn, data: bytes, *, keep: bool = False) -> None:
@@ -303,6 +308,7 @@ class Gateway:
         conn.sock.setblocking(False)
 
     def drop(self, conn: Conn) -> None:
+        """Close a connection (a request it sent still counts until the host answers)."""
         if conn.id is not None and conn.id in self.waiting:
             self.waiting[conn.id] = None  # the host still counts it until its reply
         conn.id, conn.busy = None, False
@@ -330,6 +336,7 @@ class Gateway:
 
     @property
     def inflight(self) -> int:
+        """Requests sent to the host and not answered yet."""
         return len(self.waiting)
 
 

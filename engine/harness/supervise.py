@@ -104,6 +104,7 @@ def kill_child(pid: int) -> int:
 
 
 def row_fault(i: int, status: str, error: str) -> dict[str, Any]:
+    """A row record the parent writes for a row its child could not report."""
     return {"t": "row", "i": i, "status": status, "error": error, "ms": 0.0}
 
 
@@ -143,6 +144,7 @@ class JobRun:
         self.retry = False
 
     def run(self) -> None:
+        """Serve the job to its ``done`` record (after the reset, so reuse is decided)."""
         while self.pos < len(self.rows) or not self.loaded_sent:
             fault = self.run_child()
             if fault is None:
@@ -164,6 +166,7 @@ class JobRun:
         self.channel.flush()
 
     def fail_rest(self, status: str, error: str) -> None:
+        """Give every row without a record this fault."""
         for row in self.rows[self.pos :]:
             self.channel.send(row_fault(row["i"], status, error))
         self.pos = len(self.rows)

@@ -413,4 +413,7 @@ class OnlineScorer:
             cursor = (last.start_unix_nano, page[index][0])
             counts["scanned"] = index + 1
         done = capped or len(page) < self.limits.backfill_page
-        return self.backfills.advance(b.id, cursor, counts, done=done) and not done
+        moved = self.backfills.advance(
+            b.id, cursor, counts, done=done, expected=(b.cursor_unix_nano, b.cursor_span_pk)
+        )
+        return moved and not done

@@ -150,12 +150,16 @@ class BackfillStore(SqlSessions):
         cursor: tuple[int, str] | None,
         counts: dict[str, int],
         done: bool,
+        expected: tuple[int | None, str | None] | None = None,
     ) -> bool:
         """Move a running backfill's cursor and add to its counts; False when it is no longer
-        running (cancelled meanwhile)."""
+        running (cancelled meanwhile), or its cursor is no longer ``expected`` (another API
+        node stepped it first: the page it queued was queued once, its counts are kept)."""
         with self._session() as s:
             row = s.get(RuleBackfillRow, backfill_id, with_for_update=True)
             if row is None or row.status != BackfillStatus.RUNNING.value:
+                return False
+            if expected is not None and (row.cursor_unix_nano, row.cursor_span_pk) != expected:
                 return False
             merged = dict(row.counts)
             for key, value in counts.items():

@@ -445,3 +445,27 @@ def test_a_span_pruned_before_its_batch_is_an_error_and_the_others_are_scored(ap
         ]
     finally:
         scorer.stop()
+
+
+def test_two_nodes_stepping_one_backfill_count_its_page_once(api: Api) -> None:
+    h = api.tenant()
+    app = api.client.app.state  # type: ignore[attr-defined]
+    app.online.stop()  # two scorers of their own step it, as two API nodes would
+    for t, s in _trace_ids(6):
+        send(api, h, span(t, s))
+    rule(api, h)
+    started = api.client.post("/v1/rules/json-answers/backfill", headers=h, json=WINDOW).json()
+    services = app.services
+    nodes = [
+        OnlineScorer(
+            services.store, services.runs, services.db, limits=OnlineLimits(backfill_page=3)
+        )
+        for _ in range(2)
+    ]
+    (b,) = nodes[0].backfills.running()
+    assert nodes[0]._step_backfill(b) is True  # the first page of 3: more to come
+    assert nodes[1]._step_backfill(b) is False  # the same page, from the same cursor: refused
+    got = api.client.get(f"/v1/rules/json-answers/backfills/{started['id']}", headers=h).json()
+    assert got["status"] == "running"
+    assert got["progress"] == {"scanned": 3, "matched": 3, "rows": 3, "queued": 3}
+    assert got["scores"] == {"pending": 3}

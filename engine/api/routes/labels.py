@@ -122,7 +122,10 @@ class LabelsDeleted(BaseModel):
     description="Once per tenant: `bool`, `ordinal` with its levels in order, `float`, or "
     "`category` with its levels. The same declaration again is 200; another type is 409 "
     "once labels exist under the name.",
-    responses=responses(401, 404, 409, 422),
+    responses={
+        200: {"model": LabelNameOut, "description": "The same declaration again: unchanged."},
+        **responses(401, 404, 409, 422),
+    },
 )
 def put_label_name(
     name: Annotated[str, Path(pattern=NAME_PATTERN)],

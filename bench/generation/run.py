@@ -46,11 +46,11 @@ class CaseOutcome:
 
 
 def run_case(
-    case: Case, llm: LLMClient, engine: SandboxRunner, options: GeneratorOptions
+    case: Case, llm: LLMClient, runner: SandboxRunner, options: GeneratorOptions
 ) -> CaseOutcome:
     """Generate the case's check, then score it on the held-back rows."""
     started = time.monotonic()
-    run = engine_runner(engine)
+    run = engine_runner(runner)
     held_total = len(case.held_out)
     try:
         result = generate_check(
@@ -179,10 +179,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         with (
-            SandboxRunner(effective.model_copy(update={"pool_size": 0})) as engine,
+            SandboxRunner(effective.model_copy(update={"pool_size": 0})) as runner,
             ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool,
         ):
-            outcomes = list(pool.map(lambda c: run_case(c, llm, engine, options), cases))
+            outcomes = list(pool.map(lambda c: run_case(c, llm, runner, options), cases))
     print(render_table(outcomes))
     if args.json_path:
         with open(args.json_path, "w") as fh:

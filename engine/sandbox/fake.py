@@ -10,9 +10,9 @@ container's records (:mod:`engine.sandbox.jobstream`). Use it to test what sits 
 the sandbox (fairness, quotas, restarts, the API) without Docker::
 
     from engine.app import create_app
-    from engine.sandbox.fake import FakeBackend, fake_engine_factory
+    from engine.sandbox.fake import FakeBackend, fake_runner_factory
 
-    app = create_app(settings, runner_factory=fake_engine_factory(lambda job, row: True))
+    app = create_app(settings, runner_factory=fake_runner_factory(lambda job, row: True))
 
 Anything about isolation, limits or the harness needs the real Docker backend.
 """
@@ -136,10 +136,10 @@ class FakeBackend:
         self.closed = True
 
 
-def fake_engine_factory(
+def fake_runner_factory(
     handler: Handler = always_true, *, row_seconds: float = 0.0
 ) -> Callable[[Settings], SandboxRunner]:
-    """An ``runner_factory`` for :func:`engine.app.create_app` whose engine uses one
+    """A ``runner_factory`` for :func:`engine.app.create_app` whose runner uses one
     :class:`FakeBackend` (reachable as ``factory.backend``)."""
     backend = FakeBackend(handler, row_seconds=row_seconds)
 

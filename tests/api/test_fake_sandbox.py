@@ -11,7 +11,7 @@ import time
 import pytest
 
 from engine.contract import Status
-from engine.sandbox.fake import FakeBackend, fake_engine_factory
+from engine.sandbox.fake import FakeBackend, fake_runner_factory
 from engine.sandbox.protocol import Job, JobRow, RowRecord
 from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
@@ -26,8 +26,8 @@ def test_fake_backend_answers_rows_and_records_jobs() -> None:
         return row.model_output == "yes"
 
     backend = FakeBackend(handler)
-    with SandboxRunner(Settings(pool_size=0), backend=backend) as engine:
-        results = engine.run_check(
+    with SandboxRunner(Settings(pool_size=0), backend=backend) as runner:
+        results = runner.run_check(
             CodeCheck(source=TRIVIAL_CHECK, name="t"),
             [{"model_output": "yes"}, {"model_output": "no"}, {"model_output": "boom"}],
             labels={"scorebox.tenant": "x"},
@@ -47,7 +47,7 @@ def test_small_tenant_not_stuck_behind_big_run_on_the_fake_sandbox(
     make_api: AppFactory,
 ) -> None:
     rows_total = 4000
-    factory = fake_engine_factory(lambda job, row: row.model_output == "yes", row_seconds=0.002)
+    factory = fake_runner_factory(lambda job, row: row.model_output == "yes", row_seconds=0.002)
     api = make_api(runner_factory=factory, pool_size=0, run_chunk_rows=200, job_max_rows=200)
     a, b = api.tenant("big"), api.tenant("small")
     api.push(a, "t", TRIVIAL_CHECK)
@@ -74,7 +74,7 @@ def test_small_tenant_not_stuck_behind_big_run_on_the_fake_sandbox(
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_queued_runs_quota_on_the_fake_sandbox(make_api: AppFactory) -> None:
-    factory = fake_engine_factory(row_seconds=0.01)
+    factory = fake_runner_factory(row_seconds=0.01)
     api = make_api(runner_factory=factory, pool_size=0, quota_queued_runs=1)
     h = api.tenant()
     api.push(h, "t", TRIVIAL_CHECK)

@@ -42,7 +42,7 @@ def generator_env(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: 
         def close(self) -> None: ...
 
     monkeypatch.setattr("engine.sandbox.runner.SandboxRunner", InProcess)
-    monkeypatch.setattr(generator.pipeline, "engine_runner", lambda engine: run_in_process)
+    monkeypatch.setattr(generator.pipeline, "engine_runner", lambda runner: run_in_process)
     return fake_llm
 
 

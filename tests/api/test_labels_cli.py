@@ -374,7 +374,7 @@ def test_generate_from_labels_holds_rows_back_and_reports_on_them(
         seen["examples"] = kwargs["examples"]
         return Result()
 
-    def fake_runner(engine: object) -> object:
+    def fake_runner(runner: object) -> object:
         def run(source: str, output_type: object, rows: list[object]) -> list[RowResult]:
             return [
                 RowResult(status=Status.OK, score=verdict(r.model_output))  # type: ignore[attr-defined]

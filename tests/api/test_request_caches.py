@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from engine.sandbox.fake import fake_engine_factory
+from engine.sandbox.fake import fake_runner_factory
 from engine.sandbox.protocol import Job, JobRow
 from engine.storage import new_id
 from engine.storage.cached import CachedStore
@@ -118,7 +118,7 @@ def test_quotas_changed_through_the_node_reach_the_principal(make_api: AppFactor
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_new_check_version_is_used_by_the_next_score(make_api: AppFactory) -> None:
     api = make_api(
-        runner_factory=fake_engine_factory(_source_score), pool_size=0, check_cache_seconds=3600
+        runner_factory=fake_runner_factory(_source_score), pool_size=0, check_cache_seconds=3600
     )
     h = api.tenant()
     api.push(h, "c", V1)
@@ -136,7 +136,7 @@ def test_deleted_checks_and_versions_are_not_scored_after_the_delete(
     make_api: AppFactory,
 ) -> None:
     api = make_api(
-        runner_factory=fake_engine_factory(_source_score), pool_size=0, check_cache_seconds=3600
+        runner_factory=fake_runner_factory(_source_score), pool_size=0, check_cache_seconds=3600
     )
     h = api.tenant()
     api.push(h, "c", V1)
@@ -153,7 +153,7 @@ def test_deleted_checks_and_versions_are_not_scored_after_the_delete(
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_a_name_first_unknown_then_pushed_is_found_at_once(make_api: AppFactory) -> None:
     api = make_api(
-        runner_factory=fake_engine_factory(_source_score), pool_size=0, check_cache_seconds=3600
+        runner_factory=fake_runner_factory(_source_score), pool_size=0, check_cache_seconds=3600
     )
     h = api.tenant()
     assert _score(api, h, "later").status_code == 404  # the miss is cached
@@ -168,7 +168,7 @@ def test_a_version_pushed_elsewhere_is_used_within_the_cache_bound(
     make_api: AppFactory,
 ) -> None:
     api = make_api(
-        runner_factory=fake_engine_factory(_source_score), pool_size=0, check_cache_seconds=0.5
+        runner_factory=fake_runner_factory(_source_score), pool_size=0, check_cache_seconds=0.5
     )
     h = api.tenant()
     first = api.push(h, "c", V1)

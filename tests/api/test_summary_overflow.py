@@ -14,7 +14,7 @@ import pytest
 from engine.contract import Status
 from engine.models import RowResult
 from engine.runs.summary import from_stats, run_summary, summarize
-from engine.sandbox.fake import fake_engine_factory
+from engine.sandbox.fake import fake_runner_factory
 from engine.storage import moments, new_id, open_store
 from tests.api.conftest import TRIVIAL_CHECK, AppFactory
 from tests.conftest import queued_run
@@ -69,7 +69,7 @@ def test_a_stored_runs_summary_equals_the_in_memory_one(
 
 
 def test_v1_score_and_a_run_summarise_two_huge_scores_alike(make_api: AppFactory) -> None:
-    api = make_api(runner_factory=fake_engine_factory(lambda job, row: HUGE))
+    api = make_api(runner_factory=fake_runner_factory(lambda job, row: HUGE))
     headers = api.tenant()
     api.push(headers, "huge", TRIVIAL_CHECK)
     body = {"checks": ["huge"], "rows": [{"model_output": "a"}, {"model_output": "b"}]}

@@ -13,7 +13,7 @@ from sqlalchemy.exc import DBAPIError
 from engine.audit import KEY_REVOKED, Actor, AuditEvent
 from engine.audit.store import AuditLog
 from engine.cli import main
-from engine.sandbox.fake import fake_engine_factory
+from engine.sandbox.fake import fake_runner_factory
 from tests.api.conftest import TRIVIAL_CHECK, Api, AppFactory
 from tests.hardening.test_v0_half_writes import _setup
 
@@ -31,7 +31,7 @@ def _actions(api: Api, headers: dict[str, str]) -> list[str]:
 
 
 def test_a_tenants_changes_are_recorded_with_who_and_what(make_api: AppFactory) -> None:
-    factory = fake_engine_factory(row_seconds=0.05)
+    factory = fake_runner_factory(row_seconds=0.05)
     api = make_api(runner_factory=factory, admin_key="admin-secret-for-the-audit-tests")
     made = api.client.post("/v1/admin/tenants", headers=ADMIN, json={"name": "acme"})
     assert made.status_code == 201, made.text

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError, StorageError
-from engine.sandbox.fake import fake_engine_factory
+from engine.sandbox.fake import fake_runner_factory
 from engine.sandbox.protocol import Job, JobRow, RowRecord
 from engine.storage.database import session_factory, transaction
 from tests.api.conftest import TRIVIAL_CHECK, Api, AppFactory
@@ -55,7 +55,7 @@ def test_a_nul_in_a_checks_output_never_fails_the_run(make_api: AppFactory) -> N
             )
         return RowRecord(t="row", i=row.i, status=Status.OK, score=True, explanation="e\x00x", ms=1)
 
-    api = make_api(runner_factory=fake_engine_factory(handler))
+    api = make_api(runner_factory=fake_runner_factory(handler))
     a = api.tenant()
     api.push(a, "t", TRIVIAL_CHECK)
     rows = [{"model_output": v} for v in ("ok", "nul", "ok")]

@@ -53,7 +53,7 @@ def backend(docker_settings: Settings) -> Iterator[RecordingBackend]:
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings, backend: RecordingBackend) -> Iterator[SandboxRunner]:
-    engine = SandboxRunner(docker_settings, backend=backend)
-    yield engine
-    engine.close()
+def runner(docker_settings: Settings, backend: RecordingBackend) -> Iterator[SandboxRunner]:
+    runner = SandboxRunner(docker_settings, backend=backend)
+    yield runner
+    runner.close()

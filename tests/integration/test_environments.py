@@ -61,9 +61,9 @@ def _key(settings: Settings, source: str) -> str:
 
 @pytest.fixture
 def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
-    engine = SandboxRunner(docker_settings)
-    yield engine
-    engine.close()
+    runner = SandboxRunner(docker_settings)
+    yield runner
+    runner.close()
 
 
 def _backend(runner: SandboxRunner) -> DockerBackend:
@@ -135,10 +135,10 @@ def test_an_sdist_only_package_is_refused_then_scores_after_env_wheel(
         "    return langdetect.detect(model_output) == 'en'\n"
     )
     rows = [{"model_output": "This is an English sentence about the weather today."}]
-    engine = SandboxRunner(settings)
+    runner = SandboxRunner(settings)
     try:
-        _backend(engine).environments.installer.remove_environment(_key(settings, source))
-        refused = engine.run_check(source, rows)
+        _backend(runner).environments.installer.remove_environment(_key(settings, source))
+        refused = runner.run_check(source, rows)
         assert {r.status for r in refused} == {Status.SANDBOX_ERROR}
         error = refused[0].error or ""
         assert "no wheel of `langdetect==1.0.9`" in error
@@ -159,19 +159,19 @@ def test_an_sdist_only_package_is_refused_then_scores_after_env_wheel(
         assert built.exit_code == 0, built.output
         assert [p.name for p in wheelhouse.iterdir()] == ["langdetect-1.0.9-py3-none-any.whl"]
 
-        scored = engine.run_check(source, rows)
+        scored = runner.run_check(source, rows)
         assert [(r.status, r.score) for r in scored] == [(Status.OK, 1.0)], scored[0].error
     finally:
-        engine.close()
+        runner.close()
 
 
 def test_a_denied_package_is_refused_when_scoring(docker_settings: Settings) -> None:
     settings = docker_settings.model_copy(update={"packages_deny": ["textstat"]})
-    engine = SandboxRunner(settings)
+    runner = SandboxRunner(settings)
     try:
-        results = engine.run_check(WORDS, ROWS)
+        results = runner.run_check(WORDS, ROWS)
     finally:
-        engine.close()
+        runner.close()
     assert {r.status for r in results} == {Status.SANDBOX_ERROR}
     assert "the operator denies `textstat`" in (results[0].error or "")
 
@@ -181,12 +181,12 @@ def test_a_build_past_its_size_limit(docker_settings: Settings, tmp_path: Path) 
     source = '# /// script\n# dependencies = ["pyphen==0.16.0"]\n# ///\n' + (
         "import pyphen\ndef evaluate(model_output) -> bool:\n    return True\n"
     )
-    engine = SandboxRunner(settings)
+    runner = SandboxRunner(settings)
     try:
-        _backend(engine).environments.installer.remove_environment(_key(settings, source))
-        results = engine.run_check(source, ROWS)
+        _backend(runner).environments.installer.remove_environment(_key(settings, source))
+        results = runner.run_check(source, ROWS)
     finally:
-        engine.close()
+        runner.close()
     assert {r.status for r in results} == {Status.SANDBOX_ERROR}
     assert "past SCOREBOX_ENV_MAX_MB=1" in (results[0].error or "")
 
@@ -343,12 +343,12 @@ def test_the_real_okareo_wins_over_the_stand_in_once_its_wheels_are_approved(
         "SCOREBOX_PACKAGES_WHEELHOUSE": str(wheelhouse),
         "SCOREBOX_RUNTIME": settings.runtime or "",
     }
-    engine = SandboxRunner(settings)
+    runner = SandboxRunner(settings)
     approved = []
     try:
-        _backend(engine).environments.installer.remove_environment(_key(settings, source))
+        _backend(runner).environments.installer.remove_environment(_key(settings, source))
         for _ in range(4):
-            [result] = engine.run_check(source, [{"model_output": "x"}])
+            [result] = runner.run_check(source, [{"model_output": "x"}])
             if result.status != Status.SANDBOX_ERROR:
                 break
             error = result.error or ""
@@ -359,7 +359,7 @@ def test_the_real_okareo_wins_over_the_stand_in_once_its_wheels_are_approved(
             assert built.exit_code == 0, built.output
             approved.append(requirement.split("<")[0].split(">")[0])
     finally:
-        engine.close()
+        runner.close()
     assert approved == ["nkeys", "docstring-parser"]
     assert (result.status, result.score) == (Status.OK, 1.0), result.error
 

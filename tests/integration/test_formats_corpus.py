@@ -177,7 +177,7 @@ def _same(tool: str, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_corpus_file_scores_as_its_own_tool_scores_it(
-    case: str, engine: SandboxRunner, tools: dict[str, str], tmp_path: Path
+    case: str, runner: SandboxRunner, tools: dict[str, str], tmp_path: Path
 ) -> None:
     spec = CASES[case]
     tool = case.split("/", 1)[0]
@@ -185,7 +185,7 @@ def test_corpus_file_scores_as_its_own_tool_scores_it(
     check = CodeCheck(
         source=path.read_text(encoding="utf-8"), entry=named, config=spec.get("config")
     )
-    ours = [_as_compared(r) for r in engine.run_check(check, spec["rows"], FAST)]
+    ours = [_as_compared(r) for r in runner.run_check(check, spec["rows"], FAST)]
     if spec.get("compare") is False:
         assert spec["why"]
         for mine, stated in zip(ours, spec["expected"], strict=True):

@@ -71,7 +71,7 @@ def langsmith_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_langsmith_evaluator_scores_equal(
-    engine: SandboxRunner, langsmith_python: Path, tmp_path: Path
+    runner: SandboxRunner, langsmith_python: Path, tmp_path: Path
 ) -> None:
     check, rows, host = tmp_path / "correct.py", tmp_path / "rows.json", tmp_path / "host.py"
     check.write_text(EVALUATOR)
@@ -86,7 +86,7 @@ def test_langsmith_evaluator_scores_equal(
         env={"LANGSMITH_TRACING": "false", "PATH": "/usr/bin:/bin"},
     )
     expected = json.loads(done.stdout)
-    results = engine.run_check(CodeCheck(source=EVALUATOR), ROWS, FAST)
+    results = runner.run_check(CodeCheck(source=EVALUATOR), ROWS, FAST)
     assert all(r.status is Status.OK for r in results), [r.error for r in results]
     assert [[r.score, r.explanation] for r in results] == expected
     assert expected == [[True, "France?: True"], [False, "France?: False"], [True, "Italy?: True"]]

@@ -29,17 +29,17 @@ ROW: dict[str, Any] = {
 
 
 def run(
-    engine: SandboxRunner,
+    runner: SandboxRunner,
     source: str,
     rows: list[dict[str, Any]] | None = None,
     entry: str | None = None,
 ) -> list[RowResult]:
     check = CodeCheck(source=textwrap.dedent(source), entry=entry)
-    return engine.run_check(check, rows or [ROW], FAST)
+    return runner.run_check(check, rows or [ROW], FAST)
 
 
-def one(engine: SandboxRunner, source: str, row: dict[str, Any] | None = None) -> RowResult:
-    result = run(engine, source, [row or ROW])[0]
+def one(runner: SandboxRunner, source: str, row: dict[str, Any] | None = None) -> RowResult:
+    result = run(runner, source, [row or ROW])[0]
     return result
 
 
@@ -68,15 +68,15 @@ def evaluate(messages: list[dict], criteria: str = None, **kwargs) -> dict:
 """
 
 
-def test_seed_002_shape_dict_return(engine: SandboxRunner) -> None:
-    result = one(engine, SEED_SHAPE)
+def test_seed_002_shape_dict_return(runner: SandboxRunner) -> None:
+    result = one(runner, SEED_SHAPE)
     assert result.status is Status.OK, result.error
     assert result.score == 10.0
     assert result.explanation == "default: 1 earlier message(s)"
     assert result.metadata == {"raw_response": "Score: 10", "usage": None}
 
 
-def test_reward_kit_messages_from_the_row_and_evaluate_result(engine: SandboxRunner) -> None:
+def test_reward_kit_messages_from_the_row_and_evaluate_result(runner: SandboxRunner) -> None:
     source = """
     from typing import List
     from reward_kit import EvaluateResult, Message, MetricResult, reward_function
@@ -101,7 +101,7 @@ def test_reward_kit_messages_from_the_row_and_evaluate_result(engine: SandboxRun
         ],
         "ground_truth": "Lyon",
     }
-    result = one(engine, source, row)
+    result = one(runner, source, row)
     assert result.status is Status.OK, result.error
     assert (result.score, result.explanation) == (1.0, "3 messages")
     assert result.metadata == {
@@ -109,7 +109,7 @@ def test_reward_kit_messages_from_the_row_and_evaluate_result(engine: SandboxRun
     }
 
 
-def test_reward_kit_exception_and_wrong_type(engine: SandboxRunner) -> None:
+def test_reward_kit_exception_and_wrong_type(runner: SandboxRunner) -> None:
     raising = """
     from reward_kit import reward_function
 
@@ -120,7 +120,7 @@ def test_reward_kit_exception_and_wrong_type(engine: SandboxRunner) -> None:
     def helper(messages):
         raise KeyError("no judge")
     """
-    result = one(engine, raising)
+    result = one(runner, raising)
     assert result.status is Status.ERROR
     assert result.error is not None and "KeyError" in result.error
     assert "in judge" in result.error and "in helper" in result.error  # the check's own frames
@@ -128,14 +128,14 @@ def test_reward_kit_exception_and_wrong_type(engine: SandboxRunner) -> None:
         "from reward_kit import reward_function\n"
         "@reward_function\ndef j(messages, **kw):\n    return 'high'\n"
     )
-    result = one(engine, wrong)
+    result = one(runner, wrong)
     assert result.status is Status.INVALID_SCORE and "EvaluateResult" in (result.error or "")
 
 
 # -- OpenAI grader -------------------------------------------------------------------------
 
 
-def test_grader_sample_item_fallbacks_and_row_fields(engine: SandboxRunner) -> None:
+def test_grader_sample_item_fallbacks_and_row_fields(runner: SandboxRunner) -> None:
     source = """
     def grade(sample, item) -> float:
         if sample.get("output_json") is not None:
@@ -149,24 +149,24 @@ def test_grader_sample_item_fallbacks_and_row_fields(engine: SandboxRunner) -> N
         {**ROW, "model_output": '{"n": 0.25}'},
         {**ROW, "sample": {"output_text": "x"}, "item": {"reference": "x"}},
     ]
-    results = run(engine, source, rows)
+    results = run(runner, source, rows)
     assert [r.status for r in results] == [Status.OK] * 4, [r.error for r in results]
     assert [r.score for r in results] == [1.0, 0.0, 0.25, 1.0]
     assert results[0].passed is None
 
 
-def test_grader_exception_and_wrong_type(engine: SandboxRunner) -> None:
-    result = one(engine, "def grade(sample, item):\n    return 1 / 0\n")
+def test_grader_exception_and_wrong_type(runner: SandboxRunner) -> None:
+    result = one(runner, "def grade(sample, item):\n    return 1 / 0\n")
     assert result.status is Status.ERROR and "ZeroDivisionError" in (result.error or "")
     assert "in grade" in (result.error or "")
-    result = one(engine, "def grade(sample, item):\n    return 'A'\n")
+    result = one(runner, "def grade(sample, item):\n    return 'A'\n")
     assert result.status is Status.INVALID_SCORE
 
 
 # -- promptfoo -----------------------------------------------------------------------------
 
 
-def test_promptfoo_grading_result_bool_and_number(engine: SandboxRunner) -> None:
+def test_promptfoo_grading_result_bool_and_number(runner: SandboxRunner) -> None:
     source = """
     def get_assert(output, context):
         expected = context["vars"].get("expected")
@@ -186,27 +186,27 @@ def test_promptfoo_grading_result_bool_and_number(engine: SandboxRunner) -> None
         {**ROW, "vars": {"expected": "Rome"}},
         {**ROW, "metadata": {}},
     ]
-    results = run(engine, source, rows)
+    results = run(runner, source, rows)
     assert [r.status for r in results] == [Status.OK] * 3, [r.error for r in results]
     assert [(r.score, r.passed) for r in results] == [(1.0, True), (0.0, False), (0.5, True)]
     assert results[0].explanation == "matches"
     assert results[1].metadata is not None
     assert results[1].metadata["sub_scores"] == {"exact": {"score": 0.0}}
     boolean = one(
-        engine, "def get_assert(output, context):\n    return context['prompt'].endswith('?')\n"
+        runner, "def get_assert(output, context):\n    return context['prompt'].endswith('?')\n"
     )
     assert (boolean.score, boolean.passed) == (True, True)
 
 
-def test_promptfoo_named_function_exception_and_missing_reason(engine: SandboxRunner) -> None:
+def test_promptfoo_named_function_exception_and_missing_reason(runner: SandboxRunner) -> None:
     source = (
         "def first(output, context):\n    return True\n\n"
         "def second(output, context):\n    raise ValueError('bad')\n"
     )
-    result = run(engine, source, entry="second")[0]
+    result = run(runner, source, entry="second")[0]
     assert result.status is Status.ERROR and "in second" in (result.error or "")
     result = one(
-        engine, "def get_assert(output, context):\n    return {'pass': True, 'score': 1}\n"
+        runner, "def get_assert(output, context):\n    return {'pass': True, 'score': 1}\n"
     )
     assert result.status is Status.INVALID_SCORE and "reason" in (result.error or "")
 
@@ -214,7 +214,7 @@ def test_promptfoo_named_function_exception_and_missing_reason(engine: SandboxRu
 # -- Braintrust / Phoenix ------------------------------------------------------------------
 
 
-def test_braintrust_handler_and_named_scores(engine: SandboxRunner) -> None:
+def test_braintrust_handler_and_named_scores(runner: SandboxRunner) -> None:
     source = """
     def handler(input, output, expected, metadata):
         return [
@@ -226,7 +226,7 @@ def test_braintrust_handler_and_named_scores(engine: SandboxRunner) -> None:
             },
         ]
     """
-    result = one(engine, source, {**ROW, "metadata": {}})
+    result = one(runner, source, {**ROW, "metadata": {}})
     assert result.status is Status.OK, result.error
     assert result.score == 0.5
     assert result.metadata == {
@@ -237,13 +237,13 @@ def test_braintrust_handler_and_named_scores(engine: SandboxRunner) -> None:
     }
 
 
-def test_phoenix_evaluator_tuple_and_fallback_to_ground_truth(engine: SandboxRunner) -> None:
+def test_phoenix_evaluator_tuple_and_fallback_to_ground_truth(runner: SandboxRunner) -> None:
     source = """
     def matches(output, reference):
         ok = output == reference
         return (1.0 if ok else 0.0, "correct" if ok else "incorrect", f"{output} vs {reference}")
     """
-    result = one(engine, source, {**ROW, "scenario_result": None, "ground_truth": "Lyon"})
+    result = one(runner, source, {**ROW, "scenario_result": None, "ground_truth": "Lyon"})
     assert result.status is Status.OK, result.error
     assert (result.score, result.explanation, result.metadata) == (
         0.0,
@@ -252,51 +252,51 @@ def test_phoenix_evaluator_tuple_and_fallback_to_ground_truth(engine: SandboxRun
     )
 
 
-def test_braintrust_exception_none_and_label_only(engine: SandboxRunner) -> None:
-    result = one(engine, "def handler(output):\n    return int(output)\n")
+def test_braintrust_exception_none_and_label_only(runner: SandboxRunner) -> None:
+    result = one(runner, "def handler(output):\n    return int(output)\n")
     assert result.status is Status.ERROR and "in handler" in (result.error or "")
-    result = one(engine, "def handler(output):\n    return None\n")
+    result = one(runner, "def handler(output):\n    return None\n")
     assert result.status is Status.SKIPPED and "None" in (result.error or "")
-    result = one(engine, "def get_assert(output, context):\n    return None\n")
+    result = one(runner, "def get_assert(output, context):\n    return None\n")
     assert result.status is Status.INVALID_SCORE  # only Braintrust/Phoenix skip on None
-    result = one(engine, "def handler(output):\n    return 'good'\n")
+    result = one(runner, "def handler(output):\n    return 'good'\n")
     assert result.status is Status.INVALID_SCORE and "label" in (result.error or "")
 
 
 # -- LangSmith -----------------------------------------------------------------------------
 
 
-def test_langsmith_evaluator(engine: SandboxRunner) -> None:
+def test_langsmith_evaluator(runner: SandboxRunner) -> None:
     source = """
     def correct(inputs: dict, outputs: dict, reference_outputs: dict) -> dict:
         ok = outputs["output"] == reference_outputs["output"]
         return {"key": "correct", "score": ok, "comment": inputs["input"]}
     """
-    result = one(engine, source)
+    result = one(runner, source)
     assert result.status is Status.OK, result.error
     assert (result.score, result.passed, result.explanation) == (True, True, "Capital of France?")
     assert result.metadata == {"key": "correct"}
-    result = one(engine, "def correct(outputs):\n    return {'key': 'k'}\n")
+    result = one(runner, "def correct(outputs):\n    return {'key': 'k'}\n")
     assert result.status is Status.INVALID_SCORE
-    result = one(engine, "def correct(outputs):\n    return outputs['missing']\n")
+    result = one(runner, "def correct(outputs):\n    return outputs['missing']\n")
     assert result.status is Status.ERROR and "in correct" in (result.error or "")
 
 
 # -- entry ---------------------------------------------------------------------------------
 
 
-def test_several_fitting_functions_fail_to_load_naming_them(engine: SandboxRunner) -> None:
+def test_several_fitting_functions_fail_to_load_naming_them(runner: SandboxRunner) -> None:
     source = "def a(output, expected):\n    return 1\n\ndef b(outputs):\n    return 1\n"
-    result = one(engine, source)
+    result = one(runner, source)
     assert result.status is Status.ERROR
     assert result.error is not None and "`a`" in result.error and "--entry" in result.error
-    chosen = run(engine, source, entry="b")[0]
+    chosen = run(runner, source, entry="b")[0]
     assert (chosen.status, chosen.score) == (Status.OK, 1)
 
 
-def test_okareo_checks_unchanged(engine: SandboxRunner) -> None:
+def test_okareo_checks_unchanged(runner: SandboxRunner) -> None:
     result = one(
-        engine,
+        runner,
         "def evaluate(model_output, scenario_result):\n"
         "    return model_output == scenario_result\n",
     )

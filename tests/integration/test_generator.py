@@ -56,15 +56,15 @@ def fenced(code: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
+def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
     # docker_settings labels every container as a test container
     with SandboxRunner(docker_settings) as eng:
         yield eng
 
 
 @pytest.fixture(scope="module")
-def run(engine: SandboxRunner) -> RunRows:
-    return engine_runner(engine, row_timeout_seconds=1.0)
+def run(runner: SandboxRunner) -> RunRows:
+    return engine_runner(runner, row_timeout_seconds=1.0)
 
 
 def generate(fake: FakeLLM, run: RunRows, **kwargs: Any) -> GenerationResult:
@@ -179,12 +179,12 @@ def test_llm_429_and_500_are_retried(fake_llm: FakeLLM, run: RunRows) -> None:
 
 
 def test_generated_check_runs_under_the_restricted_policy(
-    fake_llm: FakeLLM, run: RunRows, engine: SandboxRunner
+    fake_llm: FakeLLM, run: RunRows, runner: SandboxRunner
 ) -> None:
     fake_llm.reply(fenced(GOOD))
     result = generate(fake_llm, run)
     assert result.code is not None
     check = CodeCheck(source=result.code, policy=Policy.RESTRICTED)
     rows = [{"model_output": "PARIS!", "scenario_result": "Paris"}]
-    (row,) = engine.run_check(check, rows)
+    (row,) = runner.run_check(check, rows)
     assert (row.status, row.score) == (Status.OK, True)

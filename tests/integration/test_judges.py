@@ -294,8 +294,8 @@ def test_a_run_mixing_code_checks_builtins_and_judges(
     ]
     registry = build_builtins(client(fake_llm))
     results: dict[str, list[Any]] = {}
-    with SandboxRunner(docker_settings) as engine:
-        results["code"] = engine.run_check(
+    with SandboxRunner(docker_settings) as runner:
+        results["code"] = runner.run_check(
             "def evaluate(model_output: str) -> int:\n    return len(model_output)\n", rows
         )
     for name, params in [

@@ -14,21 +14,21 @@ from tests.unit.test_restricted import HOSTILE, ROWS, RUNNABLE
 pytestmark = pytest.mark.docker
 
 
-def outcome(engine: SandboxRunner, source: str, policy: Policy) -> list[tuple[Any, ...]]:
-    results = engine.run_check(CodeCheck(source=source, policy=policy), ROWS, FAST)
+def outcome(runner: SandboxRunner, source: str, policy: Policy) -> list[tuple[Any, ...]]:
+    results = runner.run_check(CodeCheck(source=source, policy=policy), ROWS, FAST)
     return [(r.status, r.score, type(r.score), r.explanation, r.output, r.error) for r in results]
 
 
 @pytest.mark.parametrize("source", RUNNABLE)
-def test_identical_results_under_both_policies(engine: SandboxRunner, source: str) -> None:
-    standard = outcome(engine, source, Policy.STANDARD)
-    restricted = outcome(engine, source, Policy.RESTRICTED)
+def test_identical_results_under_both_policies(runner: SandboxRunner, source: str) -> None:
+    standard = outcome(runner, source, Policy.STANDARD)
+    restricted = outcome(runner, source, Policy.RESTRICTED)
     assert any(row[0] is Status.OK for row in standard), standard
     assert restricted == standard
 
 
 def test_okareo_union_annotation_without_import_loads_under_both_policies(
-    engine: SandboxRunner,
+    runner: SandboxRunner,
 ) -> None:
     source = (
         "from okareo.checks import CodeBasedCheck\n\n"
@@ -38,18 +38,18 @@ def test_okareo_union_annotation_without_import_loads_under_both_policies(
         "        return len(model_output) > 3\n"
     )
     for policy in Policy:
-        assert outcome(engine, source, policy)[0][:2] == (Status.OK, True), policy
+        assert outcome(runner, source, policy)[0][:2] == (Status.OK, True), policy
 
 
 @pytest.mark.parametrize(("source", "exc", "fragment", "code"), HOSTILE)
 def test_hostile_checks_fail_inside_the_sandbox_under_restricted(
-    engine: SandboxRunner,
+    runner: SandboxRunner,
     source: str,
     exc: type[BaseException] | None,
     fragment: str,
     code: str | None,
 ) -> None:
-    results = engine.run_check(CodeCheck(source=source, policy=Policy.RESTRICTED), ROWS, FAST)
+    results = runner.run_check(CodeCheck(source=source, policy=Policy.RESTRICTED), ROWS, FAST)
     got = [(r.status, r.score) for r in results]
     if exc is None:  # the guard answers "no" instead of raising (e.g. hasattr on a dunder)
         assert got == [(Status.OK, False)] * len(ROWS)

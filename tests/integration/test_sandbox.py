@@ -22,8 +22,8 @@ def rows(n: int) -> list[dict[str, object]]:
     return [{"id": i, "model_output": str(i), "scenario_result": str(i)} for i in range(1, n + 1)]
 
 
-def run(engine: SandboxRunner, source: str, n: int = 3, limits: Limits = FAST) -> list[RowResult]:
-    results = engine.run_check(CodeCheck(source=textwrap.dedent(source)), rows(n), limits)
+def run(runner: SandboxRunner, source: str, n: int = 3, limits: Limits = FAST) -> list[RowResult]:
+    results = runner.run_check(CodeCheck(source=textwrap.dedent(source)), rows(n), limits)
     assert [r.row_id for r in results] == list(range(1, n + 1))
     return results
 
@@ -53,14 +53,14 @@ def statuses(results: list[RowResult]) -> list[Status]:
         ),
     ],
 )
-def test_forms_and_return_types(engine: SandboxRunner, source: str, expected: object) -> None:
-    result = run(engine, source, n=1)[0]
+def test_forms_and_return_types(runner: SandboxRunner, source: str, expected: object) -> None:
+    result = run(runner, source, n=1)[0]
     assert result.status is Status.OK, result.error
     assert result.score == expected
     assert type(result.score) is type(expected)
 
 
-def test_okareo_style_file_runs_unchanged(engine: SandboxRunner) -> None:
+def test_okareo_style_file_runs_unchanged(runner: SandboxRunner) -> None:
     source = """
     from okareo.checks import CodeBasedCheck, CheckResponse
 
@@ -69,7 +69,7 @@ def test_okareo_style_file_runs_unchanged(engine: SandboxRunner) -> None:
         def evaluate(model_output: str, scenario_input: str, scenario_result: str) -> CheckResponse:
             return CheckResponse(score=model_output == scenario_result, explanation="compared")
     """
-    results = engine.run_check(
+    results = runner.run_check(
         CodeCheck(source=textwrap.dedent(source)),
         [{"model_output": "a", "scenario_input": "q", "scenario_result": "a"}],
         FAST,
@@ -79,9 +79,9 @@ def test_okareo_style_file_runs_unchanged(engine: SandboxRunner) -> None:
     assert results[0].explanation == "compared"
 
 
-def test_missing_required_input_is_skipped(engine: SandboxRunner) -> None:
+def test_missing_required_input_is_skipped(runner: SandboxRunner) -> None:
     source = "def evaluate(model_output, scenario_input):\n    return True\n"
-    results = engine.run_check(
+    results = runner.run_check(
         CodeCheck(source=source),
         [{"model_output": "a"}, {"model_output": "b", "scenario_input": "q"}],
         FAST,
@@ -90,9 +90,9 @@ def test_missing_required_input_is_skipped(engine: SandboxRunner) -> None:
     assert "scenario_input" in (results[0].error or "")
 
 
-def test_printed_output_is_returned_with_the_row(engine: SandboxRunner) -> None:
+def test_printed_output_is_returned_with_the_row(runner: SandboxRunner) -> None:
     results = run(
-        engine, "def evaluate(model_output):\n    print('saw', model_output)\n    return 1\n"
+        runner, "def evaluate(model_output):\n    print('saw', model_output)\n    return 1\n"
     )
     assert [r.output for r in results] == ["saw 1\n", "saw 2\n", "saw 3\n"]
 
@@ -100,14 +100,14 @@ def test_printed_output_is_returned_with_the_row(engine: SandboxRunner) -> None:
 # -- user failures are typed statuses ----------------------------------------------
 
 
-def test_raising_check_is_error_with_type_and_message(engine: SandboxRunner) -> None:
+def test_raising_check_is_error_with_type_and_message(runner: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
             raise KeyError("missing field")
         return True
     """
-    results = run(engine, source)
+    results = run(runner, source)
     assert statuses(results) == [Status.OK, Status.ERROR, Status.OK]
     assert "KeyError" in (results[1].error or "")
     assert "missing field" in (results[1].error or "")
@@ -118,19 +118,19 @@ def test_raising_check_is_error_with_type_and_message(engine: SandboxRunner) -> 
     ("returned", "reason"),
     [("float('nan')", "finite"), ("'yes'", "str"), ("2**70", "64-bit"), ("float('inf')", "finite")],
 )
-def test_invalid_scores(engine: SandboxRunner, returned: str, reason: str) -> None:
-    result = run(engine, f"def evaluate(model_output):\n    return {returned}\n", n=1)[0]
+def test_invalid_scores(runner: SandboxRunner, returned: str, reason: str) -> None:
+    result = run(runner, f"def evaluate(model_output):\n    return {returned}\n", n=1)[0]
     assert result.status is Status.INVALID_SCORE
     assert reason in (result.error or "")
     assert result.score is None
 
 
-def test_score_of_another_type_than_the_first_is_invalid(engine: SandboxRunner) -> None:
+def test_score_of_another_type_than_the_first_is_invalid(runner: SandboxRunner) -> None:
     source = "def evaluate(model_output):\n    return True if model_output == '1' else 0.5\n"
-    assert statuses(run(engine, source)) == [Status.OK, Status.INVALID_SCORE, Status.INVALID_SCORE]
+    assert statuses(run(runner, source)) == [Status.OK, Status.INVALID_SCORE, Status.INVALID_SCORE]
 
 
-def test_infinite_loop_times_out_and_next_rows_are_scored(engine: SandboxRunner) -> None:
+def test_infinite_loop_times_out_and_next_rows_are_scored(runner: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -138,12 +138,12 @@ def test_infinite_loop_times_out_and_next_rows_are_scored(engine: SandboxRunner)
                 pass
         return True
     """
-    results = run(engine, source, n=4)
+    results = run(runner, source, n=4)
     assert statuses(results) == [Status.OK, Status.TIMEOUT, Status.OK, Status.OK]
 
 
 def test_uninterruptible_hang_gets_the_check_killed(
-    engine: SandboxRunner, backend: RecordingBackend
+    runner: SandboxRunner, backend: RecordingBackend
 ) -> None:
     # Swallows every exception, so only the harness parent's watchdog can stop it.
     source = """
@@ -159,27 +159,27 @@ def test_uninterruptible_hang_gets_the_check_killed(
     """
     before = len(backend.container_ids)
     started = time.monotonic()
-    results = run(engine, source, n=4)
+    results = run(runner, source, n=4)
     assert statuses(results) == [Status.OK, Status.TIMEOUT, Status.OK, Status.OK]
     assert time.monotonic() - started < 30
     # The watchdog killed the hung check process; the rows after it ran in a fresh
     # process of the same job, and the container is not trusted with another job.
     assert len(backend.container_ids) - before == 1
     hung_container = backend.container_ids[-1]
-    assert statuses(run(engine, source, n=1)) == [Status.OK]
+    assert statuses(run(runner, source, n=1)) == [Status.OK]
     assert backend.container_ids[-1] != hung_container
 
 
-def test_job_wall_clock_kills_the_container(engine: SandboxRunner) -> None:
+def test_job_wall_clock_kills_the_container(runner: SandboxRunner) -> None:
     source = "import time\ndef evaluate(model_output):\n    time.sleep(0.8)\n    return True\n"
     limits = Limits(row_timeout_seconds=1.5, wall_seconds_max=3)
-    results = run(engine, source, n=6, limits=limits)
+    results = run(runner, source, n=6, limits=limits)
     timed_out = [r for r in results if r.status is Status.TIMEOUT]
     assert timed_out and all("wall clock" in (r.error or "") for r in timed_out)
     assert any(r.status is Status.OK for r in results)
 
 
-def test_memory_bomb_is_oom(engine: SandboxRunner) -> None:
+def test_memory_bomb_is_oom(runner: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -188,11 +188,11 @@ def test_memory_bomb_is_oom(engine: SandboxRunner) -> None:
                 hog.append(bytearray(8 * 1024 * 1024))
         return True
     """
-    results = run(engine, source, limits=Limits(row_timeout_seconds=10, memory_mb=128))
+    results = run(runner, source, limits=Limits(row_timeout_seconds=10, memory_mb=128))
     assert statuses(results) == [Status.OK, Status.OOM, Status.OK]
 
 
-def test_fork_bomb_is_contained(engine: SandboxRunner) -> None:
+def test_fork_bomb_is_contained(runner: SandboxRunner) -> None:
     source = """
     import os
     def evaluate(model_output):
@@ -203,7 +203,7 @@ def test_fork_bomb_is_contained(engine: SandboxRunner) -> None:
                         pass
         return True
     """
-    results = run(engine, source)
+    results = run(runner, source)
     assert results[0].status is Status.OK
     assert results[1].status in {Status.ERROR, Status.CRASHED, Status.TIMEOUT}
     assert "Resource temporarily unavailable" in (results[1].error or "") or (
@@ -211,10 +211,10 @@ def test_fork_bomb_is_contained(engine: SandboxRunner) -> None:
     )
     assert results[2].status is Status.OK
     # The engine still works afterwards.
-    assert run(engine, "def evaluate(model_output):\n    return 1\n", n=1)[0].status is Status.OK
+    assert run(runner, "def evaluate(model_output):\n    return 1\n", n=1)[0].status is Status.OK
 
 
-def test_max_pids_counts_the_checks_processes_job_after_job(engine: SandboxRunner) -> None:
+def test_max_pids_counts_the_checks_processes_job_after_job(runner: SandboxRunner) -> None:
     # max_pids bounds what a check may fork, under runc and gVisor alike. Under gVisor the
     # sandbox kernel's own host threads must not count against it: they did, and a warm
     # worker whose checks started processes died with exit code 2 a few jobs later.
@@ -237,7 +237,7 @@ def test_max_pids_counts_the_checks_processes_job_after_job(engine: SandboxRunne
     limits = FAST.model_copy(update={"max_pids": 16})
     counts = []
     for _ in range(5):
-        (result,) = run(engine, source, n=1, limits=limits)
+        (result,) = run(runner, source, n=1, limits=limits)
         assert result.status is Status.OK, result.error
         counts.append(result.score)
     # The check's process and its sleep come first (and, under runc, the harness, which
@@ -248,7 +248,7 @@ def test_max_pids_counts_the_checks_processes_job_after_job(engine: SandboxRunne
     assert len(set(counts)) == 1, counts
 
 
-def test_thread_bomb_is_contained(engine: SandboxRunner) -> None:
+def test_thread_bomb_is_contained(runner: SandboxRunner) -> None:
     source = """
     import threading, time
     def evaluate(model_output):
@@ -257,13 +257,13 @@ def test_thread_bomb_is_contained(engine: SandboxRunner) -> None:
                 threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
         return True
     """
-    results = run(engine, source)
+    results = run(runner, source)
     assert results[0].status is Status.OK
     assert results[1].status in {Status.ERROR, Status.CRASHED, Status.TIMEOUT}
     assert results[2].status is Status.OK
 
 
-def test_print_flood_is_output_limit(engine: SandboxRunner) -> None:
+def test_print_flood_is_output_limit(runner: SandboxRunner) -> None:
     source = """
     def evaluate(model_output):
         if model_output == "2":
@@ -271,12 +271,12 @@ def test_print_flood_is_output_limit(engine: SandboxRunner) -> None:
                 print("x" * 10000)
         return True
     """
-    results = run(engine, source)
+    results = run(runner, source)
     assert statuses(results)[:2] == [Status.OK, Status.OUTPUT_LIMIT]
     assert 0 < len(results[1].output or "") <= 4096
 
 
-def test_raw_fd_flood_is_output_limit(engine: SandboxRunner) -> None:
+def test_raw_fd_flood_is_output_limit(runner: SandboxRunner) -> None:
     source = """
     import os
     def evaluate(model_output):
@@ -286,12 +286,12 @@ def test_raw_fd_flood_is_output_limit(engine: SandboxRunner) -> None:
                 os.write(2, b"z" * 65536)
         return True
     """
-    results = run(engine, source)
+    results = run(runner, source)
     assert statuses(results) == [Status.OK, Status.OUTPUT_LIMIT, Status.OK]
 
 
 def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
-    engine: SandboxRunner, backend: RecordingBackend
+    runner: SandboxRunner, backend: RecordingBackend
 ) -> None:
     source = """
     import os
@@ -301,7 +301,7 @@ def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
         return int(model_output)
     """
     before = len(backend.container_ids)
-    results = run(engine, source, n=10)
+    results = run(runner, source, n=10)
     assert statuses(results) == [Status.OK] * 2 + [Status.CRASHED] + [Status.OK] * 7
     assert [r.score for r in results] == [1, 2, None, 4, 5, 6, 7, 8, 9, 10]
     # The harness's parent outlived its dead child: the job finished in one container.
@@ -309,7 +309,7 @@ def test_os_exit_mid_job_keeps_earlier_rows_and_scores_later_ones(
 
 
 def test_a_check_cannot_signal_the_harness_or_anything_outside_its_own_processes(
-    engine: SandboxRunner,
+    runner: SandboxRunner,
 ) -> None:
     # The harness's parent is the container's PID 1: kill(-1) skips it, SIGKILL and SIGINT
     # from inside do not reach it (no handler; it ignores SIGINT), and under runsc the check
@@ -325,11 +325,11 @@ def test_a_check_cannot_signal_the_harness_or_anything_outside_its_own_processes
                 pass
         return os.getppid()
     """
-    results = run(engine, source, n=6)
+    results = run(runner, source, n=6)
     assert [(r.status, r.score) for r in results] == [(Status.OK, 1)] * 6, results
 
 
-def test_segfault_is_crashed(engine: SandboxRunner) -> None:
+def test_segfault_is_crashed(runner: SandboxRunner) -> None:
     source = """
     import ctypes
     def evaluate(model_output):
@@ -337,13 +337,13 @@ def test_segfault_is_crashed(engine: SandboxRunner) -> None:
             ctypes.string_at(0)
         return True
     """
-    results = run(engine, source)
+    results = run(runner, source)
     assert statuses(results) == [Status.OK, Status.CRASHED, Status.OK]
     assert "SIGSEGV" in (results[1].error or "") or "Segmentation" in (results[1].error or "")
 
 
-def test_check_that_cannot_load_errors_every_row(engine: SandboxRunner) -> None:
-    results = run(engine, "def evaluate(model_output):\n    return 1\nraise RuntimeError('boom')\n")
+def test_check_that_cannot_load_errors_every_row(runner: SandboxRunner) -> None:
+    results = run(runner, "def evaluate(model_output):\n    return 1\nraise RuntimeError('boom')\n")
     assert statuses(results) == [Status.ERROR] * 3
     assert all("boom" in (r.error or "") for r in results)
 
@@ -351,7 +351,7 @@ def test_check_that_cannot_load_errors_every_row(engine: SandboxRunner) -> None:
 # -- isolation ------------------------------------------------------------------------
 
 
-def test_network_is_unreachable(engine: SandboxRunner) -> None:
+def test_network_is_unreachable(runner: SandboxRunner) -> None:
     source = """
     import socket, urllib.request
     def evaluate(model_output):
@@ -367,12 +367,12 @@ def test_network_is_unreachable(engine: SandboxRunner) -> None:
                 failures += 1
         return failures
     """
-    result = run(engine, source, n=1)[0]
+    result = run(runner, source, n=1)[0]
     assert result.status is Status.OK, result.error
     assert result.score == 3
 
 
-def test_filesystem_is_read_only_outside_tmp(engine: SandboxRunner) -> None:
+def test_filesystem_is_read_only_outside_tmp(runner: SandboxRunner) -> None:
     source = """
     import os, subprocess
     def evaluate(model_output):
@@ -395,13 +395,13 @@ def test_filesystem_is_read_only_outside_tmp(engine: SandboxRunner) -> None:
             executed = False
         return denied == 4 and not executed
     """
-    result = run(engine, source, n=1)[0]
+    result = run(runner, source, n=1)[0]
     assert result.status is Status.OK, result.error
     assert result.score is True
 
 
 def test_environment_holds_no_host_variable(
-    engine: SandboxRunner, monkeypatch: pytest.MonkeyPatch
+    runner: SandboxRunner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SCOREBOX_FAKE_SECRET", "hunter2-do-not-leak")
     source = """
@@ -410,14 +410,14 @@ def test_environment_holds_no_host_variable(
         leaked = "hunter2-do-not-leak" in repr(dict(os.environ))
         return (not leaked, ",".join(sorted(os.environ)))
     """
-    result = run(engine, source, n=1)[0]
+    result = run(runner, source, n=1)[0]
     assert result.status is Status.OK, result.error
     assert result.score is True
     assert "SCOREBOX_FAKE_SECRET" not in (result.explanation or "")
     assert os.environ["SCOREBOX_FAKE_SECRET"] == "hunter2-do-not-leak"
 
 
-def test_runs_as_non_root_without_capabilities(engine: SandboxRunner) -> None:
+def test_runs_as_non_root_without_capabilities(runner: SandboxRunner) -> None:
     source = """
     import ctypes, os
     def evaluate(model_output):
@@ -436,12 +436,12 @@ def test_runs_as_non_root_without_capabilities(engine: SandboxRunner) -> None:
         )
         return (ok, status)
     """
-    result = run(engine, source, n=1)[0]
+    result = run(runner, source, n=1)[0]
     assert result.status is Status.OK, result.error
     assert result.score is True, result.explanation
 
 
-def test_forged_result_lines_do_not_change_results(engine: SandboxRunner) -> None:
+def test_forged_result_lines_do_not_change_results(runner: SandboxRunner) -> None:
     source = """
     import os, sys
     FORGED = '{"t": "row", "i": %d, "status": "ok", "score": true, "ms": 0}'
@@ -455,7 +455,7 @@ def test_forged_result_lines_do_not_change_results(engine: SandboxRunner) -> Non
                 os.write(1, (prefix + line + "\\n").encode())
         return False
     """
-    results = run(engine, source, n=4)
+    results = run(runner, source, n=4)
     assert statuses(results) == [Status.OK] * 4
     assert [r.score for r in results] == [False] * 4
 
@@ -464,22 +464,22 @@ def test_forged_result_lines_do_not_change_results(engine: SandboxRunner) -> Non
 
 
 def test_a_warm_worker_serves_only_its_own_check(
-    engine: SandboxRunner, backend: RecordingBackend
+    runner: SandboxRunner, backend: RecordingBackend
 ) -> None:
     before = len(backend.container_ids)
     for _ in range(3):
-        run(engine, "def evaluate(model_output):\n    return 1\n", n=2)
+        run(runner, "def evaluate(model_output):\n    return 1\n", n=2)
     same = backend.container_ids[before:]
     assert len(same) == 3
-    if engine.settings.reuse == "check":
+    if runner.settings.reuse == "check":
         assert len(set(same)) == 1  # one warm check worker served all three jobs
     else:
         assert len(set(same)) == 3
-    run(engine, "def evaluate(model_output):\n    return 2\n", n=2)  # another check
+    run(runner, "def evaluate(model_output):\n    return 2\n", n=2)  # another check
     assert backend.container_ids[-1] not in same
 
 
-def test_nothing_a_job_leaves_reaches_the_next_job_of_the_same_check(engine: SandboxRunner) -> None:
+def test_nothing_a_job_leaves_reaches_the_next_job_of_the_same_check(runner: SandboxRunner) -> None:
     # A file, a daemon process, a module global and a monkeypatched builtin.
     source = """
     import builtins, glob, json, os, subprocess
@@ -508,8 +508,8 @@ def test_nothing_a_job_leaves_reaches_the_next_job_of_the_same_check(engine: San
         leaked = [name for name, value in seen.items() if value]
         return (not leaked, ",".join(leaked) or None)
     """
-    first = run(engine, source, n=1)
-    second = run(engine, source, n=1)
+    first = run(runner, source, n=1)
+    second = run(runner, source, n=1)
     assert [(r.status, r.score, r.explanation) for r in first + second] == [
         (Status.OK, True, None),
         (Status.OK, True, None),
@@ -522,7 +522,7 @@ def test_warm_pool_serves_each_container_once_and_leaves_nothing(
     # reuse="never": each job takes a never-used container from the pool, then it is destroyed.
     settings = docker_settings.model_copy(update={"pool_size": 2, "reuse": "never"})
     backend = RecordingBackend(settings)
-    with SandboxRunner(settings, backend=backend) as engine:
+    with SandboxRunner(settings, backend=backend) as runner:
         backend.prewarm(settings.limits)
         deadline = time.monotonic() + 60
         while sum(backend.pool.sizes().values()) < 2 and time.monotonic() < deadline:
@@ -530,7 +530,7 @@ def test_warm_pool_serves_each_container_once_and_leaves_nothing(
         assert sum(backend.pool.sizes().values()) == 2
         warm = set(labelled_containers())
         for _ in range(4):
-            result = engine.run_check("def evaluate(model_output):\n    return 1\n", rows(1))
+            result = runner.run_check("def evaluate(model_output):\n    return 1\n", rows(1))
             assert result[0].status is Status.OK
         assert len(set(backend.container_ids)) == 4
         # The first job was served by a container that was already warm.
@@ -541,9 +541,9 @@ def test_warm_pool_serves_each_container_once_and_leaves_nothing(
 
 def test_every_container_is_removed_after_close(docker_settings: Settings) -> None:
     backend = RecordingBackend(docker_settings)
-    with SandboxRunner(docker_settings, backend=backend) as engine:
-        engine.run_check("def evaluate(model_output):\n    return 1\n", rows(3))
-        engine.run_check("import os\ndef evaluate(model_output):\n    os._exit(1)\n", rows(2))
+    with SandboxRunner(docker_settings, backend=backend) as runner:
+        runner.run_check("def evaluate(model_output):\n    return 1\n", rows(3))
+        runner.run_check("import os\ndef evaluate(model_output):\n    os._exit(1)\n", rows(2))
     assert backend.container_ids
     assert not set(backend.container_ids) & set(labelled_containers())
 
@@ -551,8 +551,8 @@ def test_every_container_is_removed_after_close(docker_settings: Settings) -> No
 def test_many_rows_split_across_parallel_jobs(docker_settings: Settings) -> None:
     settings = docker_settings.model_copy(update={"job_max_rows": 100})
     backend = RecordingBackend(settings)
-    with SandboxRunner(settings, backend=backend) as engine:
-        results = engine.run_check(
+    with SandboxRunner(settings, backend=backend) as runner:
+        results = runner.run_check(
             "def evaluate(model_output: str) -> int:\n    return int(model_output) * 2\n", rows(450)
         )
     assert [r.score for r in results] == [2 * i for i in range(1, 451)]

@@ -48,17 +48,17 @@ def backend(docker_settings: Settings) -> Iterator[RecordingBackend]:
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings, backend: RecordingBackend) -> Iterator[SandboxRunner]:
-    with SandboxRunner(docker_settings, backend=backend) as engine:
-        yield engine
+def runner(docker_settings: Settings, backend: RecordingBackend) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings, backend=backend) as runner:
+        yield runner
 
 
-def run(engine: SandboxRunner, source: str, n: int = 3) -> list[RowResult]:
+def run(runner: SandboxRunner, source: str, n: int = 3) -> list[RowResult]:
     rows = [{"model_output": str(i)} for i in range(1, n + 1)]
-    return engine.run_check(CodeCheck(textwrap.dedent(source)), rows, LIMITS)
+    return runner.run_check(CodeCheck(textwrap.dedent(source)), rows, LIMITS)
 
 
-def test_forged_host_statuses_are_refused_and_blamed_on_the_check(engine: SandboxRunner) -> None:
+def test_forged_host_statuses_are_refused_and_blamed_on_the_check(runner: SandboxRunner) -> None:
     source = (
         FIND_PIPES
         + """
@@ -75,7 +75,7 @@ def evaluate(model_output):
     return int(model_output)
 """
     )
-    results = run(engine, source)
+    results = run(runner, source)
     statuses = [r.status for r in results]
     assert Status.SANDBOX_ERROR not in statuses
     assert statuses[0] is Status.OK and results[0].score == 1
@@ -85,7 +85,7 @@ def evaluate(model_output):
 
 
 def test_a_stolen_nonce_never_forges_a_host_status(
-    engine: SandboxRunner, sandbox_runtime: str | None
+    runner: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
     # An attack from inside the check: walk gc to the harness's job, read its nonce and
     # write framed records claiming sandbox_error, through every descriptor within reach:
@@ -126,7 +126,7 @@ def evaluate(model_output):
                 pass
     return (0, f"nonce={'found' if found else 'missing'} opened={opened}")
 """
-    results = run(engine, source)
+    results = run(runner, source)
     assert Status.SANDBOX_ERROR not in [r.status for r in results], results
     assert [(r.status, r.score) for r in results] == [(Status.OK, 0)] * 3, (
         sandbox_runtime,
@@ -135,7 +135,7 @@ def evaluate(model_output):
     assert all(r.explanation == "nonce=found opened=[]" for r in results), results
 
 
-def test_an_ok_record_carrying_an_error_is_refused(engine: SandboxRunner) -> None:
+def test_an_ok_record_carrying_an_error_is_refused(runner: SandboxRunner) -> None:
     source = (
         FIND_PIPES
         + """
@@ -149,11 +149,11 @@ def evaluate(model_output):
     return 1
 """
     )
-    results = run(engine, source, n=1)
+    results = run(runner, source, n=1)
     assert results[0].status is Status.CRASHED
 
 
-def test_a_partial_write_to_the_record_pipe_is_the_checks_fault(engine: SandboxRunner) -> None:
+def test_a_partial_write_to_the_record_pipe_is_the_checks_fault(runner: SandboxRunner) -> None:
     source = (
         FIND_PIPES
         + """
@@ -167,18 +167,18 @@ def evaluate(model_output):
     return 1
 """
     )
-    results = run(engine, source, n=2)
+    results = run(runner, source, n=2)
     assert results[0].status is Status.CRASHED
     assert results[1].status is Status.OK  # the next row runs in a fresh child
 
 
 @pytest.mark.parametrize("where", ["import", "evaluate"])
-def test_replacing_json_dumps_does_not_break_the_records(engine: SandboxRunner, where: str) -> None:
+def test_replacing_json_dumps_does_not_break_the_records(runner: SandboxRunner, where: str) -> None:
     patch = "json.dumps = lambda *a, **k: 'garbage'\n"
     source = "import json\n" + (patch if where == "import" else "")
     source += "def evaluate(model_output):\n"
     source += ("    " + patch if where == "evaluate" else "") + "    return int(model_output)\n"
-    results = run(engine, source)
+    results = run(runner, source)
     assert [(r.status, r.score) for r in results] == [
         (Status.OK, 1),
         (Status.OK, 2),
@@ -186,7 +186,7 @@ def test_replacing_json_dumps_does_not_break_the_records(engine: SandboxRunner, 
     ]
 
 
-def test_a_50_mb_print_is_stopped_at_the_cap(engine: SandboxRunner) -> None:
+def test_a_50_mb_print_is_stopped_at_the_cap(runner: SandboxRunner) -> None:
     source = """
     import os, sys
     def evaluate(model_output):
@@ -197,7 +197,7 @@ def test_a_50_mb_print_is_stopped_at_the_cap(engine: SandboxRunner) -> None:
         return 1
     """
     started = time.monotonic()
-    results = run(engine, source)
+    results = run(runner, source)
     assert results[0].status is Status.OUTPUT_LIMIT
     assert results[1].status is Status.OUTPUT_LIMIT
     # Generous bound for a loaded machine: reading all 100 MB first took 12.8 s before.
@@ -211,8 +211,8 @@ def test_an_abandoned_container_exits_on_its_own(docker_settings: Settings) -> N
         update={"reuse": "check", "pool_idle_seconds": 1.0, "reuse_idle_seconds": 1.0}
     )
     backend = RecordingBackend(settings)
-    engine = SandboxRunner(settings, backend=backend)
-    engine.run_check(
+    runner = SandboxRunner(settings, backend=backend)
+    runner.run_check(
         CodeCheck("def evaluate(model_output):\n    return 1\n"), [{"model_output": "x"}]
     )
     container = backend.container_ids[-1]
@@ -229,7 +229,7 @@ def test_an_abandoned_container_exits_on_its_own(docker_settings: Settings) -> N
         if state in ("exited", "dead"):
             break
         time.sleep(1)
-    engine.close()
+    runner.close()
     assert state in ("exited", "dead"), state
 
 
@@ -266,8 +266,8 @@ FORGE = textwrap.dedent(
 
 
 @pytest.mark.parametrize("code", [6, 9, 255])
-def test_a_status_written_into_the_block_is_refused(engine: SandboxRunner, code: int) -> None:
-    results = run(engine, FORGE.replace("CODE", str(code)))
+def test_a_status_written_into_the_block_is_refused(runner: SandboxRunner, code: int) -> None:
+    results = run(runner, FORGE.replace("CODE", str(code)))
     statuses = [r.status for r in results]
     assert Status.SANDBOX_ERROR not in statuses and Status.JUDGE_ERROR not in statuses
     assert Status.CRASHED in statuses, results  # the check broke the protocol: its fault
@@ -318,10 +318,10 @@ FORGE_COLUMNS = textwrap.dedent(
     ids=["int-1e300", "int-no-exact", "duration-1.7e308"],
 )
 def test_forged_block_columns_are_refused(
-    engine: SandboxRunner, kind: int, score: str, ms: str, message: str
+    runner: SandboxRunner, kind: int, score: str, ms: str, message: str
 ) -> None:
     source = FORGE_COLUMNS.replace("KIND", str(kind)).replace("SCORE", score)
-    results = run(engine, source.replace("MS", ms))
+    results = run(runner, source.replace("MS", ms))
     assert all(r.status in (Status.OK, Status.CRASHED) for r in results), results
     assert Status.CRASHED in [r.status for r in results], results  # the check's fault
     assert any(message in (r.error or "") for r in results), results

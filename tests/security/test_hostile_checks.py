@@ -18,22 +18,22 @@ LIMITS = Limits(row_timeout_seconds=3, wall_seconds_max=60)
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
-    with SandboxRunner(docker_settings) as engine:
-        yield engine
+def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings) as runner:
+        yield runner
 
 
-def probe(engine: SandboxRunner, body: str) -> tuple[Status, object, str | None]:
+def probe(runner: SandboxRunner, body: str) -> tuple[Status, object, str | None]:
     """Run ``body`` (the inside of evaluate) once; returns (status, score, explanation)."""
     source = "import os, sys, socket, subprocess, ctypes\n\ndef evaluate(model_output):\n"
     source += textwrap.indent(textwrap.dedent(body), "    ")
-    result = engine.run_check(CodeCheck(source), [{"model_output": "x"}], LIMITS)[0]
+    result = runner.run_check(CodeCheck(source), [{"model_output": "x"}], LIMITS)[0]
     return result.status, result.score, result.explanation or result.error
 
 
-def test_no_docker_socket_or_host_files(engine: SandboxRunner) -> None:
+def test_no_docker_socket_or_host_files(runner: SandboxRunner) -> None:
     status, score, detail = probe(
-        engine,
+        runner,
         """
         paths = ["/var/run/docker.sock", "/run/docker.sock", "/root", "/etc/shadow"]
         reachable = [p for p in paths if os.path.exists(p) and os.access(p, os.R_OK)]
@@ -43,9 +43,9 @@ def test_no_docker_socket_or_host_files(engine: SandboxRunner) -> None:
     assert status is Status.OK and score is True, detail
 
 
-def test_cannot_become_root(engine: SandboxRunner) -> None:
+def test_cannot_become_root(runner: SandboxRunner) -> None:
     status, score, detail = probe(
-        engine,
+        runner,
         """
         results = []
         for attempt in (lambda: os.setuid(0), lambda: os.setgid(0), lambda: os.chroot("/tmp")):
@@ -61,14 +61,14 @@ def test_cannot_become_root(engine: SandboxRunner) -> None:
 
 
 def test_cannot_mount_or_create_namespaces(
-    engine: SandboxRunner, sandbox_runtime: str | None
+    runner: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
     # ptrace of the container's own same-uid processes (tini) is possible and
     # harmless: it never leaves the container. Namespaces and mounts are the way out.
     # Under gVisor, unshare() succeeds: the namespaces are the Sentry's own emulation
     # and never reach the host kernel; mounting is still refused inside them.
     status, _score, detail = probe(
-        engine,
+        runner,
         """
         libc = ctypes.CDLL(None, use_errno=True)
         mounted = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
@@ -87,9 +87,9 @@ def test_cannot_mount_or_create_namespaces(
     assert userns != 0 and mountns != 0, detail
 
 
-def test_cannot_see_host_processes_or_environment(engine: SandboxRunner) -> None:
+def test_cannot_see_host_processes_or_environment(runner: SandboxRunner) -> None:
     status, score, detail = probe(
-        engine,
+        runner,
         """
         pids = [p for p in os.listdir("/proc") if p.isdigit()]
         try:
@@ -102,9 +102,9 @@ def test_cannot_see_host_processes_or_environment(engine: SandboxRunner) -> None
     assert status is Status.OK and score is True, detail
 
 
-def test_cannot_run_programs_from_tmp(engine: SandboxRunner) -> None:
+def test_cannot_run_programs_from_tmp(runner: SandboxRunner) -> None:
     status, score, detail = probe(
-        engine,
+        runner,
         """
         import shutil
         shutil.copy("/bin/true", "/tmp/t")
@@ -119,9 +119,9 @@ def test_cannot_run_programs_from_tmp(engine: SandboxRunner) -> None:
     assert status is Status.OK and score is True, detail
 
 
-def test_tmp_is_size_limited(engine: SandboxRunner) -> None:
+def test_tmp_is_size_limited(runner: SandboxRunner) -> None:
     status, score, detail = probe(
-        engine,
+        runner,
         """
         written = 0
         try:

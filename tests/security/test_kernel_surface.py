@@ -15,16 +15,16 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
-    with SandboxRunner(docker_settings) as engine:
-        yield engine
+def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings) as runner:
+        yield runner
 
 
-def test_io_uring_syscalls_are_denied(engine: SandboxRunner) -> None:
+def test_io_uring_syscalls_are_denied(runner: SandboxRunner) -> None:
     # io_uring_setup(8, &params), io_uring_enter(-1, ...), io_uring_register(-1, ...): the
     # numbers are 425-427 on every architecture the image is built for (x86_64, aarch64).
     status, _score, detail = probe(
-        engine,
+        runner,
         """
         libc = ctypes.CDLL(None, use_errno=True)
         params = ctypes.create_string_buffer(120)
@@ -47,12 +47,12 @@ def test_io_uring_syscalls_are_denied(engine: SandboxRunner) -> None:
 
 
 def test_the_harness_descriptors_cannot_be_opened(
-    engine: SandboxRunner, sandbox_runtime: str | None
+    runner: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
     # Under runsc gVisor's procfs lets another uid list /proc/1/fd (names only);
     # under both runtimes no descriptor of the harness (PID 1) can be opened.
     status, _score, detail = probe(
-        engine,
+        runner,
         """
         try:
             names = os.listdir("/proc/1/fd")

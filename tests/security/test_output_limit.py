@@ -18,9 +18,9 @@ LIMITS = Limits(row_timeout_seconds=30, wall_seconds_max=120)
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
-    with SandboxRunner(docker_settings) as engine:
-        yield engine
+def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings) as runner:
+        yield runner
 
 
 @pytest.mark.parametrize(
@@ -31,11 +31,11 @@ def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
     ],
     ids=["fd1", "fd2"],
 )
-def test_a_single_50_mb_write_is_stopped_at_the_cap(engine: SandboxRunner, write: str) -> None:
+def test_a_single_50_mb_write_is_stopped_at_the_cap(runner: SandboxRunner, write: str) -> None:
     # Holds under runsc too: the check's fd 1 and 2 lead to a pipe the harness parent counts.
     source = f"import os\n\ndef evaluate(model_output):\n    {write}\n    return True\n"
     started = time.monotonic()
-    result = engine.run_check(CodeCheck(source), [{"model_output": "x"}], LIMITS)[0]
+    result = runner.run_check(CodeCheck(source), [{"model_output": "x"}], LIMITS)[0]
     elapsed = time.monotonic() - started
     assert result.status is Status.OUTPUT_LIMIT, result
     # Reading all 50 MB before counting took 12.8 s; stopping at the cap about a

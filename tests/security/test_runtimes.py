@@ -16,17 +16,17 @@ pytestmark = pytest.mark.docker
 
 
 @pytest.fixture(scope="module")
-def engine(docker_settings: Settings) -> Iterator[SandboxRunner]:
-    with SandboxRunner(docker_settings) as engine:
-        yield engine
+def runner(docker_settings: Settings) -> Iterator[SandboxRunner]:
+    with SandboxRunner(docker_settings) as runner:
+        yield runner
 
 
 def test_checks_run_under_the_requested_runtime(
-    engine: SandboxRunner, sandbox_runtime: str | None
+    runner: SandboxRunner, sandbox_runtime: str | None
 ) -> None:
     # gVisor's Sentry is its own kernel: it reports a release of its own, never the host's.
     source = "import os\n\ndef evaluate(model_output):\n    return (True, os.uname().release)\n"
-    result = engine.run_check(CodeCheck(source), [{"model_output": "x"}], Limits())[0]
+    result = runner.run_check(CodeCheck(source), [{"model_output": "x"}], Limits())[0]
     assert result.status is Status.OK, result.error
     if sandbox_runtime == "runsc":
         assert result.explanation != os.uname().release

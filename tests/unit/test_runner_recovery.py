@@ -64,8 +64,8 @@ class ScriptedBackend:
 
 
 def run(backend: ScriptedBackend, outputs: list[str], **settings: object) -> list[RowResult]:
-    with SandboxRunner(Settings(**settings), backend=backend) as engine:
-        return engine.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
+    with SandboxRunner(Settings(**settings), backend=backend) as runner:
+        return runner.run_check(CodeCheck("src"), [{"model_output": o} for o in outputs])
 
 
 def score(
@@ -195,8 +195,8 @@ def test_run_checks_with_more_checks_than_workers_does_not_deadlock() -> None:
 
     def go() -> None:
         settings = Settings(max_parallel_jobs=1, job_max_rows=2)
-        with SandboxRunner(settings, backend=ScriptedBackend({})) as engine:
-            per_check = engine.run_checks(
+        with SandboxRunner(settings, backend=ScriptedBackend({})) as runner:
+            per_check = runner.run_checks(
                 [CodeCheck("src")] * 6, [{"model_output": o} for o in ["a", "bb", "ccc"]]
             )
         out.append([[(r.status, r.score) for r in results] for results in per_check])

@@ -44,6 +44,7 @@ RUNTIMES = ("runc", "runsc")
 RUNTIME_PARAMETRISED = (
     "tests/security/",
     "tests/integration/test_sandbox.py",
+    "tests/integration/test_result_blocks.py",
     "tests/integration/test_policies.py",
     "tests/integration/test_environments.py",
     "tests/integration/test_formats_sandbox.py",

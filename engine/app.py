@@ -18,6 +18,7 @@ from engine.api.routes import agreement as agreement_routes
 from engine.api.routes import audit as audit_api
 from engine.api.routes import compare as compare_routes
 from engine.api.routes import labels as labels_routes
+from engine.api.routes import otlp_export as otlp_export_routes
 from engine.api.routes import rules as rules_routes
 from engine.api.routes import traces as traces_routes
 from engine.distributed.preflight import check_distributed
@@ -32,6 +33,8 @@ from engine.http.nul_guard import NulGuard
 from engine.http.request_ids import RequestContext
 from engine.http.services import Services
 from engine.okareo import routes as okareo
+from engine.online.exporter import ScoreExporter
+from engine.online.pruner import SpanPruner
 from engine.online.scorer import OnlineScorer
 from engine.runs.service import RunService
 from engine.runs.wiring import Scoring, build_scoring
@@ -117,10 +120,16 @@ def create_app(
         online = OnlineScorer(store, service, db, scoring.metrics)  # rules score spans
         app.state.online = online
         online.start()
+        exporter = ScoreExporter(settings, db)  # the online scores' OTLP export, if set
+        exporter.start()
+        pruner = SpanPruner(settings, db)  # spans past SCOREBOX_SPAN_RETENTION_DAYS, if set
+        pruner.start()
         try:
             yield
         finally:
             online.stop()
+            pruner.stop()
+            exporter.stop()
             service.stop()
             scoring.close()
             db.dispose()
@@ -168,6 +177,7 @@ def create_app(
     app.include_router(agreement_routes.router)
     app.include_router(traces_routes.router)
     app.include_router(rules_routes.router)
+    app.include_router(otlp_export_routes.router)
     app.include_router(admin.router)
     app.include_router(audit_api.router)
     app.include_router(health.router)

@@ -526,4 +526,3 @@ def _configured_backend(settings: Settings) -> SandboxBackend:
     from engine.sandbox.docker.backend import DockerBackend  # noqa: PLC0415 (lazy: no docker SDK in processes that never start a container)
 
     return DockerBackend(settings)
-

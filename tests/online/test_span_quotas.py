@@ -6,16 +6,16 @@ tenants are not touched; the windows roll over with the clock."""
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
-import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from engine.online.span_quota import SpanQuota
+from engine.online.span_quota import Admission, SpanQuota
 from tests.api.conftest import Api
 from tests.online.otlp_requests import PROTOBUF, span, traces
 
 
-def _send(api: Api, headers: dict[str, str], n: int) -> httpx.Response:
+def _send(api: Api, headers: dict[str, str], n: int) -> Any:
     trace_id = secrets.token_bytes(16)
     body = traces(*(span(trace_id, secrets.token_bytes(8)) for _ in range(n)))
     return api.client.post(
@@ -23,7 +23,7 @@ def _send(api: Api, headers: dict[str, str], n: int) -> httpx.Response:
     )
 
 
-def _rejected(reply: httpx.Response) -> tuple[int, str]:
+def _rejected(reply: Any) -> tuple[int, str]:
     assert reply.status_code == 200, reply.content
     answer = ExportTraceServiceResponse()
     answer.ParseFromString(reply.content)
@@ -63,7 +63,10 @@ def test_windows_roll_over_and_the_stored_count_is_read_again() -> None:
     now = [0.0]
     quota = SpanQuota(clock=lambda: now[0])
     stored = [0]
-    admit = lambda n: quota.admit("t", n, 10, 25, lambda: stored[0])  # noqa: E731
+
+    def admit(n: int) -> Admission:
+        return quota.admit("t", n, 10, 25, lambda: stored[0])
+
     assert admit(8).allowed == 8
     assert admit(8).allowed == 2
     refused = admit(1)

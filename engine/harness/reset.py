@@ -8,7 +8,7 @@ import shutil
 import signal
 import time
 
-SCRATCH_DIRS = ("/tmp", "/dev/shm")
+SCRATCH_DIRS = ("/tmp", "/dev/shm")  # nosec B108: the container's own, emptied between jobs
 #: How long reset() may take to see every stray process gone.
 RESET_SECONDS = 2.0
 

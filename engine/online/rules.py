@@ -51,7 +51,7 @@ class RuleSpec(BaseModel):
                     "checks": ["mentions_expected", "builtin:not_empty"],
                     "filter": {"service.name": "support-bot", "model": {"regex": "^gpt-4o"}},
                     "sample_rate": 0.1,
-                    "daily_token_budget": 200000,
+                    "daily_token_budget": 200000,  # nosec B105: a token budget
                 }
             ]
         },

@@ -40,7 +40,7 @@ __all__ = ["BATCH_LABEL", "ScoreStore", "score_store"]
 
 #: The run label that carries a batch's token (found again after a restart).
 BATCH_LABEL = "scorebox.online_batch"
-_TOKEN_PREFIX = "bat_"
+_TOKEN_PREFIX = "bat_"  # nosec B105: a batch token's prefix, not a secret
 _IN_CHUNK = 400  # keys per IN (...) list
 
 

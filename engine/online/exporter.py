@@ -23,7 +23,8 @@ import httpx
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 
-from engine.errors import ScoreboxError
+from engine.errors import StorageError
+from engine.logs import Repeated
 from engine.online.export_records import export_request
 from engine.online.export_target import ExportTargetError, parse_endpoint, resolve
 from engine.storage.export_sql import ExportStore, export_store
@@ -60,6 +61,7 @@ class ScoreExporter:
         self._owner = f"{socket.gethostname()[:40]}-{uuid.uuid4().hex[:12]}"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failures = Repeated(log, "OTLP score export pass")
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="otlp-export", daemon=True)
@@ -74,10 +76,12 @@ class ScoreExporter:
         while not self._stop.wait(self._settings.otlp_export_interval_seconds):
             try:
                 self.run_once()
-            except ScoreboxError as exc:  # the database is down: the next pass tries again
-                log.warning("OTLP score export: %s", exc)
-            except Exception:  # a bug must not end the export for every tenant
-                log.exception("OTLP score export pass failed")
+            except StorageError:
+                pass  # the database is away: the storage layer says so once per interval
+            except Exception as exc:  # a bug must not end the export for every tenant
+                self._failures.failed(exc)
+            else:
+                self._failures.ok()
 
     def run_once(self) -> int:
         """One pass over the tenants whose export is due; the records delivered."""

@@ -10,7 +10,7 @@ import threading
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from engine.errors import ScoreboxError
+from engine.errors import ScoreboxError, StorageError
 from engine.storage.records import utcnow
 from engine.storage.span_retention import prune_spans
 
@@ -51,7 +51,9 @@ class SpanPruner:
             wait = self._settings.span_prune_interval_seconds
             try:
                 self.run_once()
-            except ScoreboxError as exc:  # the database is down: the next pass tries again
+            except StorageError:
+                pass  # the database is away: the storage layer says so once per interval
+            except ScoreboxError as exc:
                 log.warning("span retention: %s", exc)
 
     def run_once(self) -> int:

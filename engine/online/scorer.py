@@ -31,6 +31,7 @@ from prometheus_client.core import GaugeMetricFamily
 from sqlalchemy import Engine
 
 from engine.errors import NotFoundError, QuotaExceededError, ScoreboxError, StorageError
+from engine.logs import Repeated
 from engine.online.filters import matches
 from engine.online.rules import score_ref
 from engine.online.sampling import sampled
@@ -155,6 +156,8 @@ class OnlineScorer:
         self.spans = span_store(db)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        #: a tick that fails alike every time: one warning per interval, no traceback
+        self._failures = Repeated(log, "online scoring tick")
         self._last_orphans = 0.0
         self._tenant_pause: dict[str, float] = {}
         self._results_seen: dict[str, int] = {}  # run -> results linked so far
@@ -187,8 +190,12 @@ class OnlineScorer:
             started = time.monotonic()
             try:
                 self.tick()
-            except Exception:  # the loop must live: the next tick retries
-                log.exception("online scoring tick failed")
+            except StorageError:
+                pass  # the database is away: the storage layer says so once per interval
+            except Exception as exc:  # the loop must live: the next tick retries
+                self._failures.failed(exc)
+            else:
+                self._failures.ok()
             self._stop.wait(max(0.0, self.limits.tick_seconds - (time.monotonic() - started)))
 
     def _backlog_or_zero(self) -> int:

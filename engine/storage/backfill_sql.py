@@ -7,13 +7,12 @@ same database, so a restart resumes where the last step ended.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 
 from engine.errors import NotFoundError
-from engine.storage.database import SqlSessions, one_or_404
+from engine.storage.database import SqlSessions, once_per_engine, one_or_404
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import Backfill, BackfillStatus, ScoreStatus, SpanView
 from engine.storage.rule_tables import RuleBackfillRow, SpanScoreRow
@@ -222,12 +221,5 @@ class BackfillStore(SqlSessions):
             )
 
 
-_stores: weakref.WeakKeyDictionary[Engine, BackfillStore] = weakref.WeakKeyDictionary()
-
-
-def backfill_store(engine: Engine) -> BackfillStore:
-    """The backfill store on ``engine``, made once per engine."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = BackfillStore(engine)
-    return store
+#: The backfill store on ``engine``, made once per engine.
+backfill_store = once_per_engine(BackfillStore)

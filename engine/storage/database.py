@@ -11,7 +11,8 @@ says when the database's schema and this code's differ (a node refuses to serve 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -289,6 +290,23 @@ def one_or_404(session: Session, query: TypedReturnsRows[T], missing: str) -> T:
     if row is None:
         raise NotFoundError(missing)
     return row
+
+
+S = TypeVar("S", bound="SqlSessions")
+
+
+def once_per_engine(make: Callable[[Engine], S]) -> Callable[[Engine], S]:
+    """``make`` as a function that builds one store per engine and hands it out again
+    (the API, the dashboard and background threads share it; gone with its engine)."""
+    made: weakref.WeakKeyDictionary[Engine, S] = weakref.WeakKeyDictionary()
+
+    def store(engine: Engine) -> S:
+        found = made.get(engine)
+        if found is None:
+            found = made[engine] = make(engine)
+        return found
+
+    return store
 
 
 class SqlSessions:

@@ -3,16 +3,15 @@ and their delivery marks (tables of migration 0015)."""
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, and_, delete, exists, func, or_, select, update
+from sqlalchemy import and_, delete, exists, func, or_, select, update
 
 from engine.errors import NotFoundError
 from engine.online.export_records import ExportedScore
-from engine.storage.database import SqlSessions
+from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.export_tables import OtlpExportRow, ScoreExportRow
 from engine.storage.records import aware, utcnow
 from engine.storage.rule_tables import RuleRow, SpanScoreRow
@@ -225,12 +224,5 @@ class ExportStore(SqlSessions):
             row.last_error = error[:2000]
 
 
-_stores: weakref.WeakKeyDictionary[Engine, ExportStore] = weakref.WeakKeyDictionary()
-
-
-def export_store(engine: Engine) -> ExportStore:
-    """The export store on ``engine``, made once per engine."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = ExportStore(engine)
-    return store
+#: The export store on ``engine``, made once per engine.
+export_store = once_per_engine(ExportStore)

@@ -7,16 +7,15 @@ received span (``target_kind`` ``"row"`` or ``"span"``).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, select
+from sqlalchemy import delete, func, select
 
 from engine.errors import ConflictError, NotFoundError
-from engine.storage.database import SqlSessions, one_or_404
+from engine.storage.database import SqlSessions, once_per_engine, one_or_404
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.tables import AgreementRequirementRow, LabelNameRow, LabelRow
 
@@ -311,12 +310,5 @@ class LabelStore(SqlSessions):
             return int(getattr(done, "rowcount", 0) or 0)
 
 
-_stores: weakref.WeakKeyDictionary[Engine, LabelStore] = weakref.WeakKeyDictionary()
-
-
-def label_store(engine: Engine) -> LabelStore:
-    """The label store on ``engine``, made once (the API and the dashboard share it)."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = LabelStore(engine)
-    return store
+#: The label store on ``engine``, made once (the API and the dashboard share it).
+label_store = once_per_engine(LabelStore)

@@ -8,7 +8,6 @@ them, so a changed rule starts new series and old scores keep their meaning.
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +15,7 @@ from sqlalchemy import Engine, delete, select
 from sqlalchemy.exc import IntegrityError
 
 from engine.errors import ConflictError, NotFoundError
-from engine.storage.database import SqlSessions, one_or_404
+from engine.storage.database import SqlSessions, once_per_engine, one_or_404
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import Rule, RuleVersion
 from engine.storage.rule_tables import RuleRow, RuleVersionRow
@@ -247,12 +246,5 @@ class RuleStore(SqlSessions):
         self._enabled.pop(tenant_id, None)
 
 
-_stores: weakref.WeakKeyDictionary[Engine, RuleStore] = weakref.WeakKeyDictionary()
-
-
-def rule_store(engine: Engine) -> RuleStore:
-    """The rule store on ``engine``, made once per engine."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = RuleStore(engine)
-    return store
+#: The rule store on ``engine``, made once per engine.
+rule_store = once_per_engine(RuleStore)

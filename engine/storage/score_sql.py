@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import secrets
 import time
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, select, tuple_, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from engine.storage.database import SqlSessions
+from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.records import new_id, utcnow
 from engine.storage.rule_records import (
     Batch,
@@ -525,12 +524,5 @@ def _score(row: SpanScoreRow, rule_name: str) -> SpanScore:
     )
 
 
-_stores: weakref.WeakKeyDictionary[Engine, ScoreStore] = weakref.WeakKeyDictionary()
-
-
-def score_store(engine: Engine) -> ScoreStore:
-    """The score store on ``engine``, made once per engine."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = ScoreStore(engine)
-    return store
+#: The score store on ``engine``, made once per engine.
+score_store = once_per_engine(ScoreStore)

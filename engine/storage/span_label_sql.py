@@ -6,13 +6,12 @@ Read-only queries over ``spans`` and ``span_scores``, each filtered on the tenan
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, case, func, select, tuple_
+from sqlalchemy import case, func, select, tuple_
 
-from engine.storage.database import SqlSessions
+from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.rule_records import ScoreStatus
 from engine.storage.rule_tables import RuleRow, SpanScoreRow
 from engine.storage.tables import SpanRow
@@ -153,12 +152,5 @@ class SpanLabelQueries(SqlSessions):
         return [RulePassRate(c, v, int(n), int(p or 0)) for c, v, n, p in rows]
 
 
-_stores: weakref.WeakKeyDictionary[Engine, SpanLabelQueries] = weakref.WeakKeyDictionary()
-
-
-def span_label_queries(engine: Engine) -> SpanLabelQueries:
-    """The queries on ``engine``, made once per engine."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = SpanLabelQueries(engine)
-    return store
+#: The queries on ``engine``, made once per engine.
+span_label_queries = once_per_engine(SpanLabelQueries)

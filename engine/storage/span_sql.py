@@ -11,20 +11,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, exists, func, or_, select, tuple_
+from sqlalchemy import and_, exists, func, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.online.filters import SpanFields
 from engine.online.mapping import Event, Mapped, Span, map_span, search_text
-from engine.storage.database import SqlSessions
+from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import SpanRef, SpanView
 from engine.storage.rule_tables import SpanScoreRow
@@ -471,12 +470,5 @@ def _span_of(r: SpanRow) -> Span:
     )
 
 
-_stores: weakref.WeakKeyDictionary[Engine, SpanStore] = weakref.WeakKeyDictionary()
-
-
-def span_store(engine: Engine) -> SpanStore:
-    """The span store on ``engine``, made once per engine."""
-    store = _stores.get(engine)
-    if store is None:
-        store = _stores[engine] = SpanStore(engine)
-    return store
+#: The span store on ``engine``, made once per engine.
+span_store = once_per_engine(SpanStore)

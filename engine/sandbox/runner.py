@@ -302,29 +302,6 @@ class SandboxRunner:
         ]
         return pending
 
-    def run_batch(
-        self,
-        check: CodeCheck,
-        rows: Sequence[IndexedRow],
-        limits: Limits | None,
-        labels: Mapping[str, str],
-        deliver: ResultCallback,
-        deliver_block: BlockCallback | None = None,
-    ) -> None:
-        """Score ``rows`` (each with its index in the caller's rows) in the calling thread,
-        one job of at most ``settings.job_max_rows`` rows at a time; ``deliver(index,
-        result)`` gets each row's result under the index it came with.
-
-        The service's path: its scheduler already bounds how many chunks run at once, so a
-        chunk runs here, in its own thread, with no second pool and no second chunking.
-        """
-        effective = self.settings.limits.lowered_by(limits)
-        size = self.settings.job_max_rows
-        for start in range(0, len(rows), size):
-            self.run_job(
-                check, rows[start : start + size], effective, labels, deliver, deliver_block
-            )
-
     def run_job(
         self,
         check: CodeCheck,

@@ -14,8 +14,10 @@ names the typo instead of being silently ignored.
 
 from __future__ import annotations
 
+import collections.abc
 import json
 import re
+import typing
 from typing import Any
 
 from fastapi import Request
@@ -118,30 +120,42 @@ async def _send_problem(send: Send, detail: str) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-_KNOWN_QUERY: dict[int, frozenset[str]] = {}
+_KNOWN_QUERY: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+_SEQUENCES = {list, tuple, set, frozenset, collections.abc.Sequence}
 
 
-def _declared_query(dependant: Dependant) -> set[str]:
+def _repeatable(annotation: Any) -> bool:
+    """Whether a query parameter's type takes several values (``list[str] | None``)."""
+    if typing.get_origin(annotation) in _SEQUENCES or annotation in _SEQUENCES:
+        return True
+    return any(_repeatable(arg) for arg in typing.get_args(annotation))
+
+
+def _declared_query(dependant: Dependant) -> tuple[set[str], set[str]]:
     names = {p.alias for p in dependant.query_params}
+    many = {p.alias for p in dependant.query_params if _repeatable(p.field_info.annotation)}
     for sub in dependant.dependencies:
-        names |= _declared_query(sub)
-    return names
+        sub_names, sub_many = _declared_query(sub)
+        names |= sub_names
+        many |= sub_many
+    return names, many
 
 
-def _query_names(route: APIRoute) -> frozenset[str]:
-    names = _KNOWN_QUERY.get(id(route))
-    if names is None:
-        names = frozenset(_declared_query(route.dependant))
-        _KNOWN_QUERY[id(route)] = names
-    return names
+def _query_names(route: APIRoute) -> tuple[frozenset[str], frozenset[str]]:
+    found = _KNOWN_QUERY.get(id(route))
+    if found is None:
+        names, many = _declared_query(route.dependant)
+        found = _KNOWN_QUERY[id(route)] = (frozenset(names), frozenset(many))
+    return found
 
 
 async def reject_unknown_query(request: Request) -> None:
-    """App-wide dependency: a 422 naming any query parameter the operation does not take."""
+    """App-wide dependency: a 422 naming any query parameter the operation does not take,
+    or one given several times that takes one value (the last would win, unseen)."""
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    known = _query_names(route)
+    known, many = _query_names(route)
     unknown = sorted(set(request.query_params.keys()) - known)
     if unknown:
         takes = ", ".join(sorted(known)) if known else "none"
@@ -149,3 +163,9 @@ async def reject_unknown_query(request: Request) -> None:
         raise InvalidRequestError(
             f"unknown query parameter {shown}: {request.method} {route.path} takes {takes}"
         )
+    for name in known - many:
+        given = len(request.query_params.getlist(name))
+        if given > 1:
+            raise InvalidRequestError(
+                f"query parameter {name!r} given {given} times: it takes one value"
+            )

@@ -245,10 +245,11 @@ def test_a_required_agreement_refuses_runs_until_labels_meet_it(
     _labelled(api, tid, good=True)
     passed = api.client.get("/v1/required-agreements", params={"check": "is_helpful"}).json()
     assert passed[0]["status"] == "passed"
-    # repeated, or comma-separated: the same checks
-    for params in ({"check": ["nothing", "is_helpful"]}, {"check": "nothing,is_helpful"}):
-        both = api.client.get("/v1/required-agreements", params=params).json()
-        assert [b["status"] for b in both] == ["passed"], both
+    # comma-separated; given twice, refused rather than the last one taken unseen
+    both = api.client.get("/v1/required-agreements", params={"check": "nothing,is_helpful"})
+    assert [b["status"] for b in both.json()] == ["passed"], both.text
+    twice = api.client.get("/v1/required-agreements", params={"check": ["a", "is_helpful"]})
+    assert twice.status_code == 422 and "'check' given 2 times" in twice.json()["detail"]
     # another tenant sees none of it, and cannot set one on this tenant's check
     other, _ = _tenant(api)
     assert api.client.get("/v1/required-agreements", headers=other).json() == []

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from engine.http.guard import _repeatable
 from engine.json_limits import MAX_JSON_DEPTH
 from tests.api.conftest import TRIVIAL_CHECK, Api
 
@@ -166,6 +167,19 @@ def test_an_unknown_query_parameter_is_named(api: Api) -> None:
     detail = _refused(api.client.get("/v1/runs?limt=5", headers=headers), "'limt'")
     assert "takes" in detail and "limit" in detail
     assert api.client.get("/v1/runs?limit=5", headers=headers).status_code == 200
+
+
+def test_only_list_typed_query_parameters_take_several_values() -> None:
+    assert _repeatable(list[str]) and _repeatable(list[str] | None)
+    assert not _repeatable(str) and not _repeatable(int | None)
+
+
+def test_a_query_parameter_that_takes_one_value_given_twice_is_refused(api: Api) -> None:
+    headers = api.tenant()
+    detail = _refused(api.client.get("/v1/runs?limit=5&limit=7", headers=headers), "'limit'")
+    assert "given 2 times" in detail
+    twice = api.client.delete("/v1/labels?name=a&annotator=x&annotator=y", headers=headers)
+    assert twice.status_code == 422 and "'annotator'" in twice.json()["detail"]
 
 
 def test_the_openapi_document_describes_errors_as_problems(api: Api) -> None:

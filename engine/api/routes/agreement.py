@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field
 
 from engine import agreement
 from engine.api.routes.labels import LabelStoreDep
@@ -160,17 +160,13 @@ def get_required_agreements(
     store: StoreDep,
     labels_store: LabelStoreDep,
     check: Annotated[
-        list[Annotated[str, StringConstraints(max_length=2000)]] | None,
+        str | None,
         Query(
-            description="Only these checks: `name` or `name@N`; repeat it, or separate "
-            "names with commas.",
-            max_length=50,
+            description="Only these checks: `name` or `name@N`, comma-separated.", max_length=2000
         ),
     ] = None,
 ) -> list[RequirementStatus]:
-    names = None
-    if check is not None:
-        names = [c.strip() for value in check for c in value.split(",") if c.strip()]
+    names = None if check is None else [c.strip() for c in check.split(",") if c.strip()]
     found = agreement.required_status(
         store, labels_store, principal.tenant_id, names, ReportOptions(n_resamples=1000)
     )

@@ -301,7 +301,7 @@ def check_environment(
 
 def _from_workers(status: EnvironmentStatus, services: Services) -> EnvironmentStatus:
     """In distributed mode, ``unknown`` told from what the worker hosts published."""
-    replies = getattr(services.runs, "replies", None)  # the distributed run service's
+    replies = getattr(services.runs.dispatch, "replies", None)  # the Celery dispatch's
     if status.state != "unknown" or not services.settings.broker_url or replies is None:
         return status
     try:

@@ -35,6 +35,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from sqlalchemy import func, select
 
 from bench.http_side import CLI, free_port
+from bench.measure import write_result
 from engine.storage import open_store
 from engine.storage.tables import SpanRow
 from engine.tenancy import auth
@@ -241,12 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         result = measure(args.database_url, args.batches, args.batch, args.clients, Path(tmp))
-    args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if result["database"] == "sqlite" else "-postgresql"
-    (args.out / f"ingest{suffix}.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = report(result)
-    (args.out / f"ingest{suffix}.md").write_text(text)
-    print(text)
+    write_result(args.out, f"ingest{suffix}", result, report(result))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ answers at once and stores in the background: the table gives both its accepted 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sqlite3
 import subprocess
@@ -29,6 +28,7 @@ import httpx
 
 from bench import bench_ingest
 from bench.http_side import free_port
+from bench.measure import write_result
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PHOENIX_VENV = Path(__file__).resolve().parent / ".venv-phoenix"
@@ -145,11 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         "phoenix_version": version,
         "load_end": os.getloadavg()[0],
     }
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest_peer.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = report(result)
-    (args.out / "ingest_peer.md").write_text(text)
-    print(text)
+    write_result(args.out, "ingest_peer", result, report(result))
 
 
 if __name__ == "__main__":

@@ -18,7 +18,6 @@ Writes ``bench/results/online.md`` and ``online.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -31,6 +30,7 @@ from sqlalchemy import func, select
 from bench import workload
 from bench.bench_ingest import batch
 from bench.http_side import Server
+from bench.measure import write_result
 from engine.settings import Settings
 from engine.storage.database import create_db_engine
 from engine.storage.rule_tables import RuleRow, SpanScoreRow
@@ -181,11 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     result = measure(args.rate, args.seconds)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "online.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = report(result)
-    (args.out / "online.md").write_text(text)
-    print(text)
+    write_result(args.out, "online", result, report(result))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -197,3 +198,12 @@ def process_cpu_seconds(pid: int) -> float:
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
         todo += children.get(current, [])
     return total / tick
+
+
+def write_result(out: Path, stem: str, result: dict[str, Any], text: str) -> None:
+    """A bench module's figures as ``<stem>.json`` and its report as ``<stem>.md`` in
+    ``out``, and the report on stdout."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(text)
+    print(text)

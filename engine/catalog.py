@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine.builtins import BuiltinCheck, Builtins
 from engine.contract import OutputType, Policy
@@ -52,6 +52,15 @@ MAX_VERSION = 2**31 - 1
 #: Letters, digits, ``_ . -`` and inner spaces (Okareo check names have spaces); no ``@``.
 NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9_.\- ]{0,98}[A-Za-z0-9_.\-])?$"
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+#: Where a check comes from, apart from what it is (its ``kind``: ``code``, ``model`` or
+#: ``builtin``): scorebox's own (``builtin``: a judged built-in is ``kind`` ``model``), a
+#: tenant's push (``pushed``), or the check generator's, pushed as such (``generated``).
+#: A version's is stored (migration 0017); a built-in's is said, not stored.
+Origin = Literal["builtin", "pushed", "generated"]
+#: The origins a push may name (``builtin`` is scorebox's own, never pushed).
+PushedOrigin = Literal["pushed", "generated"]
+PUSHED_ORIGINS: tuple[PushedOrigin, ...] = ("pushed", "generated")
 
 
 class CheckSpec(BaseModel):
@@ -105,6 +114,22 @@ class CheckSpec(BaseModel):
         description="Lower the default sandbox limits for this check.",
         examples=[{"row_timeout_seconds": 2}],
     )
+    origin: PushedOrigin = Field(
+        default="pushed",
+        description="Where the check comes from: `pushed` (default) or `generated` (written "
+        "by the check generator). Not part of the content: pushing the same content with "
+        "another origin returns the existing version unchanged.",
+    )
+
+    @field_validator("origin", mode="before")
+    @classmethod
+    def _pushed_origin(cls, value: object) -> object:
+        if value not in PUSHED_ORIGINS:
+            raise ValueError(
+                f"origin {value!r} cannot be pushed: use `pushed` (the default) or `generated` "
+                "(`builtin` is scorebox's own checks')"
+            )
+        return value
 
 
 @dataclass(frozen=True)
@@ -114,15 +139,15 @@ class SaveOutcome:
     report: ValidationReport
 
 
-#: Where a check comes from, apart from what it is (its ``kind``: ``code``, ``model`` or
-#: ``builtin``): scorebox's own (``builtin``: a judged built-in is ``kind`` ``model``),
-#: or a tenant's version (``pushed``). Derived, not stored: a built-in has no version id.
-Origin = Literal["builtin", "pushed"]
-
-
 def origin_of(check: RunCheck) -> Origin:
-    """A run's check's origin: built-ins are resolved without a version id."""
+    """A run's check's origin: built-ins are resolved without a version id (a run keeps
+    no version's origin: its check's page says whether it was generated)."""
     return "builtin" if check.id is None else "pushed"
+
+
+def version_origin(check: CheckVersion) -> Origin:
+    """A stored version's origin: ``pushed`` or ``generated``."""
+    return "generated" if check.origin == "generated" else "pushed"
 
 
 @dataclass(frozen=True)
@@ -305,6 +330,7 @@ def save_check(
             limits=spec.limits or None,
             entry=spec.entry if spec.kind == "code" else None,
             config=dict(spec.config) if spec.kind == "code" and spec.config is not None else None,
+            origin=spec.origin,
             sha256=digest,
             author_key_id=principal.key_id,
             created_at=utcnow(),

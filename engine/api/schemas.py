@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.builtins import BUILTINS_CREATED_AT
-from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec, Origin, origin_of
+from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec, Origin, origin_of, version_origin
 from engine.json_limits import FreeJSON
 from engine.models import Row
 from engine.runs.summary import CheckSummary
@@ -31,8 +31,9 @@ _KIND_DOC = (
     "`origin`: a judged built-in is `kind` `model`, `origin` `builtin`."
 )
 _ORIGIN_DOC = (
-    "Where the check comes from: `builtin` (scorebox's own) or `pushed` (a version of this "
-    "tenant's, `POST /v1/checks`; a generated check is pushed like any other)."
+    "Where the check comes from: `builtin` (scorebox's own), `pushed` (a version of this "
+    "tenant's, `POST /v1/checks`) or `generated` (written by the check generator and pushed "
+    "with `origin: generated`). A run's checks say `builtin` or `pushed`."
 )
 
 
@@ -105,6 +106,7 @@ class CheckOut(BaseModel):
             name=check.name,
             version=check.version,
             kind=check.kind,
+            origin=version_origin(check),
             description=check.description,
             tags=check.tags,
             source=check.source,

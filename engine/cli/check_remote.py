@@ -49,6 +49,14 @@ from engine.names import split_entry
     "keyword parameters of reward-kit and Braintrust scorers. A new configuration is a "
     "new version.",
 )
+@click.option(
+    "--origin",
+    type=click.Choice(["pushed", "generated"]),
+    default="pushed",
+    show_default=True,
+    help="Where the check comes from: generated when `scorebox check generate` wrote it "
+    "(as the next steps it prints say); shown by `scorebox check list` and `show`.",
+)
 @with_remote
 def push(
     file: str,
@@ -60,6 +68,7 @@ def push(
     policy: str,
     entry: str | None,
     config: str | None,
+    origin: str,
     remote: Remote,
 ) -> None:
     """Upload FILE as a new version of a check (unchanged content keeps its version).
@@ -90,6 +99,8 @@ def push(
         data["entry"] = entry
     if config is not None:
         data["config"] = json.dumps(read_config(config))
+    if origin != "pushed":
+        data["origin"] = origin
     media = "text/x-python" if path.suffix == ".py" else "text/plain"
     response = remote.request(
         "POST",

@@ -285,11 +285,11 @@ def next_steps(
 
     path = str(output) if output is not None else ("check.py" if kind == "code" else "check.txt")
     if kind == "code":
-        push = f"scorebox check push {path} --policy restricted"
+        push = f"scorebox check push {path} --policy restricted --origin generated"
     else:
         kind = "" if Path(path).suffix in TEMPLATE_SUFFIXES else " --kind model"
         answer = "score" if model_check_type is None else model_check_type.value
-        push = f"scorebox check push {path}{kind} --check-type {answer}"
+        push = f"scorebox check push {path}{kind} --check-type {answer} --origin generated"
     lines = ["next (on the server in SCOREBOX_SERVER, with SCOREBOX_API_KEY):"]
     if output is None:
         lines[0] = f"next: save the output above as {path} (or pass -o {path}), then, " + lines[

@@ -36,6 +36,7 @@ def _check(row: CheckVersionRow) -> CheckVersion:
         deleted_at=aware(row.deleted_at),
         entry=row.entry,
         config=row.config,
+        origin=row.origin or "pushed",
     )
 
 

@@ -87,6 +87,9 @@ class CheckVersion:
     entry: str | None = None
     #: The version's configuration (promptfoo's context["config"], scorer keyword params).
     config: dict[str, Any] | None = None
+    #: Where the version comes from: ``pushed`` by a tenant, or ``generated`` by the check
+    #: generator and pushed as such (migration 0017).
+    origin: str = "pushed"
 
 
 @dataclass(frozen=True)

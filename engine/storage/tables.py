@@ -107,6 +107,8 @@ class CheckVersionRow(Base):
     entry: Mapped[str | None] = mapped_column(String(200), nullable=True)
     #: The version's configuration (promptfoo's context["config"], scorer keyword params).
     config: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    #: ``pushed`` or ``generated`` (migration 0017; versions stored before are ``pushed``).
+    origin: Mapped[str] = mapped_column(String(16), default="pushed", server_default="pushed")
     sha256: Mapped[str] = mapped_column(String(64))
     author_key_id: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from engine import agreement, catalog, generation
 from engine.audit import hooks
 from engine.calibration.gate import PASSED
-from engine.catalog import CheckSpec
+from engine.catalog import CheckSpec, PushedOrigin
 from engine.contract import Policy
 from engine.errors import (
     CheckValidationError,
@@ -280,10 +280,17 @@ async def save(request: Request) -> Response:
     source = str(form.get("source") or "").replace("\r\n", "\n")
     description = str(form.get("description") or "") or None
     policy = Policy.RESTRICTED if form.get("policy") == "restricted" else Policy.STANDARD
+    # the generate page's save form says so; the editor's is a push like any other
+    origin: PushedOrigin = "generated" if form.get("origin") == "generated" else "pushed"
     issues: list[Any] = []
     try:
         spec = CheckSpec(
-            name=name, kind="code", source=source, description=description, policy=policy
+            name=name,
+            kind="code",
+            source=source,
+            description=description,
+            policy=policy,
+            origin=origin,
         )
         outcome = catalog.save_check(
             services.store,

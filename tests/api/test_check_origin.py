@@ -35,7 +35,7 @@ def test_the_old_field_is_marked_deprecated_in_the_openapi_document(api: Api) ->
     check = schemas["CheckOut"]["properties"]
     assert check["builtin"]["deprecated"] is True
     assert "read `origin`" in check["builtin"]["description"]
-    assert check["origin"]["enum"] == ["builtin", "pushed"]
+    assert check["origin"]["enum"] == ["builtin", "pushed", "generated"]
     assert "a judged built-in is `kind` `model`, `origin` `builtin`" in check["kind"]["description"]
 
 

@@ -50,7 +50,9 @@ def test_generate_model_check_writes_the_template(
     assert "attempt 2: accepted: agrees with 1/1 examples" in result.output
     assert '"model_output": "Paris"' in fake_llm.requests[0]["messages"][1]["content"]
     # the exact next commands (a bool check is judged pass/fail)
-    assert f"  scorebox check push {out} --check-type pass_fail\n" in result.stderr
+    assert (
+        f"  scorebox check push {out} --check-type pass_fail --origin generated\n" in result.stderr
+    )
     assert "  scorebox run --check judge --data rows.jsonl\n" in result.stderr
 
 
@@ -77,7 +79,9 @@ def test_generate_model_check_to_stdout_says_where_to_save_it(
     assert result.exit_code == 0, result.output
     assert result.stdout == "Rate {model_output} from 1 to 5.\n"
     assert "save the output above as check.txt (or pass -o check.txt)" in result.stderr
-    assert "  scorebox check push check.txt --check-type score\n" in result.stderr
+    assert (
+        "  scorebox check push check.txt --check-type score --origin generated\n" in result.stderr
+    )
     assert "  scorebox run --check check --data rows.jsonl\n" in result.stderr
 
 

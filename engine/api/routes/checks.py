@@ -6,7 +6,7 @@ import json
 import logging
 from contextlib import nullcontext
 from pathlib import PurePath
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
@@ -16,7 +16,7 @@ from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.audit import hooks
 from engine.audit.store import AuditLog
 from engine.builtins import describe
-from engine.catalog import CheckSpec, kind_of_file
+from engine.catalog import CheckSpec, PushedOrigin, kind_of_file
 from engine.contract import Policy
 from engine.environments.build import Environments
 from engine.environments.hosts import distributed_status
@@ -124,7 +124,8 @@ def create_check(
     "`description`, `tags` (comma-separated), `policy`. Without `kind`, a `.py` file is a code "
     "check and a `.txt`, `.md`, `.prompt` or `.tmpl` file a model check; any other file is a "
     "code check when it defines `evaluate` or `class Check`, else a model check. A name that "
-    "is a built-in's adds a `shadows-builtin` warning.",
+    "is a built-in's adds a `shadows-builtin` warning. `origin`: `pushed` (default) or "
+    "`generated` (written by the check generator).",
     responses=responses(401, 422, 429, ok={200: {"description": "Unchanged", "model": CheckOut}}),
 )
 async def upload_check(
@@ -173,6 +174,13 @@ async def upload_check(
             "promptfoo's `context['config']`, reward-kit and Braintrust keyword parameters."
         ),
     ] = None,
+    origin: Annotated[
+        str | None,
+        Form(
+            description="`pushed` (default) or `generated` (written by the check generator); "
+            "`builtin` is refused."
+        ),
+    ] = None,
 ) -> CheckOut:
     raw = await file.read()
     try:
@@ -195,6 +203,8 @@ async def upload_check(
             policy=policy,
             entry=entry or None,
             config=_config_form(config),
+            # a str here: CheckSpec refuses any but `pushed` and `generated`, naming them
+            origin=cast("PushedOrigin", origin or "pushed"),
         )
     except ValueError as exc:
         raise InvalidRequestError(f"bad check fields: {exc}") from exc

@@ -126,24 +126,30 @@ ensure_image() {
     BUILT_IMAGE="${built%% *}"
 }
 
-setup_postgres() {
-    # A throwaway PostgreSQL server for the `postgres` half of tests/api (stopped on exit).
-    [[ -n "${SCOREBOX_TEST_POSTGRES_URL:-}" ]] && return 0
-    SCOREBOX_TEST_POSTGRES_URL="$("$ROOT/scripts/postgres.sh" start)" \
-        || die "could not start PostgreSQL: see the output of scripts/postgres.sh above"
-    export SCOREBOX_TEST_POSTGRES_URL
-    STARTED_POSTGRES=1
-    trap cleanup EXIT
-}
+# `test` runs pytest in parallel workers (pytest-xdist, one test file at a time each): the
+# suite waits on containers, servers and timeouts more than it computes, so more workers
+# than cores pays. SCOREBOX_TEST_WORKERS=1 runs it in one process.
+TEST_WORKERS="${SCOREBOX_TEST_WORKERS:-3}"
+[[ "$TEST_WORKERS" =~ ^[1-9][0-9]*$ ]] || die "SCOREBOX_TEST_WORKERS must be a whole number of at least 1, not '$TEST_WORKERS'"
+STARTED_SERVERS=()
 
-setup_redis() {
-    # A throwaway Redis server (distributed mode's broker) for tests/distributed (stopped on exit).
-    [[ -n "${SCOREBOX_TEST_REDIS_URL:-}" ]] && return 0
-    SCOREBOX_TEST_REDIS_URL="$("$ROOT/scripts/redis.sh" start)" \
-        || die "could not start Redis: see the output of scripts/redis.sh above"
-    export SCOREBOX_TEST_REDIS_URL
-    STARTED_REDIS=1
-    trap cleanup EXIT
+start_servers() {  # start_servers postgres|redis VARIABLE
+    # Throwaway servers, one per pytest worker (stopped on exit): tests restart PostgreSQL
+    # and Redis and flush Redis, which must not reach another worker's tests. The first URL
+    # is in VARIABLE, all of them in VARIABLES (tests/conftest.py gives worker N the N-th).
+    # A URL the caller gives in VARIABLE is used as the first; VARIABLES given is used as is.
+    local kind="$1" variable="$2" urls=() url
+    local list="${variable}S"
+    [[ -n "${!list:-}" ]] && return 0
+    [[ -n "${!variable:-}" ]] && urls+=("${!variable}")
+    while [[ "${#urls[@]}" -lt "$TEST_WORKERS" ]]; do
+        url="$("$ROOT/scripts/$kind.sh" start)" \
+            || die "could not start $kind: see the output of scripts/$kind.sh above"
+        urls+=("$url")
+        STARTED_SERVERS+=("$kind $url")
+        trap cleanup EXIT
+    done
+    export "$variable=${urls[0]}" "$list=${urls[*]}"
 }
 
 # `test` runs lint and makes the test-only venvs (downloads from PyPI and npm) in the
@@ -197,12 +203,10 @@ cleanup() {
     for pid in "${BG_PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
     done
-    if [[ -n "${STARTED_REDIS:-}" ]]; then
-        "$ROOT/scripts/redis.sh" stop "$SCOREBOX_TEST_REDIS_URL" || true
-    fi
-    if [[ -n "${STARTED_POSTGRES:-}" ]]; then
-        "$ROOT/scripts/postgres.sh" stop "$SCOREBOX_TEST_POSTGRES_URL" || true
-    fi
+    local server
+    for server in "${STARTED_SERVERS[@]}"; do
+        "$ROOT/scripts/${server%% *}.sh" stop "${server#* }" || true
+    done
 }
 
 ensure_gvisor() {
@@ -294,28 +298,16 @@ run_tests() {
         export SCOREBOX_IMAGE="$BUILT_IMAGE"
         say "tests use the sandbox image built from this checkout: $SCOREBOX_IMAGE"
     fi
-    local rc=0 engine_restart=tests/faults/test_docker_restart.py
-    # Files that wait mostly on pip, npm and other tools' runners run in a second pytest
-    # process beside the main pass. They share nothing with it: each session has its own
-    # temporary directories, and its containers carry its own process as owner, which no
-    # other session's clean-up, the orphan test or the start-up reaper removes while it lives.
-    local beside=(tests/integration/test_deploy_recipe.py tests/integration/test_formats_corpus.py)
+    local rc=0 engine_restart=tests/faults/test_docker_restart.py parallel=()
+    # Each worker is a pytest session of its own: its own temporary directories, servers
+    # (start_servers) and containers, which carry its process as owner, so no other
+    # session's clean-up, the orphan test or the start-up reaper removes them while it lives.
+    [[ "$TEST_WORKERS" -gt 1 ]] && parallel=(-n "$TEST_WORKERS" --dist loadfile)
     if [[ $# -eq 0 ]]; then
-        local ignores=() file beside_rc=0
-        for file in "${beside[@]}"; do
-            ignores+=(--ignore="$file")
-        done
-        start_in_background pytest-beside "$VENV/bin/pytest" -q "${beside[@]}"
         # The Docker engine restart runs last, in a pass of its own: it stops the engine
         # every other test's containers live on.
-        "$VENV/bin/pytest" --ignore="$engine_restart" "${ignores[@]}" || rc=$?
-        wait "${BG_PIDS[-1]}" || beside_rc=$?
-        say "run beside the main pass: ${beside[*]} (log: ${BG_LOGS[-1]#"$ROOT/"})"
-        cat "${BG_LOGS[-1]}"
-        BG_PIDS=()
-        BG_NAMES=()
-        BG_LOGS=()
-        [[ "$rc" -ne 0 ]] || rc="$beside_rc"
+        say "pytest in ${TEST_WORKERS} worker(s) (SCOREBOX_TEST_WORKERS)"
+        "$VENV/bin/pytest" "${parallel[@]}" --ignore="$engine_restart" || rc=$?
     else
         "$VENV/bin/pytest" "$@" || rc=$?
     fi
@@ -334,7 +326,7 @@ run_tests() {
         # worker serves only later jobs of the same check); orphans and environment builds
         # make their containers themselves.
         say "sandbox, result-block, hostile-check and sabotage suites again with SCOREBOX_REUSE=never"
-        SCOREBOX_REUSE=never "$VENV/bin/pytest" -q tests/integration/test_sandbox.py \
+        SCOREBOX_REUSE=never "$VENV/bin/pytest" -q "${parallel[@]}" tests/integration/test_sandbox.py \
             tests/integration/test_result_blocks.py tests/security/test_hostile_checks.py \
             tests/security/test_harness_sabotage.py -k "not runsc" || rc=$?
     fi
@@ -418,8 +410,8 @@ main() {
             start_test_venvs
             start_in_background lint run_lint
             setup
-            setup_postgres
-            setup_redis
+            start_servers postgres SCOREBOX_TEST_POSTGRES_URL
+            start_servers redis SCOREBOX_TEST_REDIS_URL
             wait_for_background
             cat "$STATE/lint.log" >&2
             run_tests "$@"

@@ -22,6 +22,40 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 
+#: The servers a test may stop, restart or flush; one each per parallel worker.
+WORKER_SERVICES = ("SCOREBOX_TEST_POSTGRES_URL", "SCOREBOX_TEST_REDIS_URL")
+
+
+def _take_worker_services() -> None:
+    """Give this pytest-xdist worker its own PostgreSQL and Redis.
+
+    Tests restart both servers and flush Redis, which must not reach a test running in
+    another worker. ``scripts/dev.sh test`` starts one server per worker and lists their
+    URLs, space-separated, in ``SCOREBOX_TEST_POSTGRES_URLS`` and ``SCOREBOX_TEST_REDIS_URLS``;
+    worker ``gwN`` takes the N-th. Outside xdist, or with one worker, nothing changes.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1")
+    if not worker.startswith("gw") or count < 2:
+        return
+    index = int(worker.removeprefix("gw"))
+    for name in WORKER_SERVICES:
+        if not os.environ.get(name):
+            continue  # the tests that need it skip (or fail in CI) as they do without xdist
+        urls = os.environ.get(f"{name}S", "").split()
+        if len(urls) < count:
+            raise pytest.UsageError(
+                f"{count} parallel workers share {name}: tests restart and flush it. Start one "
+                f"server per worker and list their URLs in {name}S (scripts/dev.sh test does), "
+                "or run with -n 0"
+            )
+        os.environ[name] = urls[index]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _take_worker_services()
+
+
 def _docker_ready(image: str) -> str | None:
     """None when the engine answers and the image exists, else why not."""
     try:

@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from rapidfuzz import fuzz, utils
-from rouge_score import rouge_scorer
+
+if TYPE_CHECKING:
+    from rouge_score import rouge_scorer
+
+# NLTK (which BLEU uses, and rouge-score's stemmer too) imports scipy.stats when it loads,
+# a second or more: both are imported by the metric that needs them, not with the built-ins.
 
 Metric = Literal[
     "fuzzy_match", "bleu", "rouge_1", "rouge_2", "rouge_3", "rouge_4", "rouge_5", "rouge_l"
@@ -38,7 +42,6 @@ METRICS: tuple[str, ...] = (
 )
 
 _TOKEN = re.compile(r"[^\W_]+")
-_SMOOTHING = SmoothingFunction().method1
 
 
 def tokens(text: str) -> list[str]:
@@ -55,7 +58,17 @@ class _Tokenizer:
 
 @lru_cache(maxsize=8)
 def _scorer(rouge_type: str) -> rouge_scorer.RougeScorer:
+    from rouge_score import rouge_scorer  # noqa: PLC0415 (lazy: nltk, scipy)
+
     return rouge_scorer.RougeScorer([rouge_type], tokenizer=_Tokenizer())
+
+
+@lru_cache(maxsize=1)
+def _smoothing() -> Any:
+    """NLTK's ``SmoothingFunction().method1``."""
+    from nltk.translate.bleu_score import SmoothingFunction  # noqa: PLC0415 (lazy: scipy)
+
+    return SmoothingFunction().method1
 
 
 def fuzzy_match(candidate: str, reference: str) -> float:
@@ -80,10 +93,12 @@ def rouge_l(candidate: str, reference: str) -> float:
 
 def bleu(candidate: str, reference: str) -> float:
     """Sentence BLEU (NLTK, smoothing method1)."""
+    from nltk.translate.bleu_score import sentence_bleu  # noqa: PLC0415 (lazy: scipy)
+
     cand, ref = tokens(candidate), tokens(reference)
     if not cand or not ref:
         return 0.0
-    return float(sentence_bleu([ref], cand, smoothing_function=_SMOOTHING))
+    return float(sentence_bleu([ref], cand, smoothing_function=_smoothing()))
 
 
 def similarity(metric: str, candidate: str, reference: str) -> float:

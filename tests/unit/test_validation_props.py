@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from engine.contract import Policy
 from engine.validation import ISSUE_CODES, ValidationReport, validate
+from tests.hypothesis_budget import examples
 from tests.unit.test_validation import (
     LEVENSHTEIN_WITH_HELPER,
     OKAREO_DOCS_EXACT_MATCH,
@@ -32,13 +33,13 @@ def _check(report: ValidationReport) -> None:
         assert issue.col is None or issue.col >= 1
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(), st.sampled_from(list(Policy)))
 def test_arbitrary_text_never_raises(source: str, policy: Policy) -> None:
     _check(validate(source, policy))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=40), st.sampled_from(list(Policy)))
 def test_arbitrary_fragments_never_raise(parts: list[str], policy: Policy) -> None:
     _check(validate("".join(parts), policy))
@@ -70,7 +71,7 @@ def mutated(draw: st.DrawFn) -> str:
     return source
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(mutated(), st.sampled_from(list(Policy)))
 def test_mutated_checks_never_raise(source: str, policy: Policy) -> None:
     _check(validate(source, policy))

@@ -1,6 +1,7 @@
 """What bounds environment builds, without Docker: one key per requirement set however it is
-spelled, a global cap on builds served in turn across tenants, the audit of each build,
-and which environments pruning removes."""
+spelled, the audit of each build, and which environments pruning removes. The global cap
+on builds served in turn across tenants, whose tests wait on threads and a slow fake
+install, is in tests/integration/test_environment_admission_waits.py."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from engine.environments import EnvironmentRecord, Environments, read_block
-from engine.environments.admission import FairSlots, InFlight
+from engine.environments.admission import InFlight
 from engine.environments.build import BuildOutcome
 from engine.environments.prune import RECENT_SECONDS, plan_prune
 from engine.environments.spec import canonical_requirements
-from engine.errors import EnvironmentBuildError
 from engine.settings import Settings
 
 
@@ -59,39 +59,6 @@ def test_different_requirement_sets_stay_different(
 def test_canonical_requirements_keep_markers_apart() -> None:
     merged = canonical_requirements(["x>=1", 'x<3; python_version < "3.12"', "x<2"])
     assert merged == ("x<2,>=1", 'x<3; python_version < "3.12"')
-
-
-def test_fair_slots_serve_tenants_in_turn() -> None:
-    slots = FairSlots(1)
-    assert slots.acquire("holder", 1)
-    order: list[str] = []
-    threads = []
-
-    def take(tenant: str) -> None:
-        assert slots.acquire(tenant, 10)
-        order.append(tenant)
-        slots.release()
-
-    for tenant in ("a", "a", "a", "b"):  # a queues three before b queues one
-        thread = threading.Thread(target=take, args=(tenant,))
-        thread.start()
-        threads.append(thread)
-        time.sleep(0.05)
-    assert slots.waiting() == 4
-    slots.release()
-    for thread in threads:
-        thread.join(10)
-    assert order == ["a", "b", "a", "a"]  # b is not held behind a's whole queue
-    assert slots.busy == 0
-
-
-def test_a_slot_wait_gives_up_after_its_timeout() -> None:
-    slots = FairSlots(1)
-    assert slots.acquire("a", 1)
-    started = time.monotonic()
-    assert not slots.acquire("b", 0.2)
-    assert 0.15 < time.monotonic() - started < 2
-    assert slots.waiting() == 0
 
 
 def test_in_flight_counts_per_tenant() -> None:
@@ -156,51 +123,6 @@ def _offline_downloads(environments: Environments, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(environments, "_download_pip", lambda *args: None)
 
 
-def test_builds_past_the_global_cap_wait_and_are_served_in_turn(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings = Settings(data_dir=tmp_path, image="img:1", env_max_concurrent_builds=1)
-    installer = SlowInstaller(0.3)
-    environments = Environments(settings, installer)
-    _offline_downloads(environments, monkeypatch)
-    outcomes: list[BuildOutcome] = []
-    environments.listeners["test"] = outcomes.append
-    asks = [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")]
-    threads = []
-    for tenant, package in asks:
-        thread = threading.Thread(target=environments.ensure, args=([package], tenant))
-        thread.start()
-        threads.append(thread)
-        time.sleep(0.05)
-    for thread in threads:
-        thread.join(30)
-    assert installer.most == 1  # never two builds at once
-    assert installer.order[:2] == [("a1",), ("b1",)], installer.order  # b is not held back
-    assert sorted((o.tenant, o.outcome) for o in outcomes) == [
-        ("a", "built"),
-        ("a", "built"),
-        ("a", "built"),
-        ("b", "built"),
-    ]
-    assert all(o.key and o.requirements and o.size_bytes == 1000 for o in outcomes)
-
-
-def test_a_build_that_finds_no_slot_fails_and_is_not_remembered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings = Settings(
-        data_dir=tmp_path, image="img:1", env_max_concurrent_builds=1, env_wait_seconds=0.2
-    )
-    environments = Environments(settings, SlowInstaller(0.0))
-    _offline_downloads(environments, monkeypatch)
-    assert environments.slots.acquire("other", 1)
-    with pytest.raises(EnvironmentBuildError, match="SCOREBOX_ENV_MAX_CONCURRENT_BUILDS"):
-        environments.ensure(["x"], "t")
-    assert environments.state(["x"]).state == "missing"  # not a remembered failure
-    environments.slots.release()
-    assert environments.ensure(["x"], "t").key == environments.key(["x"])
-
-
 def _rec(key: str, built_at: float, size_mb: int, base: str = "img:1") -> EnvironmentRecord:
     return EnvironmentRecord(
         key, (key,), {}, size_mb * 1024 * 1024, base, built_at, 1.0, f"scorebox-env:{key}"
@@ -257,19 +179,6 @@ def test_prune_unused_dry_run_removes_nothing(
     environments.mark_used("a")  # a job used it: not unused any more
     assert environments.prune_unused() == []
     assert sorted(installer.images) == ["a", "b"]
-
-
-def test_a_build_counts_in_flight_for_its_tenant_while_it_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    environments = Environments(Settings(data_dir=tmp_path, image="img:1"), SlowInstaller(0.5))
-    _offline_downloads(environments, monkeypatch)
-    thread = threading.Thread(target=environments.ensure, args=(["x>=1"], "t"))
-    thread.start()
-    time.sleep(0.2)
-    assert environments.in_flight.of("t") == {("x>=1",)}
-    thread.join(10)
-    assert environments.in_flight.of("t") == set()
 
 
 def test_the_runners_environment_builds_are_audited_from_its_first_job(tmp_path: Path) -> None:

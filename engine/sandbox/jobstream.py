@@ -33,6 +33,7 @@ from engine.models import Limits, Row
 from engine.sandbox.backend import JobEnd, JobEvent, Termination
 from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock, duration_fault
 from engine.sandbox.channel import STDERR, Channel, ChannelBackend, ChannelError
+from engine.sandbox.columns import RowColumns
 from engine.sandbox.protocol import (
     AnyRecord,
     DoneRecord,
@@ -340,7 +341,9 @@ def skips_disagree(
 ) -> str | None:
     """:func:`skip_fault` for a whole block: the first of its rows that breaks the rule."""
     skipped = block.statuses == _SKIPPED
-    if required:
+    if isinstance(rows, RowColumns):  # score_table's columns: a column at a time
+        lacks = rows.lacking(required)
+    elif required:
         lacks = np.fromiter(
             (bool(missing(row, required)) for row in rows), dtype=bool, count=len(rows)
         )

@@ -23,6 +23,7 @@ from engine.contract import PROTOCOL_VERSION, OutputType, Policy, Status
 from engine.contract.formats import Format
 from engine.models import Row
 from engine.sandbox.blocks import BlockRecord
+from engine.sandbox.columns import RowColumns
 
 
 class JobRow(BaseModel):
@@ -82,14 +83,17 @@ class Job(BaseModel):
     result_blocks: bool = True
     #: One block record's bytes at most (the host's ``max_record_bytes``).
     max_block_bytes: int = 64 * 1024
-    rows: list[Row]
+    #: Row values, or (``score_table``'s columns) the rows kept as columns.
+    rows: RowColumns | list[Row] = Field(union_mode="left_to_right")
 
     def encode(self) -> bytes:
         """The bytes written to the harness's stdin (rows serialised in one call, no copies)."""
         head = self.model_dump_json(exclude={"rows"}).encode()
-        body = b"".join(
-            (head[:-1], b',"rows":', _ROWS.dump_json(self.rows, exclude=_ROW_EXCLUDE), b"}")
-        )
+        if isinstance(self.rows, RowColumns):
+            rows = self.rows.dump_json()
+        else:
+            rows = _ROWS.dump_json(self.rows, exclude=_ROW_EXCLUDE)
+        body = b"".join((head[:-1], b',"rows":', rows, b"}"))
         return str(len(body)).encode() + b"\n" + body
 
     def job_rows(self) -> list[JobRow]:

@@ -26,8 +26,9 @@ from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.rows import as_row, as_rows, row_chunks
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.blocks import BlockRecord, ResultBlock
+from engine.sandbox.columns import IndexedColumns, RowColumns, column_chunks, is_columns
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
-from engine.sandbox.table import ScoreTable, TablePart, assemble
+from engine.sandbox.table import ScoreTable, TableColumns, TablePart, assemble
 from engine.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -211,7 +212,8 @@ class SandboxRunner:
         arrays with no object per row, and rows are read a job at a time (at most
         ``jobs_ahead`` jobs queued, as :meth:`iter_check`), so memory holds the
         results and a few jobs of rows. ``rows`` is an iterable of rows, or columns (a
-        mapping of field name to one sequence per field, ``model_output`` among them).
+        mapping of field name to one sequence per field, ``model_output`` among them),
+        which go into the jobs as columns, with no :class:`Row` made per row.
         """
         if isinstance(check, str):
             check = CodeCheck(source=check)
@@ -221,16 +223,28 @@ class SandboxRunner:
         parts: list[TablePart] = []
         queued: deque[Future[None]] = deque()
         start = 0
+        into: TableColumns | None = None  # the whole table's columns, when its size is known
+        chunks: Iterator[RowColumns | list[Row]]
+        if is_columns(rows):
+            chunks = column_chunks(rows, size)
+            into = TableColumns(len(rows.get("model_output", ())))
+        else:
+            chunks = row_chunks(rows, size)  # type: ignore[arg-type]  # not columns: rows
         try:
-            for chunk in row_chunks(rows, size):
-                part = TablePart(start, len(chunk))
+            for chunk in chunks:
+                part = TablePart(start, len(chunk), into)
                 parts.append(part)
+                indexed: Sequence[IndexedRow]
+                if isinstance(chunk, RowColumns):
+                    indexed = IndexedColumns(chunk, start)
+                else:
+                    indexed = list(enumerate(chunk, start=start))
                 queued.append(
                     self._executor.submit(
                         contextvars.copy_context().run,
                         self.run_job,
                         check,
-                        list(enumerate(chunk, start=start)),
+                        indexed,
                         effective,
                         labels or {},
                         part.deliver,
@@ -248,7 +262,7 @@ class SandboxRunner:
         for part in parts:
             if part.missing():
                 raise SandboxError(f"no result for rows {part.missing()}: this is a scorebox bug")
-        return assemble(parts)
+        return assemble(parts, into)
 
     def run_checks(
         self,
@@ -328,7 +342,7 @@ class SandboxRunner:
         fails while loading without killing its container gives every row that
         cause.
         """
-        pending = list(rows)
+        pending = rows if isinstance(rows, IndexedColumns) else list(rows)
         engine_wait_until: float | None = None  # while the engine is away: how long to wait
         failures = 0  # consecutive sandbox errors without a row scored
         deaths = 0  # consecutive containers the check ended without a row scored
@@ -423,7 +437,7 @@ class SandboxRunner:
             max_request_bytes=max(512, limits.max_record_bytes - 256),
             result_blocks=self.settings.result_blocks,
             max_block_bytes=limits.max_record_bytes,
-            rows=[row for _, row in pending],
+            rows=pending.rows if isinstance(pending, IndexedColumns) else [r for _, r in pending],
         )
         done = 0
         loaded = False

@@ -1,27 +1,38 @@
 """Results as columns: what ``engine.score_table`` returns, filled from result blocks.
 
 A :class:`ScoreTable` holds one entry per row, in row order, as numpy arrays: no Python
-object is made per row on the way from the sandbox's blocks to the caller. The text
-columns (error, explanation, output, model) are object arrays that hold ``None`` for
-the rows without one, which for a healthy run is nearly all of them.
+object is made per row on the way from the sandbox's blocks to the caller. The status
+and score type columns are codes (one byte a row) shown as object arrays of the few
+names, each name one shared string, so a row costs a pointer, not a string of its own.
+The text columns (error, explanation, output, model) are object arrays that hold
+``None`` for the rows without one, which for a healthy run is nearly all of them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from engine.contract import SCORE_KINDS, Status
+from engine.contract import SCORE_KINDS
 from engine.models import IndexedRow, RowResult
-from engine.sandbox.blocks import STATUS_INDEX, STATUS_NAMES, ResultBlock, python_score
+from engine.sandbox.blocks import (
+    ALL_STATUSES,
+    STATUS_INDEX,
+    STATUS_NAMES,
+    ResultBlock,
+    python_score,
+)
 
 #: Score kinds as names ("" for a row without a score), for ``output_type``.
-_KIND_NAMES = np.array([kind.value if kind is not None else "" for kind in SCORE_KINDS])
-_KIND_INDEX = {str(name): kind for kind, name in enumerate(_KIND_NAMES)}
+_KIND_NAMES = tuple(kind.value if kind is not None else "" for kind in SCORE_KINDS)
+_KIND_INDEX = {name: kind for kind, name in enumerate(_KIND_NAMES)}
+#: The names as object arrays: a ``take`` by code gives each row one of these strings.
+_KIND_OBJECTS = np.array(_KIND_NAMES, dtype=object)
+_STATUS_OBJECTS = np.array([str(name) for name in STATUS_NAMES], dtype=object)
 _BOOL, _INT, _FLOAT = (SCORE_KINDS.index(kind) for kind in SCORE_KINDS[1:])
 _TEXT_COLUMNS = ("error", "explanation", "output", "model")
 
@@ -32,13 +43,18 @@ class ScoreTable:
 
     ``status`` holds status names (``"ok"``, ``"error"``, ...); ``score`` is a float
     (a bool score is 0.0 or 1.0, an int score its value) and NaN where the row has none;
-    ``output_type`` is ``"bool"``, ``"int"``, ``"float"`` or ``""``. ``error``,
-    ``explanation``, ``output`` and ``model`` are object arrays of str or None.
+    ``output_type`` is ``"bool"``, ``"int"``, ``"float"`` or ``""``. Both are object
+    arrays of shared name strings; ``status_codes`` holds the same statuses as one byte
+    a row, indices into :attr:`STATUSES` (for ``pandas.Categorical.from_codes``, say).
+    ``error``, ``explanation``, ``output`` and ``model`` are object arrays of str or None.
     """
 
-    status: npt.NDArray[np.str_]
+    #: Every status name, in the order of ``status_codes``.
+    STATUSES: ClassVar[tuple[str, ...]] = tuple(str(name) for name in STATUS_NAMES)
+
+    status: npt.NDArray[np.object_]
     score: npt.NDArray[np.float64]
-    output_type: npt.NDArray[np.str_]
+    output_type: npt.NDArray[np.object_]
     duration_ms: npt.NDArray[np.float64]
     error: npt.NDArray[np.object_]
     explanation: npt.NDArray[np.object_]
@@ -46,14 +62,16 @@ class ScoreTable:
     model: npt.NDArray[np.object_]
     #: Exact int scores past 2**53 (``score`` holds them as the nearest float), by row.
     exact_scores: Mapping[int, int]
+    status_codes: npt.NDArray[np.uint8]
 
     def __len__(self) -> int:
-        return len(self.status)
+        return len(self.status_codes)
 
     def counts(self) -> dict[str, int]:
-        """How many rows have each status (only the statuses that occur)."""
-        names, counts = np.unique(self.status, return_counts=True)
-        return {str(name): int(count) for name, count in zip(names, counts, strict=True)}
+        """How many rows have each status (only the statuses that occur), by name."""
+        counts = np.bincount(self.status_codes, minlength=len(self.STATUSES))
+        found = {self.STATUSES[code]: int(n) for code, n in enumerate(counts.tolist()) if n}
+        return dict(sorted(found.items()))
 
     def columns(self) -> dict[str, npt.NDArray[Any]]:
         """The columns by name (for ``pandas.DataFrame(table.columns())``, say)."""
@@ -69,25 +87,41 @@ class ScoreTable:
         """Row ``k`` as a :class:`RowResult` (without its id, check name or pass flag)."""
         value: bool | int | float | None = self.exact_scores.get(k)
         if value is None:
-            kind = _KIND_INDEX[str(self.output_type[k])]
+            kind = _KIND_INDEX[self.output_type[k]]
             value = python_score(kind, float(self.score[k]))
         return RowResult(
-            status=Status(str(self.status[k])),
+            status=ALL_STATUSES[int(self.status_codes[k])],
             score=value,
             duration_ms=float(self.duration_ms[k]),
             **{name: getattr(self, name)[k] for name in _TEXT_COLUMNS},
         )
 
 
-class TablePart:
-    """The results of rows ``start:start + size`` as blocks (or single results) arrive."""
+class TableColumns:
+    """The numeric columns of a table of ``size`` rows, made once for parts to fill."""
 
-    def __init__(self, start: int, size: int) -> None:
-        self.start = start
+    def __init__(self, size: int) -> None:
         self.statuses = np.full(size, 255, dtype=np.uint8)  # 255: no result yet
         self.kinds = np.zeros(size, dtype=np.uint8)
         self.scores = np.full(size, np.nan)
         self.ms = np.zeros(size)
+
+
+class TablePart:
+    """The results of rows ``start:start + size`` as blocks (or single results) arrive.
+
+    With ``into`` (the whole table's columns, when the row count is known) the part fills
+    its slice of them in place; otherwise it holds its own, joined by :func:`assemble`.
+    """
+
+    def __init__(self, start: int, size: int, into: TableColumns | None = None) -> None:
+        self.start = start
+        columns = into or TableColumns(size)
+        at = slice(start, start + size) if into is not None else slice(0, size)
+        self.statuses = columns.statuses[at]  # views: writes land in ``into``
+        self.kinds = columns.kinds[at]
+        self.scores = columns.scores[at]
+        self.ms = columns.ms[at]
         self.text: dict[str, dict[int, str]] = {name: {} for name in _TEXT_COLUMNS}
         self.exact: dict[int, int] = {}
 
@@ -131,11 +165,16 @@ class TablePart:
         return [self.start + int(k) for k in np.flatnonzero(self.statuses == 255)[:10]]
 
 
-def assemble(parts: Sequence[TablePart]) -> ScoreTable:
-    """One table from the parts, in order."""
-    size = sum(len(part.statuses) for part in parts)
-    statuses = np.concatenate([p.statuses for p in parts]) if parts else np.zeros(0, np.uint8)
-    kinds = np.concatenate([p.kinds for p in parts]) if parts else np.zeros(0, np.uint8)
+def assemble(parts: Sequence[TablePart], into: TableColumns | None = None) -> ScoreTable:
+    """One table from the parts, in order (``into``: the columns they filled, if shared)."""
+    if into is None:
+        into = TableColumns(0)
+        if parts:
+            into.statuses = np.concatenate([p.statuses for p in parts])
+            into.kinds = np.concatenate([p.kinds for p in parts])
+            into.scores = np.concatenate([p.scores for p in parts])
+            into.ms = np.concatenate([p.ms for p in parts])
+    size = len(into.statuses)
     text: dict[str, npt.NDArray[np.object_]] = {}
     for name in _TEXT_COLUMNS:
         column = np.full(size, None, dtype=object)
@@ -147,10 +186,11 @@ def assemble(parts: Sequence[TablePart]) -> ScoreTable:
     for part in parts:
         exact.update(part.exact)
     return ScoreTable(
-        status=STATUS_NAMES[statuses],
-        score=np.concatenate([p.scores for p in parts]) if parts else np.zeros(0),
-        output_type=_KIND_NAMES[kinds],
-        duration_ms=np.concatenate([p.ms for p in parts]) if parts else np.zeros(0),
+        status=_STATUS_OBJECTS.take(into.statuses),
+        score=into.scores,
+        output_type=_KIND_OBJECTS.take(into.kinds),
+        duration_ms=into.ms,
         exact_scores=exact,
+        status_codes=into.statuses,
         **text,
     )

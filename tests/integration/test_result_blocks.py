@@ -4,7 +4,8 @@ A property test: random mixes of rows that score, raise, time out, crash, flood 
 output, return an invalid score, explain themselves, print, lack a required input or
 return an int past 2**53 go through a runner in block mode (``SCOREBOX_RESULT_BLOCKS``, the
 default) and one in per-row mode, and every row's result must be equal in both (all but
-its duration). Then ``engine.score_table``, the columns path. (A check that writes into the
+its duration); the same mixes given to ``engine.score_table`` as columns (the columns
+path, in and out) agree with them too. (A check that writes into the
 columns it shares with the harness's parent is in tests/security/test_harness_sabotage.py,
 under both runtimes.)
 """
@@ -108,6 +109,33 @@ def test_blocks_and_rows_agree(
     by_block = blocks.run_check(CHECK, data, LIMITS)
     by_row = per_row.run_check(CHECK, data, LIMITS)
     assert [comparable(r) for r in by_block] == [comparable(r) for r in by_row], kinds
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+)
+@given(kinds=mixes)
+def test_columns_in_and_rows_records_agree(
+    runners: tuple[SandboxRunner, SandboxRunner], kinds: list[str]
+) -> None:
+    """The same mixes given to score_table as columns (no Row made per row on the way in,
+    results as columns) and to run_check one record per row: equal results."""
+    blocks, per_row = runners
+    data = [row(kind, n) for n, kind in enumerate(kinds)]
+    columns = {name: [r.get(name) for r in data] for name in ("model_output", "scenario_input")}
+    table = blocks.score_table(CHECK, columns, LIMITS)
+    by_row = per_row.run_check(CHECK, data, LIMITS)
+    assert len(table) == len(by_row)
+    for k, result in enumerate(by_row):
+        got = table.row_result(k)
+        fields = ("status", "score", "error", "explanation", "output")
+        assert [getattr(got, f) for f in fields] == [getattr(result, f) for f in fields], kinds
+        assert type(got.score) is type(result.score), kinds
+        assert table.status[k] == result.status.value, kinds
 
 
 def test_each_kind_has_its_status(runners: tuple[SandboxRunner, SandboxRunner]) -> None:

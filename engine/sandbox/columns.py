@@ -1,0 +1,216 @@
+"""Rows given as columns, kept as columns on the way into a job (``score_table``'s input).
+
+A caller of ``engine.score_table`` may pass its rows as columns: a mapping of field name to
+one sequence per field. :func:`column_chunks` checks each column a chunk at a time with the
+field's own rules (one pydantic call per column and chunk) and yields :class:`RowColumns`:
+a job's rows that stay columns. The job's JSON is written from them directly
+(:meth:`RowColumns.dump_json`, the same bytes the rows as :class:`Row` values would give),
+the skip rule reads them a column at a time (:meth:`RowColumns.lacking`), and a
+:class:`Row` is made only where one row is asked for (a row's own record, a failed row).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Annotated, Any, TypeGuard, overload
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import core_schema, to_json
+
+from engine.errors import InvalidRequestError
+from engine.models import IndexedRow, Row, unchecked
+from engine.row_errors import request_row
+
+_FIELDS = Row.__pydantic_fields__
+#: The fields a job's row carries, in the order a Row's JSON has them (the id stays home).
+_JOB_FIELDS = tuple(name for name in _FIELDS if name != "id")
+
+
+def _default(name: str) -> Any:
+    return _FIELDS[name].get_default(call_default_factory=True)
+
+
+class RowColumns(Sequence[Row]):
+    """Rows ``start:stop`` of checked columns (field name -> one value per row).
+
+    Fields absent from ``columns`` have their default in every row. Slicing gives another
+    view of the same columns; indexing makes that one row's :class:`Row`.
+    """
+
+    __slots__ = ("_columns", "_start", "_stop")
+
+    def __init__(self, columns: Mapping[str, list[Any]], start: int = 0, stop: int | None = None):
+        self._columns = columns
+        self._start = start
+        size = len(next(iter(columns.values()))) if columns else 0
+        self._stop = size if stop is None else stop
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> core_schema.CoreSchema:
+        """In a pydantic model (the job's ``rows``) it is taken as it is, never iterated."""
+        return core_schema.is_instance_schema(cls)
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> RowColumns: ...
+    def __getitem__(self, index: int | slice) -> Row | RowColumns:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("RowColumns slices take no step")
+            stop = max(start, stop)
+            return RowColumns(self._columns, self._start + start, self._start + stop)
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        at = self._start + index
+        values = {name: _default(name) for name in _FIELDS}
+        values.update((name, column[at]) for name, column in self._columns.items())
+        return unchecked(Row, values, set(self._columns))
+
+    def column(self, name: str) -> list[Any]:
+        """Field ``name`` of these rows (its default in each, when the column is absent)."""
+        given = self._columns.get(name)
+        if given is None:
+            return [_default(name) for _ in range(len(self))]
+        return given[self._start : self._stop]
+
+    def lacking(self, names: set[str]) -> npt.NDArray[np.bool_]:
+        """For each row: whether one of ``names`` is None in it (the skip rule's inputs)."""
+        lacks = np.zeros(len(self), dtype=bool)
+        for name in names:
+            given = self._columns.get(name)
+            if given is None:
+                if _default(name) is None:
+                    lacks[:] = True
+                continue
+            values = given[self._start : self._stop]
+            if None in values:  # a scan in C; the mask below only for a column with a gap
+                lacks |= np.fromiter((v is None for v in values), dtype=bool, count=len(values))
+        return lacks
+
+    def dump_json(self) -> bytes:
+        """The rows as the job's JSON array, as :class:`Row` values dump them without ids.
+
+        Each given column is encoded in one call, the fields in between are constants, and
+        the rows are put together by one join: no dict, no Row per row.
+        """
+        if not len(self):
+            return b"[]"
+        parts: list[Iterator[bytes] | list[bytes]] = []
+        text = b"{"
+        for name in _JOB_FIELDS:
+            text += b'"' + name.encode() + b'":'
+            if name not in self._columns:
+                text += to_json(_default(name), inf_nan_mode="null") + b","
+                continue
+            encoded, quoted = _encoded(self.column(name))
+            if quoted:
+                text += b'"'
+            parts.append(itertools.repeat(text))
+            parts.append(encoded)
+            text = b'",' if quoted else b","
+        parts.append(itertools.repeat(text[:-1] + b"},"))
+        # zip stops at the encoded columns' end (the constants between them repeat forever)
+        body = b"".join(itertools.chain.from_iterable(zip(*parts, strict=False)))
+        return b"[" + body[:-1] + b"]"
+
+
+def _encoded(values: list[Any]) -> tuple[list[bytes], bool]:
+    """Each value's JSON, and whether the quotes of strings were left off.
+
+    A column of strings is encoded in one call and cut at its separators: compact JSON
+    never has ``","`` inside a string (a quote in one is escaped), so the cuts are exact.
+    """
+    if all(type(value) is str for value in values):
+        whole = to_json(values)
+        return whole[2:-2].split(b'","'), True
+    return [to_json(value, inf_nan_mode="null") for value in values], False
+
+
+class IndexedColumns(Sequence[IndexedRow]):
+    """``rows`` with their indices among the caller's rows (``first`` for ``rows[0]``)."""
+
+    __slots__ = ("first", "rows")
+
+    def __init__(self, rows: RowColumns, first: int) -> None:
+        self.rows = rows
+        self.first = first
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> IndexedRow: ...
+    @overload
+    def __getitem__(self, index: slice) -> IndexedColumns: ...
+    def __getitem__(self, index: int | slice) -> IndexedRow | IndexedColumns:
+        if isinstance(index, slice):
+            start = index.indices(len(self))[0]
+            return IndexedColumns(self.rows[index], self.first + start)
+        if index < 0:
+            index += len(self)
+        return self.first + index, self.rows[index]
+
+
+def is_columns(rows: object) -> TypeGuard[Mapping[str, Sequence[Any]]]:
+    """Whether ``rows`` is columns (a mapping of field to values), not one row's mapping."""
+    return isinstance(rows, Mapping) and not isinstance(rows.get("model_output"), str)
+
+
+def column_chunks(columns: Mapping[str, Sequence[Any]], size: int) -> Iterator[RowColumns]:
+    """``columns`` as chunks of at most ``size`` rows, each column checked a chunk at a time.
+
+    A column is a list, numpy array or pandas Series with one entry per row;
+    ``model_output`` is required. A bad value raises InvalidRequestError naming its row.
+    """
+    unknown = sorted(str(name) for name in columns if name not in _FIELDS)
+    if unknown:
+        raise InvalidRequestError(
+            f"unknown row field(s) {', '.join(unknown)}; a row may have {', '.join(_FIELDS)}"
+        )
+    if "model_output" not in columns:
+        raise InvalidRequestError("columns need a model_output column, one entry per row")
+    lengths = {name: len(values) for name, values in columns.items()}
+    if len(set(lengths.values())) > 1:
+        raise InvalidRequestError(f"the columns differ in length: {lengths}")
+    total = lengths["model_output"]
+    for start in range(0, total, size):
+        stop = min(total, start + size)
+        checked = {
+            name: _checked(name, values[start:stop], start) for name, values in columns.items()
+        }
+        yield RowColumns(checked)
+
+
+@functools.cache
+def _column_adapter(name: str) -> TypeAdapter[list[Any]]:
+    """Validates a whole column of Row field ``name`` at once, with the field's own rules."""
+    info = _FIELDS[name]
+    item: Any = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return TypeAdapter(list[item])
+
+
+def _checked(name: str, values: Any, start: int) -> list[Any]:
+    try:
+        return _column_adapter(name).validate_python(_as_list(values))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        at = error["loc"][0] if error["loc"] and isinstance(error["loc"][0], int) else 0
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise InvalidRequestError(f"{request_row(start + at)}: {name}: {message}") from exc
+
+
+def _as_list(values: Any) -> list[Any]:
+    """A column slice as Python values (numpy and pandas give theirs with ``tolist``)."""
+    tolist = getattr(values, "tolist", None)
+    return list(tolist()) if callable(tolist) else list(values)

@@ -1,0 +1,146 @@
+"""score_table's rows as columns: the job's JSON, the skip rule's inputs and its results.
+
+Columns go into a job without a Row per row (engine/sandbox/columns.py), so the bytes the
+harness reads must be the very bytes the same rows as Row values give, for any values a
+row may hold; and the results come back as columns whose statuses are one byte a row.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine.contract import Status
+from engine.errors import InvalidRequestError
+from engine.models import Row, RowResult
+from engine.sandbox.columns import IndexedColumns, RowColumns, column_chunks, is_columns
+from engine.sandbox.protocol import Job
+from engine.sandbox.table import TableColumns, TablePart, assemble
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)  # no lone surrogate
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+#: Values each field may hold, among them the JSON-sensitive characters (quotes, commas,
+#: backslashes, control characters) a cut at the separators would get wrong.
+FIELD_VALUES: dict[str, st.SearchStrategy[Any]] = {
+    "model_output": TEXT | st.sampled_from(['","', '\\",\\"', '"', "\\", "\n\t\x00", ""]),
+    "scenario_input": JSON,
+    "scenario_result": JSON,
+    "model_input": st.none() | TEXT,
+    "metadata": st.dictionaries(TEXT, JSON, max_size=3),
+    "ground_truth": JSON,
+    "id": st.none() | TEXT | st.integers(),
+}
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> dict[str, list[Any]]:
+    """Columns of 1 to 8 rows: model_output and any other fields."""
+    names = draw(st.sets(st.sampled_from(sorted(set(FIELD_VALUES) - {"model_output"}))))
+    size = draw(st.integers(1, 8))
+    return {
+        name: draw(st.lists(FIELD_VALUES[name], min_size=size, max_size=size))
+        for name in ["model_output", *sorted(names)]
+    }
+
+
+def as_rows(columns: dict[str, list[Any]]) -> list[Row]:
+    size = len(columns["model_output"])
+    return [Row.model_validate({k: v[i] for k, v in columns.items()}) for i in range(size)]
+
+
+def job(rows: RowColumns | list[Row]) -> Job:
+    return Job(nonce="n", source="", row_timeout_seconds=1, max_output_bytes=1024, rows=rows)
+
+
+@settings(max_examples=200, deadline=None)
+@given(columns=tables(), cut=st.integers(0, 8))
+def test_a_job_of_columns_is_the_job_of_its_rows(columns: dict[str, list[Any]], cut: int) -> None:
+    """The same bytes to the harness, whole and for a slice (a job's retry), and the same
+    Row for each index."""
+    (chunk,) = column_chunks(columns, 100)
+    rows = as_rows(columns)
+    assert isinstance(job(chunk).rows, RowColumns)  # kept as columns, not made Rows
+    assert job(chunk).encode() == job(rows).encode()
+    assert job(chunk[cut:]).encode() == job(rows[cut:]).encode()
+    assert list(chunk) == rows
+    assert chunk.lacking({"scenario_input", "scenario_result"}).tolist() == [
+        row.scenario_input is None or row.scenario_result is None for row in rows
+    ]
+
+
+def test_columns_are_cut_into_chunks_and_views() -> None:
+    columns: dict[str, Any] = {
+        "model_output": np.array([f"row {n}" for n in range(7)]),
+        "scenario_input": [None, 1] * 3 + [2],
+    }
+    chunks = list(column_chunks(columns, 3))
+    assert [len(chunk) for chunk in chunks] == [3, 3, 1]
+    assert chunks[1][0].model_output == "row 3"  # numpy strings come back as str
+    assert chunks[1].lacking({"scenario_input"}).tolist() == [False, True, False]
+    indexed = IndexedColumns(chunks[1], 3)
+    assert indexed[0][0] == 3 and indexed[0][1].scenario_input == 1
+    assert indexed[-1][0] == 5 and indexed[-1][1].model_output == "row 5"
+    rest = indexed[1:]
+    assert isinstance(rest, IndexedColumns) and rest.first == 4 and len(rest) == 2
+    assert json.loads(job(rest.rows).encode().split(b"\n", 1)[1])["rows"][0]["model_output"] == (
+        "row 4"
+    )
+    assert len(indexed[5:]) == 0 and job(indexed[5:].rows).encode().endswith(b'"rows":[]}')
+
+
+def test_one_rows_mapping_is_not_columns() -> None:
+    assert is_columns({"model_output": ["a"]})
+    assert not is_columns({"model_output": "a"})
+    assert not is_columns([{"model_output": "a"}])
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ({"model_output": ["a", "b", 3]}, r"row 3 \(rows\[2\]\): model_output"),
+        ({"model_output": ["a"], "scenario_input": []}, "differ in length"),
+        ({"scenario_input": ["a"]}, "need a model_output column"),
+        ({"model_output": ["a"], "colour": ["red"]}, "unknown row field"),
+    ],
+)
+def test_bad_columns_are_named(columns: dict[str, list[Any]], message: str) -> None:
+    with pytest.raises(InvalidRequestError, match=message):
+        list(column_chunks(columns, 2))
+
+
+def test_a_table_is_filled_in_place_with_shared_status_names() -> None:
+    into = TableColumns(4)
+    first, second = TablePart(0, 2, into), TablePart(2, 2, into)
+    first.deliver(0, RowResult(status=Status.OK, score=True))
+    first.deliver(1, RowResult(status=Status.ERROR, error="boom"))
+    second.deliver(2, RowResult(status=Status.OK, score=2**60 + 1))
+    assert first.missing() == [] and second.missing() == [3]
+    second.deliver(3, RowResult(status=Status.OK, score=0.25))
+    table = assemble([first, second], into)
+    assert table.status.tolist() == ["ok", "error", "ok", "ok"]
+    assert table.status[0] is table.status[2]  # one string for every ok row, not one each
+    assert table.output_type.tolist() == ["bool", "", "int", "float"]
+    assert table.counts() == {"error": 1, "ok": 3}
+    assert table.STATUSES[table.status_codes[1]] == "error"
+    assert table.error.tolist() == [None, "boom", None, None]
+    assert table.row_result(2).score == 2**60 + 1 and table.row_result(0).score is True
+    assert table.row_result(1).status is Status.ERROR
+    assert table.score.base is None or table.score.base is into.scores.base
+
+
+def test_parts_of_unknown_size_are_joined() -> None:
+    parts = [TablePart(0, 1), TablePart(1, 1)]
+    parts[0].deliver(0, RowResult(status=Status.SKIPPED, error="no input"))
+    parts[1].deliver(1, RowResult(status=Status.OK, score=3))
+    table = assemble(parts)
+    assert table.status.tolist() == ["skipped", "ok"] and table.score.tolist()[1] == 3.0
+    assert len(assemble([])) == 0 and assemble([]).counts() == {}

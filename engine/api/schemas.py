@@ -9,7 +9,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.builtins import BUILTINS_CREATED_AT
-from engine.catalog import NAME_PATTERN, CheckRef, CheckSpec, Origin, origin_of, version_origin
+from engine.catalog import CheckRef
+from engine.catalog.origin import Origin, origin_of, version_origin
+from engine.catalog.spec import NAME_PATTERN, CheckSpec
 from engine.json_limits import FreeJSON
 from engine.models import Row
 from engine.runs.summary import CheckSummary

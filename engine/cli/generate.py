@@ -281,7 +281,7 @@ def next_steps(
     output: Path | None, kind: str, model_check_type: ModelCheckType | None
 ) -> list[str]:
     """The exact commands that push the generated check and run it on a server."""
-    from engine.catalog import TEMPLATE_SUFFIXES  # noqa: PLC0415 (lazy: --help stays light)
+    from engine.catalog.files import TEMPLATE_SUFFIXES  # noqa: PLC0415 (lazy: --help stays light)
 
     path = str(output) if output is not None else ("check.py" if kind == "code" else "check.txt")
     if kind == "code":

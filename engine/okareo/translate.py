@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.catalog import NAME_PATTERN, CheckSpec
+from engine.catalog.spec import NAME_PATTERN, CheckSpec
 from engine.errors import InvalidRequestError
 from engine.models import Row
 from engine.okareo.store import ScenarioPoint, TestPoint, new_uuid

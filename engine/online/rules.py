@@ -9,7 +9,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from engine import agreement
-from engine.catalog import NAME_PATTERN, CheckRef
+from engine.catalog import CheckRef
+from engine.catalog.spec import NAME_PATTERN
 from engine.errors import InvalidRequestError
 from engine.json_limits import FreeJSON
 from engine.names import BUILTIN_PREFIX

@@ -22,7 +22,8 @@ from starlette.concurrency import run_in_threadpool
 from engine import agreement, catalog, generation
 from engine.audit import hooks
 from engine.calibration.gate import PASSED
-from engine.catalog import CheckSpec, PushedOrigin
+from engine.catalog.origin import PushedOrigin
+from engine.catalog.spec import CheckSpec, validate_spec
 from engine.contract import Policy
 from engine.errors import (
     CheckValidationError,
@@ -179,7 +180,7 @@ def check_page(
         c for c in services.store.list_checks(principal.tenant_id, True) if c.name == check.name
     ]
     text = check.source if check.kind == "code" else check.prompt_template
-    report, _ = catalog.validate_spec(
+    report, _ = validate_spec(
         _spec_of(check), services.runs.quotas(principal.tenant_id), services.runs.packages
     )
     return render(
@@ -253,7 +254,7 @@ def edit_page(request: Request, name: str) -> HTMLResponse:
 
 @router.post("/checks/validate")
 async def validate(request: Request) -> JSONResponse:
-    """The editor's validate-as-you-type: ``catalog.validate_spec``, as ``/v1/checks/validate``."""
+    """The editor's validate-as-you-type: ``validate_spec``, as ``/v1/checks/validate``."""
     principal, session = who(request)
     if not csrf_ok(session, request.headers.get("x-csrf-token")):
         return JSONResponse({"detail": "CSRF token missing or wrong"}, status_code=403)
@@ -265,7 +266,7 @@ async def validate(request: Request) -> JSONResponse:
     except ValidationError as exc:
         return JSONResponse({"valid": False, "issues": [], "detail": str(exc)}, status_code=422)
     runs = services_of(request).runs
-    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
+    report, _ = validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
     return JSONResponse(report.model_dump(mode="json"))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.catalog import kind_of_file
+from engine.catalog.files import kind_of_file
 from tests.api.conftest import TRIVIAL_CHECK, Api
 
 TEMPLATE = "Is this reply polite? Answer PASS or FAIL.\n\nReply: {model_output}\n"

@@ -293,7 +293,7 @@ def test_local_run_env_commands_and_offline_mode(
 
     # `env list` has a header and names the checks that declare each environment
     from engine import catalog
-    from engine.catalog import CheckSpec
+    from engine.catalog.spec import CheckSpec
     from engine.storage import open_store
     from engine.tenancy import auth
     from engine.tenancy.quotas import default_quotas

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine.app import create_app
-from engine.catalog import check_id_from_uuid, check_uuid
+from engine.catalog.ids import check_id_from_uuid, check_uuid
 from engine.errors import InvalidRequestError
 from engine.okareo import translate
 from engine.okareo.store import ScenarioPoint, builtin_uuid

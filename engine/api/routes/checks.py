@@ -16,7 +16,9 @@ from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.audit import hooks
 from engine.audit.store import AuditLog
 from engine.builtins import describe
-from engine.catalog import CheckSpec, PushedOrigin, kind_of_file
+from engine.catalog.files import kind_of_file
+from engine.catalog.origin import PushedOrigin
+from engine.catalog.spec import CheckSpec, validate_spec
 from engine.contract import Policy
 from engine.environments.build import Environments
 from engine.environments.hosts import distributed_status
@@ -221,7 +223,7 @@ async def upload_check(
 def validate_check(
     spec: ValidateRequest, runs: RunsDep, principal: PrincipalDep
 ) -> ValidationReport:
-    report, _ = catalog.validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
+    report, _ = validate_spec(spec, runs.quotas(principal.tenant_id), runs.packages)
     return report
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Form, Query, Response
 from engine import catalog, generation
 from engine.audit import hooks
 from engine.builtins import BUILTINS_CREATED_AT, BuiltinCheck, Builtins
-from engine.catalog import check_uuid
+from engine.catalog.ids import check_uuid
 from engine.contract import OutputType
 from engine.errors import InvalidRequestError
 from engine.http.deps import AuditDep, LLMDep, RunsDep, ServicesDep, StoreDep

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Form, UploadFile
 
 from engine.audit import hooks
-from engine.catalog import check_uuid
+from engine.catalog.ids import check_uuid
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.http.deps import AuditDep, RunsDep, StoreDep
 from engine.http.problems import responses

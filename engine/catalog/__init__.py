@@ -1,33 +1,36 @@
-"""Checks of a tenant: create-or-update with immutable versions, lookup, soft delete.
+"""The catalog: a tenant's checks. Create-or-update with immutable versions, lookup by
+reference, soft delete, and references resolved for scoring (the tenant's checks first,
+then the built-ins).
 
-Versioning: a check version is identified by the sha256 of its content (kind,
-source or prompt template, check type, policy, declared flags, limits).
-Saving content identical to the latest live version returns that version;
-anything else becomes version N+1 (numbers are never reused, even after a
-delete). Description and tags are not content: changing only them returns the
-existing version unchanged.
+Versioning: a check version is identified by the sha256 of its content
+(:func:`~engine.catalog.spec.content_sha256`). Saving content identical to the latest
+live version returns that version; anything else becomes version N+1 (numbers are never
+reused, even after a delete). Description, tags and origin are not content: changing
+only them returns the existing version unchanged.
 
 Deleting is a soft delete: ``DELETE name`` hides every version of the name,
 ``DELETE name?version=N`` hides one. Hidden versions can no longer be
 referenced, but runs that already used them keep their results.
+
+The room's other modules: :mod:`~engine.catalog.spec` (a check to save: its fields,
+validation and content digest), :mod:`~engine.catalog.origin` (where a check comes
+from), :mod:`~engine.catalog.ids` (a version's UUID) and :mod:`~engine.catalog.files`
+(the kind of a pushed file).
 """
 
 from __future__ import annotations
 
-import ast
 import difflib
 import hashlib
-import json
-import re
-import uuid
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from engine.builtins import BuiltinCheck, Builtins
+from engine.catalog.ids import check_id_from_uuid
+from engine.catalog.spec import CheckSpec, content_sha256, validate_spec
 from engine.contract import OutputType, Policy
 from engine.environments.spec import BLOCK_MARKER, PackageRules, read_block
 from engine.errors import (
@@ -38,98 +41,14 @@ from engine.errors import (
     QuotaExceededError,
 )
 from engine.json_limits import FreeJSON
-from engine.judging.templates import validate_template
-from engine.models import Limits
 from engine.names import BUILTIN_PREFIX
 from engine.storage import CheckStore, CheckVersion, RunCheck, Store, new_id, utcnow
 from engine.tenancy.auth import Principal
-from engine.tenancy.quotas import Quotas, check_source
-from engine.validation import Issue, ValidationReport, validate
-from engine.validation.rules import ModelCheckType
+from engine.tenancy.quotas import Quotas
+from engine.validation import Issue, ValidationReport
 
 #: Highest check version number (the column is a 32-bit INTEGER on PostgreSQL).
 MAX_VERSION = 2**31 - 1
-#: Letters, digits, ``_ . -`` and inner spaces (Okareo check names have spaces); no ``@``.
-NAME_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9_.\- ]{0,98}[A-Za-z0-9_.\-])?$"
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-#: Where a check comes from, apart from what it is (its ``kind``: ``code``, ``model`` or
-#: ``builtin``): scorebox's own (``builtin``: a judged built-in is ``kind`` ``model``), a
-#: tenant's push (``pushed``), or the check generator's, pushed as such (``generated``).
-#: A version's is stored (migration 0017); a built-in's is said, not stored.
-Origin = Literal["builtin", "pushed", "generated"]
-#: The origins a push may name (``builtin`` is scorebox's own, never pushed).
-PushedOrigin = Literal["pushed", "generated"]
-PUSHED_ORIGINS: tuple[PushedOrigin, ...] = ("pushed", "generated")
-
-
-class CheckSpec(BaseModel):
-    """A check to create or update (the body of ``POST /v1/checks``)."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {
-                    "name": "mentions_expected",
-                    "description": "The answer mentions the expected result.",
-                    "tags": ["support"],
-                    "kind": "code",
-                    "source": (
-                        "def evaluate(model_output: str, scenario_result: str) -> bool:\n"
-                        "    return scenario_result.lower() in model_output.lower()\n"
-                    ),
-                }
-            ]
-        },
-    )
-
-    name: str = Field(pattern=NAME_PATTERN, description="Unique within the tenant; no `@`.")
-    description: str | None = Field(default=None, max_length=10_000)
-    tags: list[str] = Field(default_factory=list, max_length=50)
-    kind: Literal["code", "model"] = "code"
-    source: str | None = Field(default=None, description="Python source (kind=code).")
-    prompt_template: str | None = Field(default=None, description="Judge prompt (kind=model).")
-    check_type: ModelCheckType | None = Field(default=None, description="score or pass_fail.")
-    requires_scenario_input: bool | None = None
-    requires_scenario_result: bool | None = None
-    output_data_type: OutputType | None = None
-    policy: Policy = Policy.STANDARD
-    entry: str | None = Field(
-        default=None,
-        max_length=200,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="The entry function of another tool's scorer file where several fit "
-        "(null: found by name or by its parameters; see docs/writing-checks/formats.md).",
-    )
-    config: dict[str, FreeJSON] | None = Field(
-        default=None,
-        description="Code checks: the configuration passed to the scorer (promptfoo's "
-        "`context['config']`, the keyword parameters of reward-kit and Braintrust scorers). "
-        "Part of the version's identity: a new configuration is a new version.",
-        examples=[{"threshold": 0.8}],
-    )
-    limits: dict[str, Any] | None = Field(
-        default=None,
-        description="Lower the default sandbox limits for this check.",
-        examples=[{"row_timeout_seconds": 2}],
-    )
-    origin: PushedOrigin = Field(
-        default="pushed",
-        description="Where the check comes from: `pushed` (default) or `generated` (written "
-        "by the check generator). Not part of the content: pushing the same content with "
-        "another origin returns the existing version unchanged.",
-    )
-
-    @field_validator("origin", mode="before")
-    @classmethod
-    def _pushed_origin(cls, value: object) -> object:
-        if value not in PUSHED_ORIGINS:
-            raise ValueError(
-                f"origin {value!r} cannot be pushed: use `pushed` (the default) or `generated` "
-                "(`builtin` is scorebox's own checks')"
-            )
-        return value
 
 
 @dataclass(frozen=True)
@@ -139,22 +58,11 @@ class SaveOutcome:
     report: ValidationReport
 
 
-def origin_of(check: RunCheck) -> Origin:
-    """A run's check's origin: built-ins are resolved without a version id (a run keeps
-    no version's origin: its check's page says whether it was generated)."""
-    return "builtin" if check.id is None else "pushed"
-
-
-def version_origin(check: CheckVersion) -> Origin:
-    """A stored version's origin: ``pushed`` or ``generated``."""
-    return "generated" if check.origin == "generated" else "pushed"
-
-
 @dataclass(frozen=True)
 class ResolvedCheck:
     """A check reference resolved for scoring."""
 
-    kind: str  # what it is: code | builtin | model (origin_of says where it comes from)
+    kind: str  # what it is: code | builtin | model (catalog.origin: where it comes from)
     name: str
     version: int | None = None
     id: str | None = None
@@ -178,82 +86,6 @@ class CheckRef(BaseModel):
     id: str | None = None
     version: int | None = Field(default=None, ge=1, le=MAX_VERSION)
     params: dict[str, FreeJSON] = Field(default_factory=dict)
-
-
-def _declared(spec: CheckSpec) -> dict[str, Any]:
-    return {
-        "requires_scenario_input": spec.requires_scenario_input,
-        "requires_scenario_result": spec.requires_scenario_result,
-        "output_data_type": spec.output_data_type,
-    }
-
-
-def validate_code(
-    source: str,
-    policy: Policy,
-    declared: dict[str, Any],
-    packages: PackageRules | None = None,
-    entry: str | None = None,
-) -> ValidationReport:
-    """Validate code with :func:`engine.validation.validate`; never raises on user mistakes."""
-    return validate(source, policy, declared=declared, packages=packages, entry=entry)
-
-
-def validate_spec(
-    spec: CheckSpec, quotas: Quotas | None = None, packages: PackageRules | None = None
-) -> tuple[ValidationReport, CheckSpec]:
-    """Validate a spec; returns the report and the spec as it would be stored."""
-    if spec.limits:
-        try:
-            Limits.model_validate(spec.limits)
-        except ValueError as exc:
-            raise InvalidRequestError(f"limits: {exc}") from exc
-    if spec.kind == "code":
-        if not spec.source:
-            raise InvalidRequestError("a code check needs `source`")
-        if quotas is not None:
-            check_source(quotas, len(spec.source.encode()))
-        report = validate_code(spec.source, spec.policy, _declared(spec), packages, spec.entry)
-        return report, spec
-    if not spec.prompt_template:
-        raise InvalidRequestError("a model check needs `prompt_template`")
-    checked = validate_template(
-        spec.prompt_template,
-        requires_scenario_input=spec.requires_scenario_input,
-        requires_scenario_result=spec.requires_scenario_result,
-    )
-    template = checked.template
-    check_type = spec.check_type or ModelCheckType.SCORE
-    output = OutputType.BOOL if check_type is ModelCheckType.PASS_FAIL else OutputType.INT
-    requires = checked.requires()
-    report = ValidationReport(
-        valid=checked.valid,
-        output_data_type=output,
-        requires_scenario_input=requires["requires_scenario_input"],
-        requires_scenario_result=requires["requires_scenario_result"],
-        issues=list(checked.issues),
-    )
-    return report, spec.model_copy(update={"prompt_template": template, "check_type": check_type})
-
-
-def content_sha256(spec: CheckSpec) -> str:
-    """The identity of a check's content."""
-    content = {
-        "kind": spec.kind,
-        "source": spec.source if spec.kind == "code" else None,
-        "prompt_template": spec.prompt_template if spec.kind == "model" else None,
-        "check_type": spec.check_type.value if spec.check_type else None,
-        "policy": spec.policy.value,
-        "declared": {
-            k: (v.value if isinstance(v, OutputType) else v) for k, v in _declared(spec).items()
-        },
-        "limits": spec.limits or None,
-    }
-    if spec.entry is not None:  # only when named: earlier versions keep their digest
-        content["entry"] = spec.entry
-    if spec.config is not None:  # likewise: a version without one keeps its digest
-        content["config"] = spec.config
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
 def check_environments(
@@ -355,29 +187,6 @@ def split_ref(ref: str) -> tuple[str, int | None]:
 
 
 # ---- a check version's UUID: how the Okareo SDK sees it, and /v1 reads it too ----------
-
-#: The last 12 hex digits of a check version's UUID; the first 20 are its ``chk_`` id's.
-_CHECK_UUID_TAIL = "5c0b0000c4ec"
-_CHECK_ID_HEX = 20
-
-
-def check_uuid(check_id: str) -> str:
-    """The UUID of a check version: a reversible spelling of its ``chk_<20 hex>`` id."""
-    prefix, _, digits = check_id.partition("_")
-    if prefix != "chk" or len(digits) != _CHECK_ID_HEX:
-        raise ValueError(f"not a scorebox check id: {check_id!r}")
-    return str(uuid.UUID(digits + _CHECK_UUID_TAIL))
-
-
-def check_id_from_uuid(value: str) -> str | None:
-    """The ``chk_`` id a check version UUID spells, or None when ``value`` is not one."""
-    try:
-        digits = uuid.UUID(value).hex
-    except (ValueError, AttributeError, TypeError):
-        return None
-    if not digits.endswith(_CHECK_UUID_TAIL):
-        return None
-    return "chk_" + digits[:_CHECK_ID_HEX]
 
 
 def _require_version(ref: str, version: int | None) -> None:
@@ -532,34 +341,3 @@ def resolve(
 
 
 # -- the kind of a pushed file -----------------------------------------------------------
-
-CheckKind = Literal["code", "model"]
-
-#: File extensions of a model check's prompt template.
-TEMPLATE_SUFFIXES: tuple[str, ...] = (".txt", ".md", ".prompt", ".tmpl")
-
-
-def kind_of_file(filename: str, text: str) -> CheckKind:
-    """The kind of check a file named ``filename`` holding ``text`` is.
-
-    ``scorebox check push FILE`` and ``POST /v1/checks/upload`` decide alike: ``.py`` is
-    a code check; ``.txt``, ``.md``, ``.prompt`` and ``.tmpl`` are a model check's prompt
-    template; any other file is a code check when it parses as Python and defines
-    ``evaluate`` or ``class Check`` at module level, and a prompt template otherwise. An
-    explicit ``kind`` (``--kind``, the form's ``kind`` field) overrides the rule.
-    """
-    suffix = PurePath(filename).suffix.lower()
-    if suffix == ".py":
-        return "code"
-    if suffix in TEMPLATE_SUFFIXES:
-        return "model"
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return "model"
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "evaluate":
-            return "code"
-        if isinstance(node, ast.ClassDef) and node.name == "Check":
-            return "code"
-    return "model"

@@ -7,7 +7,7 @@ import multiprocessing
 from pathlib import Path
 
 from engine.settings import Settings
-from tests.unit.test_environment_hosts import REQUIREMENTS, FolderInstaller, NoDownload
+from tests.integration.test_environment_hosts import REQUIREMENTS, FolderInstaller, NoDownload
 
 
 def _worker_process(data_dir: str, engine: str) -> None:

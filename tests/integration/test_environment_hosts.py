@@ -1,6 +1,7 @@
 """Declared environments per host without Docker: the snapshot a worker publishes (built,
-building, failed with its tenant-safe message); the fakes here serve
-tests/integration/test_environment_host_processes.py too (built once by two processes)."""
+building, failed with its tenant-safe message) while a fake install takes half a second in
+a thread; the fakes here serve test_environment_host_processes.py too (built once by two
+processes)."""
 
 from __future__ import annotations
 

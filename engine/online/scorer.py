@@ -2,15 +2,27 @@
 onto the spans.
 
 Ingestion only queues (:meth:`OnlineScorer.enqueue`: the rules' filters and sampling,
-then one insert of pending scores). A thread of the API process then, every tick:
+then one insert of pending scores) and wakes the scorer's thread. That thread, on each
+pass:
 
+- writes the results of the rules' runs back onto their spans as each chunk's results
+  are stored, not when the run ends (also after a restart: the link is in the database);
 - claims pending scores per rule version (up to ``batch_spans`` spans) and submits them as
   one durable run through :class:`~engine.runs.service.RunService`'s public API, so the
   run is exactly-once, fair between tenants, within quotas, sandboxed and metered;
-- writes the results of the rules' runs back onto their spans (also after a restart:
-  the link is in the database);
 - steps running backfills;
 - frees or recovers batches a dead process claimed and never recorded.
+
+How batches are cut (why: a run costs a fixed overhead, and a trickle of spans must not
+cost a run each, yet a span must not wait for a full batch). A partial batch of a rule
+version leaves once its oldest span has waited ``linger_seconds`` and no run of that
+version is still waiting to start: while one waits, new spans could only queue behind it,
+so they gather into the next batch instead. Under load batches grow by themselves; idle,
+a span leaves after the linger. Full batches (a backlog, a backfill) leave while fewer
+than ``MAX_WAITING_RUNS`` runs of the version wait. The thread sleeps until the earliest
+of: a span queued in this process, a partial batch's linger ending, ``poll_seconds``
+while runs are open (their results are read as they land), ``tick_seconds`` otherwise (a
+span queued by another API node is seen within it).
 
 Before a batch is submitted its rule version's daily LLM token budget is checked against
 the tokens its runs spent today through the gateway meter; when spent, the batch's scores
@@ -38,7 +50,7 @@ from engine.online.sampling import sampled
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.settings import Settings
-from engine.storage import Store
+from engine.storage import RunStatus, Store
 from engine.storage.backfill_sql import backfill_store
 from engine.storage.rule_records import (
     RETRYABLE,
@@ -56,8 +68,12 @@ from engine.tenancy.auth import Principal
 
 log = logging.getLogger("scorebox.online")
 
-#: Runs one rule version may start in one tick when its pending spans fill whole batches.
+#: Runs one rule version may start in one pass when its pending spans fill whole batches.
 MAX_BATCHES_PER_TICK = 8
+#: Runs of one rule version that may wait to start (full batches; a partial batch: none).
+MAX_WAITING_RUNS = 2
+#: Longest pause of a tenant whose queued-runs quota is full (its spans stay pending).
+QUOTA_PAUSE_SECONDS = 1.0
 #: Pages one backfill may queue in one tick, and how many batches of its scores may wait.
 MAX_BACKFILL_PAGES_PER_TICK = 4
 BACKFILL_WAITING_PAGES = 4
@@ -76,9 +92,16 @@ class OnlineLimits:
         backlog_max: int = 100_000,
         orphan_seconds: float = 60.0,
         backfill_page: int = 500,
+        linger_seconds: float = 0.05,
+        poll_seconds: float = 0.05,
     ) -> None:
+        #: the longest sleep with nothing in flight (spans queued by other API nodes)
         self.tick_seconds = tick_seconds
         self.batch_spans = batch_spans
+        #: how long a partial batch waits for more spans before it leaves
+        self.linger_seconds = linger_seconds
+        #: the sleep while runs are open: their results are linked within it
+        self.poll_seconds = poll_seconds
         #: scores waiting per tenant past which new matches are ``backlog`` (backfillable)
         self.backlog_max = backlog_max
         #: a batch claimed this long ago without a recorded run belongs to a dead process
@@ -155,7 +178,13 @@ class OnlineScorer:
         self.backfills = backfill_store(db)
         self.spans = span_store(db)
         self._stop = threading.Event()
+        #: set by :meth:`enqueue` (and :meth:`stop`): the thread's sleep ends at once
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        #: when the thread must pass again at the latest (monotonic), set by each pass
+        self._next_pass = 0.0
+        #: per rule version, its runs not started yet (read while linking)
+        self._waiting_runs: dict[str, int] = {}
         #: a tick that fails alike every time: one warning per interval, no traceback
         self._failures = Repeated(log, "online scoring tick")
         self._last_orphans = 0.0
@@ -181,22 +210,26 @@ class OnlineScorer:
     def stop(self) -> None:
         """Stop the thread; work claimed and not submitted is freed on the next start."""
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            self._wake.clear()  # before the pass: a span queued during it wakes the next
             started = time.monotonic()
             try:
                 self.tick()
             except StorageError:
-                pass  # the database is away: the storage layer says so once per interval
-            except Exception as exc:  # the loop must live: the next tick retries
+                # the database is away: the storage layer says so once per interval
+                self._next_pass = started + self.limits.tick_seconds
+            except Exception as exc:  # the loop must live: the next pass retries
                 self._failures.failed(exc)
+                self._next_pass = started + self.limits.tick_seconds
             else:
                 self._failures.ok()
-            self._stop.wait(max(0.0, self.limits.tick_seconds - (time.monotonic() - started)))
+            self._wake.wait(max(0.0, self._next_pass - time.monotonic()))
 
     def _backlog_or_zero(self) -> int:
         try:
@@ -231,23 +264,34 @@ class OnlineScorer:
                 tenant_id, rule.id, rule.current, refs, origin="live", backlog_full=backlog_full
             )
             self._count(counts)
+            if counts.get("queued"):
+                self._wake.set()  # the linger starts now, not at the next poll
 
     # ---- the background work ------------------------------------------------------------
 
     def tick(self) -> None:
-        """One pass: recover orphans now and then, step backfills, submit, link."""
+        """One pass: recover orphans now and then, link results, step backfills, submit.
+        Sets when the next pass is due at the latest."""
         now = time.monotonic()
         if now - self._last_orphans >= min(10.0, self.limits.orphan_seconds or 10.0):
             self._last_orphans = now
             self._recover_orphans()
+        open_runs = self._link()  # first: it tells which rule versions have runs waiting
+        backfilling = False
         for running in self.backfills.running():
+            backfilling = True
             backfill = running
             for _ in range(MAX_BACKFILL_PAGES_PER_TICK):
                 if not self._step_backfill(backfill):
                     break
                 backfill = self.backfills.get(backfill.tenant_id, backfill.id)
-        self._dispatch()
-        self._link()
+        due = self._dispatch()
+        # runs open (this pass's submissions among them): their results are read soon
+        busy = open_runs or any(self._waiting_runs.values()) or backfilling or due < 0
+        pause = self.limits.poll_seconds if busy else self.limits.tick_seconds
+        if due >= 0:
+            pause = min(pause, due)
+        self._next_pass = time.monotonic() + pause
 
     def _recover_orphans(self) -> None:
         for token, tenant_id, rule_id, version_id in self.scores.orphan_tokens(
@@ -261,18 +305,39 @@ class OnlineScorer:
                 self.scores.release(token)
                 log.info("online batch %s: never submitted, queued again", token)
 
-    def _dispatch(self) -> None:
-        for tenant_id, version_id in self.scores.pending_groups():
-            if self._tenant_pause.get(tenant_id, 0.0) > time.monotonic():
+    def _dispatch(self) -> float:
+        """Submit the batches that are due (see the module docstring). Returns the seconds
+        until a partial batch left waiting is due (infinite: none; negative: one is held
+        back behind its version's waiting run, so the caller polls)."""
+        due = float("inf")
+        now = datetime.now(UTC)
+        for group in self.scores.pending_groups():
+            tenant_id, version_id = group.tenant_id, group.rule_version_id
+            pause = self._tenant_pause.get(tenant_id, 0.0) - time.monotonic()
+            if pause > 0:
+                due = min(due, pause)
                 continue
-            # a full batch may leave more behind: several runs a tick, not one
+            waiting = self._waiting_runs.get(version_id, 0)
+            full = group.rows >= self.limits.batch_spans
+            if waiting >= (MAX_WAITING_RUNS if full else 1):
+                due = -1.0  # held back: it leaves when a run starts
+                continue
+            if not full:
+                lingered = (now - group.oldest).total_seconds()
+                if lingered < self.limits.linger_seconds:
+                    due = min(due, self.limits.linger_seconds - lingered)
+                    continue
+            # a full batch may leave more behind: several runs a pass, not one
             for _ in range(MAX_BATCHES_PER_TICK):
                 batch = self.scores.claim(tenant_id, version_id, self.limits.batch_spans)
                 if batch is None:
                     break
-                self._submit(batch)
-                if len(batch.spans) < self.limits.batch_spans:
+                if self._submit(batch):
+                    waiting += 1
+                    self._waiting_runs[version_id] = waiting
+                if len(batch.spans) < self.limits.batch_spans or waiting >= MAX_WAITING_RUNS:
                     break
+        return due
 
     def _spent_today(self, rule_id: str, tenant_id: str) -> int:
         spent, open_runs = self.scores.rule_tokens(rule_id, _day_start())
@@ -284,12 +349,13 @@ class OnlineScorer:
             spent += int(usage.get("total_tokens", 0))
         return spent
 
-    def _submit(self, batch: Batch) -> None:
+    def _submit(self, batch: Batch) -> bool:
+        """Submit a claimed batch as a run; False when no run was made (skipped, paused)."""
         try:
             rule, version = self.rules.get_version(batch.tenant_id, batch.rule_version_id)
         except NotFoundError:
             self.scores.skip_batch(batch.token, ScoreStatus.ERROR, "the rule was deleted")
-            return
+            return False
         budget = version.daily_token_budget
         if budget is not None:
             spent = self._spent_today(rule.id, batch.tenant_id)
@@ -301,7 +367,7 @@ class OnlineScorer:
                     "raise daily_token_budget, or backfill these spans tomorrow",
                 )
                 self._count({ScoreStatus.BUDGET.value: len(batch.spans)})
-                return
+                return False
         found = self.spans.rows_of(batch.tenant_id, batch.spans)
         missing = [key for key in batch.spans if key not in found]
         if missing:
@@ -311,7 +377,7 @@ class OnlineScorer:
                 "the span was pruned (SCOREBOX_SPAN_RETENTION_DAYS) before it was scored",
             )
             if not batch.spans:
-                return
+                return False
         rows = [found[key] for key in batch.spans]
         labels = {
             "scorebox.rule": rule.name,
@@ -324,24 +390,32 @@ class OnlineScorer:
                 principal, [score_ref(c) for c in version.checks], rows, None, labels
             )
         except QuotaExceededError as exc:
-            # the tenant's queued-runs quota: wait, the scores stay queued for later
+            # the tenant's queued-runs quota: wait, the scores stay queued for later. Not
+            # the Retry-After meant for clients (30 s): counting the tenant's runs again
+            # each second costs one query, and spans must not wait half a minute
             self.scores.release(batch.token)
-            self._tenant_pause[batch.tenant_id] = time.monotonic() + (exc.retry_after_seconds or 1)
-            return
+            pause = min(QUOTA_PAUSE_SECONDS, exc.retry_after_seconds or QUOTA_PAUSE_SECONDS)
+            self._tenant_pause[batch.tenant_id] = time.monotonic() + pause
+            return False
         except StorageError:
             self.scores.release(batch.token)
             raise
         except ScoreboxError as exc:  # a pinned version deleted, a tenant disabled...
             self.scores.skip_batch(batch.token, ScoreStatus.ERROR, f"not scored: {exc}")
-            return
+            return False
         try:
             self.scores.attach_run(batch, run.id)
         except StorageError:
             # the run carries the token: the orphan pass finds it and records it
             log.warning("online batch %s: run %s not recorded yet", batch.token, run.id)
+        return True
 
-    def _link(self) -> None:
-        for run_id, tenant_id, _rule_id in self.scores.unlinked_runs():
+    def _link(self) -> int:
+        """Write the results stored since the last pass onto their spans; note each rule
+        version's runs not started yet. Returns how many runs are still open."""
+        waiting: dict[str, int] = {}
+        open_runs = 0
+        for run_id, tenant_id, version_id in self.scores.unlinked_runs():
             try:
                 run = self.store.get_run(tenant_id, run_id)
             except NotFoundError:
@@ -349,6 +423,10 @@ class OnlineScorer:
                 continue
             final = not run.status.active
             if not final:
+                open_runs += 1
+                if run.status is RunStatus.QUEUED:
+                    waiting[version_id] = waiting.get(version_id, 0) + 1
+                    continue  # no chunk has run: no results to read
                 # a run still scoring: read its results again only when there are new ones
                 done = self.store.count_results(run_id)
                 if done == self._results_seen.get(run_id):
@@ -372,6 +450,8 @@ class OnlineScorer:
                 final=final,
                 unscored=f"its run ended {run.status.value}: {run.error or 'no result'}",
             )
+        self._waiting_runs = waiting
+        return open_runs
 
     # ---- backfills ----------------------------------------------------------------------
 

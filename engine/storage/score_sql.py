@@ -15,6 +15,7 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +24,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from engine.storage.database import SqlSessions, once_per_engine
-from engine.storage.records import new_id, utcnow
+from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import (
     Batch,
     RuleVersion,
@@ -34,13 +35,24 @@ from engine.storage.rule_records import (
     check_key,
 )
 from engine.storage.rule_tables import RuleRow, RuleRunRow, SpanScoreRow
+from engine.storage.tables import TenantRow
 
-__all__ = ["BATCH_LABEL", "ScoreStore", "score_store"]
+__all__ = ["BATCH_LABEL", "PendingGroup", "ScoreStore", "score_store"]
 
 #: The run label that carries a batch's token (found again after a restart).
 BATCH_LABEL = "scorebox.online_batch"
 _TOKEN_PREFIX = "bat_"  # nosec B105: a batch token's prefix, not a secret
 _IN_CHUNK = 400  # keys per IN (...) list
+
+
+@dataclass(frozen=True)
+class PendingGroup:
+    """One rule version's pending scores: how many, and since when the oldest waits."""
+
+    tenant_id: str
+    rule_version_id: str
+    oldest: datetime
+    rows: int
 
 
 def _token() -> str:
@@ -198,17 +210,25 @@ class ScoreStore(SqlSessions):
 
     # ---- batches --------------------------------------------------------------------
 
-    def pending_groups(self, limit: int = 50) -> list[tuple[str, str]]:
-        """(tenant, rule version) pairs with pending scores, the longest waiting first."""
+    def pending_groups(self, limit: int = 50) -> list[PendingGroup]:
+        """Rule versions with pending scores, the longest waiting first."""
+        oldest = func.min(SpanScoreRow.created_at)
         q = (
-            select(SpanScoreRow.tenant_id, SpanScoreRow.rule_version_id)
-            .where(SpanScoreRow.status == ScoreStatus.PENDING.value)
+            select(SpanScoreRow.tenant_id, SpanScoreRow.rule_version_id, oldest, func.count())
+            .where(
+                # through the (tenant, status) index: the table holds every score ever made
+                SpanScoreRow.tenant_id.in_(select(TenantRow.id).scalar_subquery()),
+                SpanScoreRow.status == ScoreStatus.PENDING.value,
+            )
             .group_by(SpanScoreRow.tenant_id, SpanScoreRow.rule_version_id)
-            .order_by(func.min(SpanScoreRow.created_at))
+            .order_by(oldest)
             .limit(limit)
         )
         with self._session() as s:
-            return [(t, v) for t, v in s.execute(q)]
+            return [
+                PendingGroup(t, v, aware(since) or utcnow(), int(n))
+                for t, v, since, n in s.execute(q)
+            ]
 
     def claim(self, tenant_id: str, rule_version_id: str, max_spans: int) -> Batch | None:
         """Claim up to ``max_spans`` pending spans of a rule version (every pinned check of
@@ -376,15 +396,16 @@ class ScoreStore(SqlSessions):
     # ---- results ----------------------------------------------------------------------
 
     def unlinked_runs(self, limit: int = 100) -> list[tuple[str, str, str]]:
-        """Runs of rules whose results are not on their spans yet: (run, tenant, rule)."""
+        """Runs of rules whose results are not on their spans yet: (run, tenant, rule
+        version)."""
         with self._session() as s:
             rows = s.execute(
-                select(RuleRunRow.run_id, RuleRunRow.tenant_id, RuleRunRow.rule_id)
+                select(RuleRunRow.run_id, RuleRunRow.tenant_id, RuleRunRow.rule_version_id)
                 .where(RuleRunRow.linked_at.is_(None))
                 .order_by(RuleRunRow.created_at)
                 .limit(limit)
             ).all()
-        return [(r, t, ru) for r, t, ru in rows]
+        return [(r, t, v) for r, t, v in rows]
 
     def link(
         self,

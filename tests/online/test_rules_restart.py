@@ -85,7 +85,7 @@ def test_every_span_is_scored_exactly_once_across_a_restart(
         services.store, services.runs, services.db, limits=OnlineLimits(batch_spans=30)
     )
     group = scorer.scores.pending_groups()[0]
-    batch = scorer.scores.claim(*group, 30)
+    batch = scorer.scores.claim(group.tenant_id, group.rule_version_id, 30)
     assert batch is not None
     scorer._submit(batch)
     counts = client.get("/v1/rules/json-answers", headers=h).json()["counts"]
@@ -115,7 +115,8 @@ def test_batches_a_dead_process_claimed_are_recovered_or_queued_again(
         assert client.post("/v1/rules", headers=h, json=RULE).status_code == 201
         _send(client, h, 6)
         scores = score_store(services.db)
-        ((tenant_id, version_id),) = scores.pending_groups()
+        (group,) = scores.pending_groups()
+        tenant_id, version_id = group.tenant_id, group.rule_version_id
         # a process claimed 2 spans and died before submitting their run
         lost = scores.claim(tenant_id, version_id, 2)
         # another claimed 2, submitted the run (it carries the token), died before recording it

@@ -84,7 +84,10 @@ def test_builtin_cannot_be_pushed_and_the_refusal_names_the_origins_that_can(
         assert "origin 'builtin' cannot be pushed" in detail
         assert "use `pushed` (the default) or `generated`" in detail
     assert api.client.get("/v1/checks/x", headers=h).status_code == 404
-    schema = api.client.get("/openapi.json").json()["components"]["schemas"]
+    document = api.client.get("/openapi.json").json()
+    generate = document["paths"]["/v1/checks/generate"]["post"]["description"]
+    assert "`POST /v1/checks` and `origin: generated`" in generate
+    schema = document["components"]["schemas"]
     assert schema["CheckSpec"]["properties"]["origin"]["enum"] == ["pushed", "generated"]
     assert schema["CheckOut"]["properties"]["origin"]["enum"] == [
         "builtin",

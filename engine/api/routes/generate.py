@@ -26,7 +26,8 @@ router = APIRouter(prefix="/v1/checks", tags=["checks"])
     summary="Generate a check from a description",
     description="Asks the LLM for a check, validates it under the restricted policy, runs it on "
     "the examples in the sandbox, and feeds every failure back until it is accepted or the "
-    "attempts run out. Nothing is saved: push the returned `code` with `POST /v1/checks`. "
+    "attempts run out. Nothing is saved: push the returned `code` with `POST /v1/checks` and "
+    "`origin: generated` (it is then listed as generated). "
     "`accepted` is false (still 200) when no attempt passed; `message` and `attempts` say why. "
     "`check_type` in the body is the deprecated name of `kind` (still read).",
     responses=responses(401, 422, 429, 502, 503),

@@ -4,9 +4,13 @@ A caller of ``engine.score_table`` may pass its rows as columns: a mapping of fi
 one sequence per field. :func:`column_chunks` checks each column a chunk at a time with the
 field's own rules (one pydantic call per column and chunk) and yields :class:`RowColumns`:
 a job's rows that stay columns. The job's JSON is written from them directly
-(:meth:`RowColumns.dump_json`, the same bytes the rows as :class:`Row` values would give),
-the skip rule reads them a column at a time (:meth:`RowColumns.lacking`), and a
-:class:`Row` is made only where one row is asked for (a row's own record, a failed row).
+(:meth:`RowColumns.dump_json`), the skip rule reads them a column at a time
+(:meth:`RowColumns.lacking`), and a :class:`Row` is made only where one row is asked for
+(a row's own record, a failed row).
+
+A row's JSON leaves out the fields no column gave whose default is None: the harness
+reads every field with ``get`` (absent and None are one to it), and it parses a row of
+the trivial check's one column in about a sixth of the time the eleven fields take.
 """
 
 from __future__ import annotations
@@ -99,7 +103,8 @@ class RowColumns(Sequence[Row]):
         return lacks
 
     def dump_json(self) -> bytes:
-        """The rows as the job's JSON array, as :class:`Row` values dump them without ids.
+        """The rows as the job's JSON array: what :class:`Row` values dump without their ids,
+        less the null fields no column gave.
 
         Each given column is encoded in one call, the fields in between are constants, and
         the rows are put together by one join: no dict, no Row per row.
@@ -109,10 +114,12 @@ class RowColumns(Sequence[Row]):
         parts: list[Iterator[bytes] | list[bytes]] = []
         text = b"{"
         for name in _JOB_FIELDS:
-            text += b'"' + name.encode() + b'":'
             if name not in self._columns:
-                text += to_json(_default(name), inf_nan_mode="null") + b","
+                default = _default(name)
+                if default is not None:  # metadata's {}: a format may pass it on as it is
+                    text += b'"' + name.encode() + b'":' + to_json(default) + b","
                 continue
+            text += b'"' + name.encode() + b'":'
             encoded, quoted = _encoded(self.column(name))
             if quoted:
                 text += b'"'

@@ -212,3 +212,50 @@ def test_score_table_names_a_bad_row(runners: tuple[SandboxRunner, SandboxRunner
         blocks.score_table(CHECK, {"model_output": ["a"], "scenario_input": []}, LIMITS)
     with pytest.raises(InvalidRequestError, match="model_output"):
         blocks.score_table(CHECK, {"scenario_input": ["a"]}, LIMITS)
+
+
+#: Checks of other formats that read what a row does not hold (its absent fields, which a
+#: row made from columns leaves out of the job) or all of its fields (a grader's ``item``).
+FORMAT_CHECKS = {
+    "grader": (
+        "def grade(sample, item) -> float:\n"
+        "    return float(len(item)) + (1.0 if item.get('model_input') is None else 0.5)\n"
+    ),
+    "promptfoo": (
+        "def get_assert(output, context):\n"
+        "    return float(len(context['vars']) + len(context['prompt'] or ''))\n"
+    ),
+    "braintrust": (
+        "def handler(input, output, expected, metadata):\n"
+        "    return 1.0 if metadata == {} and expected == 'Paris' else 0.0\n"
+    ),
+    "phoenix": "def matches(output, reference):\n    return 1.0 if reference is None else 0.5\n",
+    "langsmith": (
+        "def correct(inputs: dict, outputs: dict, reference_outputs: dict) -> dict:\n"
+        "    return {'key': 'k', 'score': len(inputs) + len(reference_outputs)}\n"
+    ),
+    "okareo": (
+        "def evaluate(model_output, scenario_input=None, metadata=None, model_input=None):\n"
+        "    return [scenario_input, metadata, model_input] == ['q', {}, None]\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_CHECKS))
+def test_formats_read_columns_as_rows(
+    runners: tuple[SandboxRunner, SandboxRunner], name: str
+) -> None:
+    blocks, _ = runners
+    check = CodeCheck(FORMAT_CHECKS[name])
+    columns: dict[str, Sequence[object]] = {
+        "model_output": ["Paris", "Lyon"],
+        "scenario_input": ["q", None],
+        "scenario_result": ["Paris", None],
+    }
+    data = [{k: v[i] for k, v in columns.items() if v[i] is not None} for i in range(2)]
+    table = blocks.score_table(check, columns, LIMITS)
+    results = blocks.run_check(check, data, LIMITS)
+    assert results[0].status is Status.OK, results[0].error
+    for k, result in enumerate(results):
+        got = table.row_result(k)
+        assert (got.status, got.score, got.error) == (result.status, result.score, result.error)

@@ -62,7 +62,7 @@ from engine.storage.rule_records import (
     SpanView,
 )
 from engine.storage.rule_sql import rule_store
-from engine.storage.score_sql import BATCH_LABEL, score_store
+from engine.storage.score_queue_sql import BATCH_LABEL, score_queue
 from engine.storage.span_sql import span_store
 from engine.tenancy.auth import Principal
 
@@ -174,7 +174,7 @@ class OnlineScorer:
         self.db = db
         self.limits = limits or OnlineLimits.from_settings(runs.settings)
         self.rules = rule_store(db)
-        self.scores = score_store(db)
+        self.scores = score_queue(db)
         self.backfills = backfill_store(db)
         self.spans = span_store(db)
         self._stop = threading.Event()
@@ -459,7 +459,8 @@ class OnlineScorer:
         """Queue the backfill's next page; False when it is done or must wait."""
         if b.status != "running":
             return False
-        if self.backfills.waiting(b.id) >= BACKFILL_WAITING_PAGES * self.limits.batch_spans:
+        bound = BACKFILL_WAITING_PAGES * self.limits.batch_spans
+        if self.backfills.waiting(b.tenant_id, b.id) >= bound:
             return False  # its queued work first: the backlog stays bounded
         try:
             _rule, version = self.rules.get_version(b.tenant_id, b.rule_version_id)

@@ -1,8 +1,8 @@
 """Backfills in SQL: a rule version over a window of stored spans, resumable by a cursor.
 
 A backfill walks the tenant's spans in (start time, row id) order from its cursor; each
-step queues the matching spans (``engine.storage.score_sql``) and moves the cursor in the
-same database, so a restart resumes where the last step ended.
+step queues the matching spans (``engine.storage.score_queue_sql``) and moves the cursor
+in the same database, so a restart resumes where the last step ended.
 """
 
 from __future__ import annotations
@@ -141,7 +141,9 @@ class BackfillStore(SqlSessions):
             )
         q = q.order_by(SpanRow.start_unix_nano, SpanRow.id).limit(limit)
         with self._session() as s:
-            return [(r.id, view_of(dict(r._mapping))) for r in s.execute(q)]
+            result = s.execute(q)
+            names = list(result.keys())  # once: a row's own mapping costs more than its view
+            return [(r[0], view_of(dict(zip(names, r, strict=True)))) for r in result]
 
     def advance(
         self,
@@ -207,14 +209,18 @@ class BackfillStore(SqlSessions):
             )
             return {status: int(n) for status, n in rows}
 
-    def waiting(self, backfill_id: str) -> int:
+    def waiting(self, tenant_id: str, backfill_id: str) -> int:
         """Scores of this backfill not written yet (pending or queued)."""
         statuses: list[Any] = [ScoreStatus.PENDING.value, ScoreStatus.QUEUED.value]
         with self._session() as s:
             return int(
                 s.scalar(
                     select(func.count()).where(
-                        SpanScoreRow.origin == backfill_id, SpanScoreRow.status.in_(statuses)
+                        # the tenant's waiting scores by its (tenant, status) index, then
+                        # this backfill's among them: not a scan of every score ever made
+                        SpanScoreRow.tenant_id == tenant_id,
+                        SpanScoreRow.status.in_(statuses),
+                        SpanScoreRow.origin == backfill_id,
                     )
                 )
                 or 0

@@ -15,7 +15,7 @@ from engine.online.rules import score_ref
 from engine.online.scorer import OnlineLimits, OnlineScorer
 from engine.storage import open_store
 from engine.storage.rule_tables import RuleRunRow, SpanScoreRow
-from engine.storage.score_sql import BATCH_LABEL, score_store
+from engine.storage.score_queue_sql import BATCH_LABEL, score_queue
 from engine.storage.tables import RunRow
 from engine.tenancy import auth
 from engine.tenancy.auth import Principal
@@ -114,7 +114,7 @@ def test_batches_a_dead_process_claimed_are_recovered_or_queued_again(
         client.app.state.online.stop()  # type: ignore[attr-defined]  # this test drives it
         assert client.post("/v1/rules", headers=h, json=RULE).status_code == 201
         _send(client, h, 6)
-        scores = score_store(services.db)
+        scores = score_queue(services.db)
         (group,) = scores.pending_groups()
         tenant_id, version_id = group.tenant_id, group.rule_version_id
         # a process claimed 2 spans and died before submitting their run

@@ -14,7 +14,8 @@ from typing import Any
 from engine.audit import hooks
 from engine.audit.records import Actor
 from engine.audit.store import AuditLog
-from engine.environments.build import BuildOutcome, Environments
+from engine.environments.build import Environments
+from engine.environments.records import BuildOutcome
 
 
 def environment_audit(log: AuditLog) -> Callable[[BuildOutcome], None]:

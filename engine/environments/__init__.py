@@ -2,17 +2,19 @@
 
 ``spec`` parses, validates, normalises and keys the block (pure); ``build`` downloads
 wheels on the host, has the sandbox backend install them offline into a derived image,
-records, waits for and prunes builds. See docs/writing-checks/packages.md.
+records, waits for and prunes builds; ``records`` holds what crosses to that backend (the
+``Installer`` seam and its records), ``locks`` one builder per key on a host. See
+docs/writing-checks/packages.md.
 """
 
 from __future__ import annotations
 
-from engine.environments.build import (
+from engine.environments.build import Environments
+from engine.environments.records import (
     ENV_PATH,
     ENV_REPOSITORY,
     BuildState,
     EnvironmentRecord,
-    Environments,
     Installer,
 )
 from engine.environments.spec import (

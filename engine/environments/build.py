@@ -9,12 +9,14 @@ An environment is built once per key (:func:`~engine.environments.spec.environme
    What resolved is checked before anything is installed
    (:mod:`engine.environments.downloaded`: the operator's rules, the unpacked size).
 2. **Install** offline in a hardened container with no network (``--no-index
-   --find-links``), through the :class:`Installer` the Docker backend provides; the result
-   is a derived image ``scorebox-env:<key>`` whose labels record what resolved.
+   --find-links``), through the :class:`~engine.environments.records.Installer` the Docker
+   backend provides; the result is a derived image ``scorebox-env:<key>`` whose labels
+   record what resolved (:mod:`engine.environments.records`).
 
 Concurrent builders of one key (threads, processes, API servers and workers sharing a
-Docker engine) are serialised by a file lock on the host beside the cache; whoever gets it
-second finds the image and builds nothing. A failed build is remembered (its log kept) for
+Docker engine) are serialised by a file lock on the host beside the cache
+(:mod:`engine.environments.locks`); whoever gets it second finds the image and builds
+nothing. A failed build is remembered (its log kept) for
 :data:`FAILURE_TTL_SECONDS`, so every row of a check gets the same ``sandbox_error``
 without rebuilding.
 """
@@ -22,22 +24,26 @@ without rebuilding.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import shutil
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
 
 from engine.environments.admission import FairSlots, InFlight
 from engine.environments.downloaded import check_downloaded
+from engine.environments.locks import KeyLocks
 from engine.environments.pip import HostPip, download_command
 from engine.environments.prune import PruneItem, plan_prune
+from engine.environments.records import (
+    BuildOutcome,
+    BuildState,
+    EnvironmentRecord,
+    Installer,
+    RememberedFailure,
+)
 from engine.environments.spec import (
     Declared,
     PackageRules,
@@ -49,48 +55,10 @@ from engine.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: Repository of derived environment images (tag: the environment's key).
-ENV_REPOSITORY = "scorebox-env"
-#: Where an environment lives inside its image (the harness puts it first on sys.path).
-ENV_PATH = "/opt/scorebox-env"
 #: A job's use of an environment is written down at most this often per key and process.
 USE_MARK_SECONDS = 60.0
 #: Seconds a failed build is remembered before a job may try it again.
 FAILURE_TTL_SECONDS = 300.0
-
-
-@dataclass(frozen=True)
-class EnvironmentRecord:
-    """A built environment: what was asked, what resolved, how big, how long it took."""
-
-    key: str
-    requirements: tuple[str, ...]
-    resolved: dict[str, str]  # distribution -> version
-    size_bytes: int
-    base_image: str
-    built_at: float
-    build_seconds: float
-    image: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready dict."""
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class BuildState:
-    """What ``scorebox env show`` and the API say about an environment."""
-
-    key: str
-    state: str  # "ready", "building", "failed", "missing"
-    record: EnvironmentRecord | None = None
-    error: str | None = None
-    log_path: str | None = None
-    requirements: tuple[str, ...] = field(default_factory=tuple)
-    #: a failure that may pass by itself (the package index was unreachable or slow)
-    retryable: bool = False
-    #: seconds until the next use builds again (failed builds only)
-    retry_after_seconds: float | None = None
 
 
 def log_hint(key: str) -> str:
@@ -103,58 +71,6 @@ def _build_error(message: str, retryable: bool) -> EnvironmentBuildError:
     return (PackageIndexError if retryable else EnvironmentBuildError)(message)
 
 
-@dataclass(frozen=True)
-class RememberedFailure:
-    """A failed build, remembered so every row of a check gets the same error."""
-
-    error: str
-    retryable: bool
-    seconds_left: float
-
-
-@dataclass(frozen=True)
-class BuildOutcome:
-    """One build attempt, for listeners (the audit log): who asked, what, how it ended."""
-
-    key: str
-    requirements: tuple[str, ...]
-    tenant: str | None  # None: not on a tenant's behalf (the CLI, a worker's first use)
-    outcome: str  # "built" or "failed"
-    seconds: float
-    size_bytes: int | None = None
-    resolved: dict[str, str] = field(default_factory=dict)
-    error: str | None = None
-
-
-class Installer(Protocol):
-    """The container half (the Docker backend): install wheels offline, find, list, remove."""
-
-    def find_environment(self, key: str) -> EnvironmentRecord | None:
-        """The record of a built environment, or None."""
-        ...
-
-    def install_environment(
-        self,
-        key: str,
-        wheels: Path,
-        requirements: Sequence[str],
-        *,
-        timeout: float,
-        max_bytes: int,
-        log_file: Path,
-    ) -> EnvironmentRecord:
-        """Install ``wheels`` offline into a derived image; raise EnvironmentBuildError."""
-        ...
-
-    def list_environments(self) -> list[EnvironmentRecord]:
-        """Every built environment on this engine."""
-        ...
-
-    def remove_environment(self, key: str) -> bool:
-        """Delete a built environment; False when it was not there."""
-        ...
-
-
 class Environments:
     """The environment cache of one host: key, build once, record, wait, prune."""
 
@@ -163,8 +79,8 @@ class Environments:
         self.installer = installer
         self.root = settings.data_dir / "environments"
         self.rules = PackageRules.of(settings.packages_allow, settings.packages_deny)
-        self._locks: dict[str, threading.Lock] = {}
-        self._guard = threading.Lock()
+        #: One builder per key, in this process and on this host.
+        self.locks = KeyLocks(self.root / "locks")
         self._ready: dict[str, EnvironmentRecord] = {}
         self._declared_cache: dict[str, Declared] = {}
         #: Builds this process ran (keys), for tests and the bench.
@@ -229,7 +145,7 @@ class Environments:
         if cached is not None:
             self.mark_used(key)
             return cached
-        with self._key_lock(key):
+        with self.locks.hold(key, self.settings.env_wait_seconds, self._timed_out(key)):
             record = self.installer.find_environment(key)
             if record is None:
                 self._raise_recent_failure(key)
@@ -287,7 +203,7 @@ class Environments:
                 retryable=failure.retryable,
                 retry_after_seconds=round(failure.seconds_left, 1),
             )
-        if self._locked_elsewhere(key):
+        if self.locks.held_elsewhere(key):
             return BuildState(key, "building", requirements=tuple(requirements))
         return BuildState(key, "missing", requirements=tuple(requirements))
 
@@ -431,52 +347,15 @@ class Environments:
     def _for_tenant(self, text: str) -> str:
         return self.pip.for_tenant(text)
 
-    # -- locks and failures ----------------------------------------------------------------
+    # -- failures ------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _key_lock(self, key: str) -> Iterator[None]:
-        with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        deadline = time.monotonic() + self.settings.env_wait_seconds
-        if not lock.acquire(timeout=self.settings.env_wait_seconds):
-            raise EnvironmentBuildError(self._wait_message(key))
-        try:
-            path = self.root / "locks" / f"{key}.lock"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a") as handle:
-                while True:
-                    try:
-                        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= deadline:
-                            raise EnvironmentBuildError(self._wait_message(key)) from None
-                        time.sleep(0.2)
-                try:
-                    yield
-                finally:
-                    fcntl.flock(handle, fcntl.LOCK_UN)
-        finally:
-            lock.release()
-
-    def _wait_message(self, key: str) -> str:
-        return (
+    def _timed_out(self, key: str) -> Callable[[], EnvironmentBuildError]:
+        """The error of a wait for ``key``'s build lock that ran out."""
+        return lambda: EnvironmentBuildError(
             f"environment {key} is still being built by another process after "
             f"SCOREBOX_ENV_WAIT_SECONDS={self.settings.env_wait_seconds:.0f}: try again later "
             f"(build log: {log_hint(key)})"
         )
-
-    def _locked_elsewhere(self, key: str) -> bool:
-        path = self.root / "locks" / f"{key}.lock"
-        if not path.exists():
-            return False
-        with path.open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return True
-            fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
 
     def _remember_failure(self, key: str, message: str, *, retryable: bool = False) -> None:
         path = self._failure_path(key)
@@ -501,7 +380,7 @@ class Environments:
 
     def building(self, key: str) -> bool:
         """Whether a process on this host holds ``key``'s build lock (is building it)."""
-        return self._locked_elsewhere(key)
+        return self.locks.held_elsewhere(key)
 
     def _raise_recent_failure(self, key: str) -> None:
         failure = self._failure(key)

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from engine.environments.build import EnvironmentRecord
+from engine.environments.records import EnvironmentRecord
 
 #: An environment used this recently is kept whatever the total size.
 RECENT_SECONDS = 600.0

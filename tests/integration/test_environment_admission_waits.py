@@ -13,7 +13,7 @@ import pytest
 
 from engine.environments import Environments
 from engine.environments.admission import FairSlots
-from engine.environments.build import BuildOutcome
+from engine.environments.records import BuildOutcome
 from engine.errors import EnvironmentBuildError
 from engine.settings import Settings
 from tests.unit.test_environment_admission import SlowInstaller, _offline_downloads

@@ -14,8 +14,8 @@ import pytest
 
 from engine.environments import EnvironmentRecord, Environments, read_block
 from engine.environments.admission import InFlight
-from engine.environments.build import BuildOutcome
 from engine.environments.prune import RECENT_SECONDS, plan_prune
+from engine.environments.records import BuildOutcome
 from engine.environments.spec import canonical_requirements
 from engine.settings import Settings
 

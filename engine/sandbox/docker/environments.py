@@ -26,12 +26,8 @@ import docker
 import requests.exceptions
 from docker.types import Ulimit
 
-from engine.environments.build import (
-    ENV_PATH,
-    ENV_REPOSITORY,
-    EnvironmentRecord,
-    Environments,
-)
+from engine.environments.build import Environments
+from engine.environments.records import ENV_PATH, ENV_REPOSITORY, EnvironmentRecord
 from engine.environments.wheels import BuiltWheel
 from engine.errors import EnvironmentBuildError, SandboxError
 from engine.sandbox.docker.containers import (

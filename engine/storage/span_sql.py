@@ -11,18 +11,21 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select, tuple_
+from sqlalchemy import Engine, Table, and_, exists, func, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.online.filters import SpanFields
 from engine.online.mapping import Event, Mapped, Span, map_span, search_text
+from engine.storage.bulk_insert import insert_ignoring_conflicts
 from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import SpanRef, SpanView
@@ -35,6 +38,9 @@ MAX_VALUE_CHARS = 16_384
 #: A span's stored attributes (and, separately, its events) past this JSON size are cut.
 MAX_ATTRIBUTES_CHARS = 131_072
 TRUNCATED = "scorebox.truncated"
+SPANS: Table = SpanRow.__table__  # type: ignore[assignment]
+#: A span is stored once per tenant, trace id and span id.
+SPAN_KEY = ("tenant_id", "trace_id", "span_id")
 
 
 def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -47,9 +53,14 @@ def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, str) and len(value) > MAX_VALUE_CHARS:
             value = value[:MAX_VALUE_CHARS]
             dropped += 1
-        # a string's length is its JSON size closely enough for a bound (and far cheaper)
-        text = value if isinstance(value, str) else json.dumps(value, default=str)
-        size = len(key) + len(text) + 6
+        # a string's or a number's length is its JSON size closely enough for a bound, and
+        # far cheaper than encoding it (this runs for every attribute of every span)
+        if isinstance(value, str):
+            size = len(key) + len(value) + 6
+        elif value is None or isinstance(value, int | float):
+            size = len(key) + len(str(value)) + 6
+        else:
+            size = len(key) + len(json.dumps(value, default=str)) + 6
         if total + size > MAX_ATTRIBUTES_CHARS:
             dropped += 1
             continue
@@ -181,6 +192,17 @@ def _mapped_columns(mapped: Mapped) -> dict[str, Any]:
 class SpanStore(SqlSessions):
     """Spans and their content log records, per tenant."""
 
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._write_lock = threading.Lock()
+
+    def _writer(self) -> AbstractContextManager[Any]:
+        """On SQLite, this process's batches write one at a time: a batch waiting here
+        starts the moment the one before commits, where SQLite's own busy handler would
+        sleep (up to 100 ms a try) between looks at the file's lock. PostgreSQL locks
+        rows, not the database: batches write together."""
+        return self._write_lock if self._dialect == "sqlite" else nullcontext()
+
     def _insert(self, table: Any) -> Any:
         return pg_insert(table) if self._dialect == "postgresql" else sqlite_insert(table)
 
@@ -236,11 +258,9 @@ class SpanStore(SqlSessions):
                         **_mapped_columns(mapped),
                     }
                 )
-            # Core, not the ORM's bulk path: a batch of 512 spans is one executemany
-            statement = self._insert(SpanRow.__table__).on_conflict_do_nothing(
-                index_elements=["tenant_id", "trace_id", "span_id"]
-            )
-            s.execute(statement, values)
+            with self._writer():
+                insert_ignoring_conflicts(s.connection(), SPANS, values, SPAN_KEY)
+                s.commit()
         return [view_of(v) for v in values]
 
     def add_logs(self, tenant_id: str, logs: Sequence[tuple[str, str, Event]]) -> list[SpanView]:
@@ -263,7 +283,7 @@ class SpanStore(SqlSessions):
                 "received_at": now,
             }
         keys = {(trace_id, span_id) for trace_id, span_id, _ in logs}
-        with self._session() as s:
+        with self._writer(), self._session() as s:
             statement = self._insert(SpanLogRow.__table__).on_conflict_do_nothing(
                 index_elements=["id"]
             )

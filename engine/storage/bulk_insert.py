@@ -1,0 +1,60 @@
+"""Many rows in one ``INSERT ... VALUES (...), (...) ON CONFLICT (...) DO NOTHING``.
+
+For the OTLP receiver's batches (512 spans an export by default). One statement of many
+rows, not an executemany of one row each: SQLite runs it in one step without taking
+Python's GIL back between rows (an executemany takes it back for every row, and waits
+each time for the threads mapping the next batches, which then cannot overlap with it),
+and PostgreSQL gets one statement in one round trip. Each value still passes through its
+column type's own bind processor (JSON encoded, SQLite's date format), as an ORM or Core
+insert would bind it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Table
+
+#: Rows a statement at most: 500 rows of a 20-column table stay under PostgreSQL's limit
+#: on bound parameters (65,535) and SQLite's since 3.32 (32,766); an older SQLite's
+#: (999) is read from the connection.
+ROWS_PER_STATEMENT = 500
+
+
+def insert_ignoring_conflicts(
+    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], conflict: Sequence[str]
+) -> None:
+    """Insert ``rows`` (each a value for every column of ``table``); a row whose
+    ``conflict`` columns match a stored row, or an earlier row here, is left out."""
+    if not rows:
+        return
+    dialect = conn.dialect
+    columns = list(table.columns)
+    processors: list[tuple[str, Callable[[Any], Any] | None]] = [
+        (c.name, c.type.dialect_impl(dialect).bind_processor(dialect)) for c in columns
+    ]
+    quote = dialect.identifier_preparer.quote
+    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    per_statement = min(ROWS_PER_STATEMENT, _max_parameters(conn) // len(columns))
+    group = "(" + ", ".join([mark] * len(columns)) + ")"
+    head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "
+    tail = f" ON CONFLICT ({', '.join(quote(c) for c in conflict)}) DO NOTHING"
+    for start in range(0, len(rows), per_statement):
+        chunk = rows[start : start + per_statement]
+        params: list[Any] = []
+        for row in chunk:
+            for name, process in processors:
+                value = row[name]
+                params.append(value if process is None else process(value))
+        sql = head + ", ".join([group] * len(chunk)) + tail
+        conn.exec_driver_sql(sql, tuple(params))
+
+
+def _max_parameters(conn: Connection) -> int:
+    """How many parameters one statement may bind on this connection."""
+    if conn.dialect.name != "sqlite":
+        return 65_535
+    driver = conn.connection.dbapi_connection
+    return int(driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))  # type: ignore[union-attr]

@@ -142,6 +142,12 @@ def send_all(
     return time.perf_counter() - started, latencies
 
 
+def cpu_seconds(pid: int) -> float:
+    """The user and system CPU seconds process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def measure(
     database_url: str | None, batches: int, size: int, clients: int, workdir: Path
 ) -> dict[str, Any]:
@@ -183,7 +189,9 @@ def measure(
         }
         with httpx.Client(base_url=base, headers=headers, timeout=60) as warm:
             warm.post("/v1/traces", content=batch(8, -1)).raise_for_status()
+        cpu_before = cpu_seconds(proc.pid)
         elapsed, latencies = send_all(base, headers, bodies, clients)
+        server_cpu = cpu_seconds(proc.pid) - cpu_before
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -208,6 +216,8 @@ def measure(
         "batch_ms_p50": statistics.median(latencies) * 1000,
         "batch_ms_p95": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
         "gzip_bytes_per_batch": statistics.mean(len(b) for b in bodies),
+        # CPU the server spent per span: steadier than spans/s on a shared machine
+        "server_cpu_us_per_span": server_cpu / max(stored, 1) * 1e6,
         "cores": os.cpu_count(),
         "load_average_1m_at_end": os.getloadavg()[0],
     }
@@ -220,11 +230,12 @@ def report(result: dict[str, Any]) -> str:
         f"{result['database']}, {result['clients']} concurrent exporters, "
         f"{result['batches']} batches of {result['batch_spans']} openai-v2 chat spans "
         f"(protobuf, gzip, {result['gzip_bytes_per_batch'] / 1024:.0f} KB a batch).\n\n"
-        "| spans sent | spans stored | seconds | spans/s stored | batch p50 | batch p95 |\n"
-        "|---:|---:|---:|---:|---:|---:|\n"
+        "| spans sent | spans stored | seconds | spans/s stored | batch p50 | batch p95 "
+        "| server CPU a span |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|\n"
         f"| {result['sent_spans']:,} | {result['stored_spans']:,} | {result['seconds']:.1f} "
         f"| {result['spans_per_s']:,.0f} | {result['batch_ms_p50']:.0f} ms "
-        f"| {result['batch_ms_p95']:.0f} ms |\n\n"
+        f"| {result['batch_ms_p95']:.0f} ms | {result['server_cpu_us_per_span']:.0f} µs |\n\n"
         f"Machine: {result['cores']} cores, 1-minute load average "
         f"{result['load_average_1m_at_end']:.1f} at the end (a shared machine).\n\n"
         "Goal: 10,000 spans/s. Each span is decoded, mapped to a row and inserted once "

@@ -308,6 +308,7 @@ def test_generate_a_check_see_attempts_examples_and_self_test_then_save_it(
     expect(page.get_by_role("heading", name="city version 1")).to_be_visible()
     expect(page.get_by_role("status")).to_have_text("Saved version 1.")
     expect(page.get_by_text("policy restricted")).to_be_visible()
+    expect(page.locator('[data-field="origin"]')).to_have_text("generated")
 
 
 def test_generate_form_refuses_a_post_without_the_csrf_token(

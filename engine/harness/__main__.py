@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 
+from engine.harness.ahead import Spare, template_of
 from engine.harness.channel import Reader, read_job
 from engine.harness.confine import become_subreaper, deny_io_uring, make_undumpable
 from engine.harness.gateway import Gateway
@@ -36,11 +37,21 @@ def main(argv: list[str]) -> int:
     gateway = Gateway()
     gateway.listen()
     stdin = Reader(0)
+    spare: Spare | None = None
     while True:
-        job = read_job(stdin, idle_exit)
+        job = read_job(stdin, idle_exit, spare.wake if spare is not None else None)
         if job is None:
+            if spare is not None:  # forked ahead for a job that never came
+                spare.discard()
             return 0
-        JobRun(job, result_fd, gateway, stdin).run()
+        reusable = JobRun(job, result_fd, gateway, stdin, spare).run()
+        spare = None
+        if reusable:
+            # The container is clean again, and may get another job of this check only: its
+            # child forks and loads now, from what loading needs (none of this job's rows).
+            template = template_of(job)
+            del job
+            spare = Spare.fork(template, result_fd, gateway)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,11 @@ class JobSide(Protocol):
         ...
 
 
+def block_bytes(rows: int) -> int:
+    """The shared memory a block of ``rows`` rows takes."""
+    return 8 + 18 * max(rows, 1)
+
+
 class Block:
     """A child's results as columns in memory it shares with the parent (block mode).
 
@@ -57,10 +62,15 @@ class Block:
     only refuses a counter that goes back or past the end.
     """
 
-    def __init__(self, rows: int) -> None:
+    def __init__(self, rows: int, memory: mmap.mmap | None = None) -> None:
         self.rows = rows
         # Layout: counter (8 bytes), scores (8n), ms (8n), codes (n), kinds (n).
-        self.memory = mmap.mmap(-1, 8 + 18 * max(rows, 1))  # MAP_SHARED: survives fork
+        if memory is None:
+            memory = mmap.mmap(-1, block_bytes(rows))  # MAP_SHARED: survives fork
+        elif len(memory) < block_bytes(rows):
+            raise ValueError(f"{len(memory)} bytes cannot hold a block of {rows} rows")
+        #: Made here, or (a child forked ahead of its job) mapped before the fork, larger.
+        self.memory = memory
         view = memoryview(self.memory)
         self.counter = view[0:8].cast("Q")
         self.scores = view[8 : 8 + 8 * rows].cast("d")

@@ -11,6 +11,7 @@ import json
 import os
 import select
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engine import contract
@@ -107,8 +108,14 @@ class Reader:
         return raw
 
 
-def read_job(stdin: Reader, idle_exit: float) -> dict[str, Any] | None:
-    """The next job, or None when stdin closed or no job came for ``idle_exit`` seconds."""
+def read_job(
+    stdin: Reader, idle_exit: float, wake: Callable[[], float | None] | None = None
+) -> dict[str, Any] | None:
+    """The next job, or None when stdin closed or no job came for ``idle_exit`` seconds.
+
+    ``wake``, while waiting, is called before each wait and says when (a monotonic time)
+    it wants to be called again, if ever.
+    """
     deadline = time.monotonic() + idle_exit
     header = None
     while True:
@@ -122,7 +129,12 @@ def read_job(stdin: Reader, idle_exit: float) -> dict[str, Any] | None:
                 raise ValueError("bad job header")
         if stdin.eof:
             return None
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
+        wake_at = wake() if wake is not None else None
+        if wake_at is not None and wake_at < deadline:
+            stdin.fill(max(0.0, wake_at - now))
+            continue
         if remaining <= 0 or not stdin.fill(remaining):
             return None
     size = int(header.strip())

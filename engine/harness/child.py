@@ -275,24 +275,14 @@ def run_row(
     return record
 
 
-def run_child(
-    job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int, block: Block | None = None
-) -> None:
-    """Load the check and score ``rows``: one JSON line per record on ``out_fd``, or, with
-    a ``block``, each row's result into its columns and only extras on ``out_fd``."""
+def load_for(job: dict[str, Any], out_fd: int, budget: list[int]) -> Entry | None:
+    """Load the check of ``job`` and send the parent its ``loaded`` record on ``out_fd``;
+    the entry, or None when it failed to load. What loading prints is charged to
+    ``budget``, the job's output budget, which its rows go on spending."""
     # The kernel's OOM killer takes the check before the parent.
     with contextlib.suppress(Exception), open("/proc/self/oom_score_adj", "w") as adj:
         adj.write("1000")
-    budget = [int(job["max_output_bytes"])]
-    keep = int(job.get("max_row_output_chars", 4096))
-    expected: list[contract.OutputType | None] = [
-        contract.OutputType(job["output_type"]) if job.get("output_type") else None
-    ]
-
-    def emit(record: dict[str, Any]) -> None:
-        write_all(out_fd, encode_json(record).encode() + b"\n")
-
-    load_capture = Capture(budget, keep)
+    load_capture = Capture(budget, int(job.get("max_row_output_chars", 4096)))
     sys.stdout = sys.stderr = load_capture
     load_error: str | None = None
     try:
@@ -306,12 +296,32 @@ def run_child(
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
     if load_error is not None:
-        emit({"t": "loaded", "ok": False, "error": short(load_error)})
-        return
+        _emit(out_fd, {"t": "loaded", "ok": False, "error": short(load_error)})
+        return None
     loaded: dict[str, Any] = {"t": "loaded", "ok": True, "parameters": entry.parameters}
     if entry.detected is not None:
         loaded.update(format=entry.detected.format.value, entry=entry.detected.entry)
-    emit(loaded)
+    _emit(out_fd, loaded)
+    return entry
+
+
+def serve_rows(
+    entry: Entry,
+    job: dict[str, Any],
+    rows: list[dict[str, Any]],
+    out_fd: int,
+    block: Block | None,
+    budget: list[int],
+) -> None:
+    """Score ``rows`` with the loaded ``entry``: one JSON line per record on ``out_fd``, or,
+    with a ``block``, each row's result into its columns and only extras on ``out_fd``."""
+    expected: list[contract.OutputType | None] = [
+        contract.OutputType(job["output_type"]) if job.get("output_type") else None
+    ]
+
+    def emit(record: dict[str, Any]) -> None:
+        _emit(out_fd, record)
+
     if block is None:
         for row in rows:
             emit(run_row(entry, row, job, budget, expected))
@@ -319,3 +329,17 @@ def run_child(
     for k, row in enumerate(rows):
         block.put(k, run_row(entry, row, job, budget, expected), emit)
     emit({"t": "end"})
+
+
+def _emit(out_fd: int, record: dict[str, Any]) -> None:
+    write_all(out_fd, encode_json(record).encode() + b"\n")
+
+
+def run_child(
+    job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int, block: Block | None = None
+) -> None:
+    """Load the check and score ``rows`` (:func:`load_for`, then :func:`serve_rows`)."""
+    budget = [int(job["max_output_bytes"])]
+    entry = load_for(job, out_fd, budget)
+    if entry is not None:
+        serve_rows(entry, job, rows, out_fd, block, budget)

@@ -20,10 +20,11 @@ from typing import Any
 
 from engine import contract
 from engine.contract import formats
+from engine.harness.ahead import Spare
 from engine.harness.blocks import BLOCK_FLUSH_SECONDS, POLL_SECONDS, Block, BlockWatch
 from engine.harness.channel import MAX_RECORD_BYTES, Channel, Reader
 from engine.harness.child import run_child, short
-from engine.harness.confine import drop_to_check_user
+from engine.harness.fork import fork_check, kill_child, oom_kills
 from engine.harness.gateway import Gateway, read_reply
 from engine.harness.reset import Tasks, reset
 
@@ -56,19 +57,6 @@ def check_record(raw: bytes, expected_i: int) -> dict[str, Any]:
     return record
 
 
-def oom_kills() -> int | None:
-    """The container's OOM-kill count (cgroup v2), or None where the runtime hides it."""
-    try:
-        with open("/sys/fs/cgroup/memory.events") as events:
-            for line in events:
-                key, _, value = line.partition(" ")
-                if key == "oom_kill":
-                    return int(value)
-    except (OSError, ValueError):
-        return None
-    return None
-
-
 def describe_death(status: int, ooms_before: int | None) -> tuple[str, str]:
     """(status, error) for a row whose child died without reporting it."""
     after = oom_kills()
@@ -93,16 +81,6 @@ def describe_death(status: int, ooms_before: int | None) -> tuple[str, str]:
     )
 
 
-def kill_child(pid: int) -> int:
-    """Kill and reap a child (already reaped: 0)."""
-    with contextlib.suppress(OSError):
-        os.kill(pid, signal.SIGKILL)
-    try:
-        return os.waitpid(pid, 0)[1]
-    except ChildProcessError:
-        return 0
-
-
 def row_fault(i: int, status: str, error: str) -> dict[str, Any]:
     """A row record the parent writes for a row its child could not report."""
     return {"t": "row", "i": i, "status": status, "error": error, "ms": 0.0}
@@ -117,8 +95,11 @@ class JobRun:
         result_fd: int,
         gateway: Gateway,
         stdin: Reader | None = None,
+        spare: Spare | None = None,
     ) -> None:
         self.job = job
+        #: A child forked ahead with the check loaded: the job's first child, if it fits.
+        self.spare = spare
         self.result_fd = result_fd
         self.stdin = stdin
         #: The model gateway's listener (bound once, by ``main``, before any check ran).
@@ -143,8 +124,9 @@ class JobRun:
         #: The child was stopped to run its unconfirmed rows again (see ``suspect_end``).
         self.retry = False
 
-    def run(self) -> None:
-        """Serve the job to its ``done`` record (after the reset, so reuse is decided)."""
+    def run(self) -> bool:
+        """Serve the job to its ``done`` record (after the reset, so reuse is decided);
+        whether the container is clean for another job."""
         while self.pos < len(self.rows) or not self.loaded_sent:
             fault = self.run_child()
             if fault is None:
@@ -156,6 +138,8 @@ class JobRun:
             elif self.pos < len(self.rows):
                 self.channel.send(row_fault(self.rows[self.pos]["i"], *fault))
                 self.pos += 1
+        if self.spare is not None:  # never reached: the first child takes or discards it
+            self.spare.discard()
         self.gateway.end()
         # Reset before "done": the host sends the next job only to a container that is clean.
         reusable = reset()
@@ -164,6 +148,7 @@ class JobRun:
             reusable = False
         self.channel.send({"t": "done", "rows": len(self.rows), "reusable": reusable})
         self.channel.flush()
+        return reusable
 
     def fail_rest(self, status: str, error: str) -> None:
         """Give every row without a record this fault."""
@@ -172,41 +157,31 @@ class JobRun:
         self.pos = len(self.rows)
 
     def run_child(self) -> tuple[str, str] | None:
-        """Fork a child for the remaining rows; the fault that ended it early, if any."""
-        read_fd, write_fd = os.pipe()
-        out_read, out_write = os.pipe()
-        ooms_before = oom_kills()
+        """Fork a child for the remaining rows (or take the one forked ahead); the fault
+        that ended it early, if any."""
         stop = self.pos + 1 if self.pos < self.suspect_end else len(self.rows)
-        block = Block(stop - self.pos) if self.job.get("result_blocks") else None
-        pid = os.fork()
-        if pid:
-            Tasks.saw(pid, ours=True)
-        if pid == 0:  # the child: no way back to stdin or the result channel
-            code = 70
-            try:
-                drop_to_check_user()
-                signal.signal(signal.SIGINT, signal.default_int_handler)
-                os.close(read_fd)
-                os.close(out_read)
-                os.close(self.result_fd)
-                os.close(0)
-                self.gateway.close_in_child()
-                # Whatever the check writes to fd 1 or 2 reaches only the parent, which counts it.
-                os.dup2(out_write, 1)
-                os.dup2(out_write, 2)
-                os.close(out_write)
-                run_child(self.job, self.rows[self.pos : stop], write_fd, block)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(write_fd)
-        os.close(out_write)
+        started = None
+        if self.spare is not None:
+            spare, self.spare = self.spare, None
+            started = spare.start(self.job)
+        if started is not None:
+            forked, records, block = started
+        else:
+            block = Block(stop - self.pos) if self.job.get("result_blocks") else None
+            rows = self.rows[self.pos : stop]
+            job = self.job
+            forked = fork_check(
+                self.result_fd, self.gateway, lambda fd: run_child(job, rows, fd, block)
+            )
+            records = Reader(forked.read_fd)
+        pid, read_fd, out_read = forked.pid, forked.read_fd, forked.out_read
+        ooms_before = forked.ooms_before
         output = Reader(out_read)
         try:
             if block is None:
-                fault, finished = self.watch(Reader(read_fd), output, pid)
+                fault, finished = self.watch(records, output, pid)
             else:
-                fault, finished = self.watch_block(Reader(read_fd), output, pid, block)
+                fault, finished = self.watch_block(records, output, pid, block)
             if fault is not None or finished or self.retry:
                 self.retry = False
                 kill_child(pid)

@@ -1,0 +1,184 @@
+"""Fork-ahead: the next job's child, forked and with the check loaded before the job comes.
+
+A warm check container serves one check version, so once a job has ended and the
+container is clean again (every process of that job killed, /tmp and /dev/shm emptied:
+:func:`~engine.harness.reset.reset`), the parent forks the child of the next job at once.
+That child is confined like any other (:func:`~engine.harness.fork.fork_check`), loads the
+check from the source the parent kept (never the last job's rows), sends its ``loaded``
+record, and waits on a pipe for its job. When the job comes, and it is of the same check
+and small enough, the parent writes the job down that pipe and watches the child as if it
+had just forked it: the fork and the load are off the job's path.
+
+Nothing of the last job reaches it: it is forked after the reset, from the parent, which
+never runs check code. What its own load does (files, processes) is the next job's, as it
+would be had the job forked it. A child forked ahead and never used (another check, too
+many rows, stdin closed, the container retiring) is killed and the container reset again,
+so the job that comes instead finds none of its load. One whose load outlives the load
+bound while the container idles is killed the same way (the next job then loads again,
+under its own watchdog).
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import time
+from typing import Any
+
+from engine.harness.blocks import Block, block_bytes
+from engine.harness.channel import Reader, encode_json
+from engine.harness.child import load_for, serve_rows
+from engine.harness.fork import Forked, fork_check, kill_child
+from engine.harness.gateway import Gateway
+from engine.harness.reset import reset
+
+#: What loading a check depends on: a child forked ahead serves only a job equal in these.
+LOAD_KEYS = ("source", "policy", "entry", "max_output_bytes", "max_row_output_chars")
+#: Rows a child forked ahead can take (its result block's memory is mapped before the fork).
+AHEAD_MAX_ROWS = 1024
+#: A job bigger than this, as the JSON the child reads, gets a child forked for it
+#: instead: the pipe takes it in one write (64 KiB under runc and gVisor alike), so the
+#: parent never waits on a child that is still loading.
+AHEAD_MAX_JOB_BYTES = 32 * 1024
+#: Keys of the job a child forked ahead is not sent: it has the source; the nonce frames
+#: only what the parent writes.
+NOT_SENT = frozenset({"source", "nonce"})
+
+
+def template_of(job: dict[str, Any]) -> dict[str, Any]:
+    """What a child forked ahead of ``job``'s successor is given: the load keys (and the
+    load bound), none of ``job``'s rows."""
+    template = {key: job.get(key) for key in LOAD_KEYS}
+    template["load_timeout_seconds"] = float(job.get("load_timeout_seconds", 20.0))
+    return template
+
+
+def receive_job(job_fd: int) -> dict[str, Any] | None:
+    """In the child: its job, read to the pipe's end (None: the parent closed it unused)."""
+    data = bytearray()
+    while chunk := os.read(job_fd, 1 << 16):
+        data += chunk
+    os.close(job_fd)
+    if not data:
+        return None
+    import json  # noqa: PLC0415 (the child's own: a check that replaced it harms only itself)
+
+    job: dict[str, Any] = json.loads(data)
+    return job
+
+
+def serve_ahead(template: dict[str, Any], job_fd: int, out_fd: int, memory: mmap.mmap) -> None:
+    """In the child forked ahead: load the check, then wait for the job and score its rows."""
+    budget = [int(template["max_output_bytes"])]
+    entry = load_for(template, out_fd, budget)
+    if entry is None:
+        return
+    job = receive_job(job_fd)
+    if job is None:
+        return
+    rows: list[dict[str, Any]] = job["rows"]
+    block = Block(len(rows), memory) if job.get("result_blocks") else None
+    serve_rows(entry, job, rows, out_fd, block, budget)
+
+
+class Spare:
+    """The parent's side of a child forked ahead of the next job."""
+
+    def __init__(
+        self,
+        forked: Forked,
+        job_fd: int,
+        memory: mmap.mmap,
+        template: dict[str, Any],
+        gateway: Gateway,
+    ) -> None:
+        self.forked = forked
+        #: The write end of the pipe the child waits on for its job.
+        self.job_fd = job_fd
+        self.memory = memory
+        self.template = template
+        self.gateway = gateway
+        #: Its records, read from while the container idles (the load record waits here).
+        self.reader = Reader(forked.read_fd)
+        #: The load must have reported by then, or the child is killed (while idle).
+        self.load_deadline = time.monotonic() + float(template["load_timeout_seconds"])
+        self.gone = False
+
+    @classmethod
+    def fork(cls, template: dict[str, Any], result_fd: int, gateway: Gateway) -> Spare:
+        """Fork a child for the next job of ``template``'s check; it starts loading now."""
+        job_read, job_write = os.pipe()
+        memory = mmap.mmap(-1, block_bytes(AHEAD_MAX_ROWS))  # MAP_SHARED: survives fork
+        try:
+            forked = fork_check(
+                result_fd,
+                gateway,
+                lambda out_fd: serve_ahead(template, job_read, out_fd, memory),
+                close=(job_write,),
+            )
+        except BaseException:
+            for fd in (job_read, job_write):
+                os.close(fd)
+            memory.close()
+            raise
+        os.close(job_read)
+        return cls(forked, job_write, memory, template, gateway)
+
+    def payload(self, job: dict[str, Any]) -> bytes | None:
+        """``job`` as the child reads it, or None when this child cannot serve it."""
+        if any(job.get(key) != self.template[key] for key in LOAD_KEYS):
+            return None
+        if len(job["rows"]) > AHEAD_MAX_ROWS:
+            return None
+        data = encode_json({k: v for k, v in job.items() if k not in NOT_SENT}).encode()
+        return data if len(data) <= AHEAD_MAX_JOB_BYTES else None
+
+    def start(self, job: dict[str, Any]) -> tuple[Forked, Reader, Block | None] | None:
+        """Hand ``job`` to the child: the child, the reader of its records (its load record
+        may be read already) and its result block, to watch as a child just forked for the
+        job; None when it cannot serve the job (it is discarded)."""
+        data = None if self.gone else self.payload(job)
+        if data is None:
+            self.discard()
+            return None
+        os.set_blocking(self.job_fd, False)
+        try:
+            written = os.write(self.job_fd, data)
+        except OSError:
+            written = 0
+        if written != len(data):
+            self.discard()
+            return None
+        os.close(self.job_fd)
+        self.gone = True
+        block = Block(len(job["rows"]), self.memory) if job.get("result_blocks") else None
+        if block is None:
+            self.memory.close()
+        return self.forked, self.reader, block
+
+    def wake(self) -> float | None:
+        """While the container idles: kill the child if its load outlived the load bound;
+        when to look again (None: no need)."""
+        if self.gone:
+            return None
+        if not self.reader.eof:
+            self.reader.fill(0)
+        if self.reader.eof or b"\n" in self.reader.buffer:
+            return None  # loaded (or failed to): the job will read its record
+        if time.monotonic() < self.load_deadline:
+            return self.load_deadline
+        self.discard()
+        return None
+
+    def discard(self) -> None:
+        """Kill the unused child and reset the container: nothing its load did is left."""
+        if self.gone:
+            return
+        self.gone = True
+        kill_child(self.forked.pid)
+        for fd in (self.job_fd, self.forked.read_fd, self.forked.out_read):
+            os.close(fd)
+        self.memory.close()
+        # A model request its load made waits in the gateway's backlog: closed unread.
+        self.gateway.end()
+        reset()

@@ -1,0 +1,167 @@
+"""Fork-ahead without Docker: the child forked before its job serves it, or is killed.
+
+As in test_harness_job.py, the harness's parent is this test's process and its children
+are forked from it (off a container's PID 1 the reset touches nothing).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from engine.contract import Status
+from engine.harness.ahead import AHEAD_MAX_ROWS, Spare, template_of
+from engine.harness.channel import Reader, read_job
+from engine.harness.gateway import Gateway
+from engine.harness.supervise import JobRun
+from engine.models import Row
+from engine.sandbox.blocks import BlockRecord
+from engine.sandbox.protocol import Job, LoadedRecord, RowRecord, parse_records
+
+#: Each row's score is how many rows its process scored, times a million, plus its pid.
+COUNTING = (
+    "import os\n"
+    "SCORED = []\n"
+    "def evaluate(model_output):\n"
+    "    SCORED.append(model_output)\n"
+    "    return len(SCORED) * 1_000_000 + os.getpid()\n"
+)
+
+
+def job_of(source: str, n: int, *, blocks: bool = True, **extra: Any) -> dict[str, Any]:
+    """A job as the harness reads it (encoded by the host, read by ``read_job``)."""
+    fields: dict[str, Any] = {"row_timeout_seconds": 5.0, "max_output_bytes": 4096, **extra}
+    encoded = Job(
+        nonce="n0nce",
+        source=source,
+        result_blocks=blocks,
+        rows=[Row(model_output=str(i)) for i in range(n)],
+        **fields,
+    ).encode()
+    with tempfile.TemporaryFile() as stdin:  # a pipe would block past 64 KiB
+        stdin.write(encoded)
+        stdin.seek(0)
+        document = read_job(Reader(stdin.fileno()), idle_exit=5.0)
+    assert document is not None
+    return document
+
+
+def serve(job: dict[str, Any], spare: Spare | None = None) -> list[tuple[Status, Any]]:
+    """Run ``job`` as the harness's parent does: (status, score) of each row."""
+    result_read, result_write = os.pipe()
+    JobRun(job, result_write, Gateway(), spare=spare).run()
+    os.close(result_write)
+    data = b""
+    while chunk := os.read(result_read, 1 << 16):
+        data += chunk
+    os.close(result_read)
+    records, error = parse_records(data.splitlines(), "n0nce", 64 * 1024)
+    assert error is None
+    assert isinstance(records[0], LoadedRecord) and records[0].ok, records[0]
+    out: list[tuple[Status, Any]] = []
+    for record in records[1:-1]:
+        if isinstance(record, BlockRecord):
+            out += [(record.block.status(k), record.block.score(k)) for k in range(record.n)]
+        else:
+            assert isinstance(record, RowRecord)
+            out.append((record.status, record.score))
+    return out
+
+
+def loaded(spare: Spare, seconds: float = 10.0) -> None:
+    """Wait, as the idle parent does, until the spare's load record is in."""
+    deadline = time.monotonic() + seconds
+    while spare.wake() is not None:
+        assert time.monotonic() < deadline, "the spare never loaded"
+        time.sleep(0.01)
+    assert not spare.gone
+
+
+@pytest.fixture
+def devnull() -> Iterator[int]:
+    """The spare's result channel: a child never writes there (it closes it first)."""
+    fd = os.open(os.devnull, os.O_WRONLY)
+    yield fd
+    os.close(fd)
+
+
+def reaped(pid: int) -> bool:
+    """Whether ``pid`` is gone and reaped (no zombie of it waits)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("blocks", [True, False], ids=["blocks", "rows"])
+def test_a_spare_serves_the_next_job_with_nothing_of_the_last(blocks: bool, devnull: int) -> None:
+    first = job_of(COUNTING, 3, blocks=blocks)
+    results = serve(first)
+    assert [(status, score // 1_000_000) for status, score in results] == [
+        (Status.OK, k) for k in (1, 2, 3)
+    ]
+    template = template_of(first)
+    assert set(template) == {
+        "source",
+        "policy",
+        "entry",
+        "max_output_bytes",
+        "max_row_output_chars",
+        "load_timeout_seconds",
+    }  # none of the last job's rows, nor its nonce
+    spare = Spare.fork(template, devnull, Gateway())
+    loaded(spare)
+    second = serve(job_of(COUNTING, 2, blocks=blocks), spare)
+    # The spare's process scored job 2, from a fresh module: its global counts from 1.
+    assert second == [
+        (Status.OK, 1_000_000 + spare.forked.pid),
+        (Status.OK, 2_000_000 + spare.forked.pid),
+    ]
+    assert reaped(spare.forked.pid)
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        job_of(COUNTING.replace("os.getpid()", "os.getpid() + 0"), 1),  # another check
+        job_of(COUNTING, AHEAD_MAX_ROWS + 1),  # more rows than its block holds
+        job_of(COUNTING, 1, max_output_bytes=8192),  # another output budget (load's too)
+    ],
+    ids=["another-check", "too-many-rows", "other-limits"],
+)
+def test_a_spare_that_cannot_serve_the_job_is_killed_and_a_child_forked(
+    job: dict[str, Any], devnull: int
+) -> None:
+    spare = Spare.fork(template_of(job_of(COUNTING, 1)), devnull, Gateway())
+    loaded(spare)
+    results = serve(job, spare)
+    assert spare.gone
+    assert reaped(spare.forked.pid)
+    assert {status for status, _ in results} == {Status.OK}
+    assert all(score % 1_000_000 != spare.forked.pid for _, score in results)
+
+
+def test_an_unused_spare_is_killed(devnull: int) -> None:
+    spare = Spare.fork(template_of(job_of(COUNTING, 1)), devnull, Gateway())
+    loaded(spare)
+    assert not reaped(spare.forked.pid)  # alive, waiting for its job
+    spare.discard()  # stdin closed, or the container retires
+    assert reaped(spare.forked.pid)
+
+
+def test_a_spare_whose_load_outlives_the_load_bound_is_killed_while_idle(devnull: int) -> None:
+    job = job_of("while True:\n    pass\ndef evaluate(model_output):\n    return 1\n", 1)
+    job["load_timeout_seconds"] = 0.3
+    spare = Spare.fork(template_of(job), devnull, Gateway())
+    wake_at = spare.wake()
+    assert wake_at is not None and wake_at <= time.monotonic() + 0.3
+    time.sleep(0.4)
+    assert spare.wake() is None
+    assert spare.gone
+    assert reaped(spare.forked.pid)

@@ -17,10 +17,6 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
@@ -92,6 +88,10 @@ def create_db_engine(url: str) -> Engine:
 
 def alembic_config(engine: Engine) -> Any:
     """An Alembic config pointing at the packaged migrations and ``engine``."""
+    # Alembic is imported where migrations are read or run, not with the storage layer:
+    # every process that opens a store (the CLI, test collection) would pay it otherwise.
+    from alembic.config import Config  # noqa: PLC0415 (lazy)
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option(
@@ -124,6 +124,8 @@ def migration_lock(engine: Engine) -> Iterator[None]:
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to ``revision`` (idempotent), one node at a time."""
     try:
+        from alembic import command  # noqa: PLC0415 (lazy)
+
         with migration_lock(engine):
             command.upgrade(alembic_config(engine), revision)
     except SQLAlchemyError as exc:
@@ -132,12 +134,16 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def current_revision(engine: Engine) -> str | None:
     """The schema revision the database is at (None before the first migration)."""
+    from alembic.runtime.migration import MigrationContext  # noqa: PLC0415 (lazy)
+
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 
 
 def head_revision() -> str | None:
     """The newest revision the packaged migrations know."""
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 (lazy)
+
     return ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
 
 
@@ -158,6 +164,8 @@ def schema_problem(engine: Engine) -> str | None:
             f"the database has no scorebox schema, this code needs {needed}: "
             "run `scorebox db upgrade`"
         )
+    from alembic.script import ScriptDirectory  # noqa: PLC0415 (lazy)
+
     known = {rev.revision for rev in ScriptDirectory(str(MIGRATIONS_DIR)).walk_revisions()}
     if found not in known:
         return (

@@ -1,4 +1,5 @@
-"""The benchmark's statistics, command line, targets and report, on made-up figures."""
+"""The benchmark's statistics, command line, targets and report, on made-up figures; the
+report with its chart (matplotlib) is in tests/integration/test_bench_report_chart.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from bench import workload
 from bench.__main__ import parse
 from bench.measure import Figure, PeakRSS, percentile
-from bench.report import render, targets, write
+from bench.report import render, targets
 from bench.sampler import Sampler
 from bench.suite import (
     EPICBOX_BATCH,
@@ -188,24 +189,6 @@ def test_targets_missed_when_scorebox_is_slow() -> None:
 
 def test_targets_not_measured_say_so() -> None:
     assert all(t.met is None for t in targets(Results(Config())))
-
-
-def test_report_has_every_table_and_the_chart(tmp_path: Path) -> None:
-    results = _results(fast=True)
-    results.failures["llm-sandbox latency"] = "RuntimeError: no venv"
-    text = render(results)
-    for heading in ("## Single-row latency", "## Throughput", "## runc and runsc", "## Targets"):
-        assert heading in text
-    assert "| POST /v1/score, 8 concurrent clients: **300 requests/s** |" in text
-    assert "## Service path: 100,000 rows through POST /v1/runs" in text
-    assert "| 100,000 | 0.50 | 200,000 | 4.00 |" in text
-    assert f"| rows | {IN_PROCESS} | {REUSE_CHECK} | {SCORE_TABLE} |" in text
-    assert "host CPU µs/row, scorebox score_table" in text
-    assert "issue" not in text.lower()
-    assert "llm-sandbox latency: RuntimeError: no venv" in text
-    written = write(results, tmp_path)
-    assert {p.name for p in written} == {"latest.md", "latest.json", "latest.png"}
-    assert (tmp_path / "latest.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def _spin(stop: threading.Event) -> None:

@@ -427,7 +427,7 @@ def map_span(span: Span) -> Mapped:
     user_turns = [m for m in inputs if m.get("role") == "user" and m.get("content")]
     scenario_input: Any = user_turns[-1]["content"] if user_turns else a.get("input.value")
     messages = [*inputs, outputs[0]] if inputs and outputs else list(inputs)
-    meta = span_metadata(span, {**details, **a}, outputs)
+    meta = span_metadata(span, {**details, **a} if details else a, outputs)
     meta["content_source"] = {"input": input_source, "output": output_source}
     if warnings:
         meta["mapping_warnings"] = warnings

@@ -45,9 +45,7 @@ def insert_ignoring_conflicts(
         chunk = rows[start : start + per_statement]
         params: list[Any] = []
         for row in chunk:
-            for name, process in processors:
-                value = row[name]
-                params.append(value if process is None else process(value))
+            params.extend([row[n] if p is None else p(row[n]) for n, p in processors])
         sql = head + ", ".join([group] * len(chunk)) + tail
         conn.exec_driver_sql(sql, tuple(params))
 

@@ -211,13 +211,15 @@ class SpanStore(SqlSessions):
         found: dict[tuple[str, str], list[Event]] = {}
         if not keys:
             return found
-        span_ids = sorted({span for _, span in keys})
-        for start in range(0, len(span_ids), 500):
+        # by trace id: the index leads with tenant and trace, so each look-up is a seek
+        # (a span id alone would scan every record of the tenant)
+        trace_ids = sorted({trace for trace, _ in keys})
+        for start in range(0, len(trace_ids), 500):
             rows = s.scalars(
                 select(SpanLogRow)
                 .where(
                     SpanLogRow.tenant_id == tenant_id,
-                    SpanLogRow.span_id.in_(span_ids[start : start + 500]),
+                    SpanLogRow.trace_id.in_(trace_ids[start : start + 500]),
                 )
                 .order_by(SpanLogRow.received_at, SpanLogRow.id)
             )

@@ -12,7 +12,8 @@ channel or survive its job:
   result channel (:mod:`~engine.harness.channel`), frames every record with the job's
   nonce, and is non-dumpable, so a check can neither ptrace it nor open its descriptors
   through /proc (:mod:`~engine.harness.confine`);
-* for each job it **forks a child** (:mod:`~engine.harness.supervise`) that (as the
+* for each job it **forks a child** (:mod:`~engine.harness.supervise`,
+  :mod:`~engine.harness.fork`) that (as the
   image's unprivileged user when the parent runs as root, which it does under gVisor)
   closes stdin and the result channel, loads the check from the job's source into a fresh
   module (never from a file on ``sys.path``) and writes one plain JSON record per row to a
@@ -28,6 +29,8 @@ A check's model calls reach the host through the parent's loopback endpoint
 (:mod:`~engine.harness.gateway`).
 
 Between jobs the parent kills every other process and empties /tmp and /dev/shm
-(:mod:`~engine.harness.reset`), so the next job starts from a clean slate. With no job for
-IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.
+(:mod:`~engine.harness.reset`), so the next job starts from a clean slate. Only then does it
+fork the next job's child ahead, which loads the check and waits for its job
+(:mod:`~engine.harness.ahead`; killed, and the container reset again, if unused). With no
+job for IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.
 """

@@ -143,7 +143,7 @@ class BackfillStore(SqlSessions):
         with self._session() as s:
             result = s.execute(q)
             names = list(result.keys())  # once: a row's own mapping costs more than its view
-            return [(r[0], view_of(dict(zip(names, r, strict=True)))) for r in result]
+            return [(str(r[0]), view_of(dict(zip(names, r, strict=True)))) for r in result]
 
     def advance(
         self,

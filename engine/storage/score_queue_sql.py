@@ -19,9 +19,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -80,7 +80,7 @@ def _update_each(s: Session, values: Sequence[dict[str, Any]]) -> None:
     by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = defaultdict(list)
     for v in values:
         by_columns[tuple(sorted(k for k in v if k != "id"))].append(v)
-    table = SpanScoreRow.__table__
+    table = cast(Table, SpanScoreRow.__table__)
     for columns, rows in by_columns.items():
         statement = (
             update(table)

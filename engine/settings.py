@@ -332,7 +332,8 @@ class Settings(BaseSettings):
     online_tick_seconds: float = Field(
         default=0.2,
         gt=0,
-        description="How often pending span scores are batched into runs and results linked.",
+        description="Longest pause of the online scorer with no run open: spans queued by "
+        "another API node are seen within it (a span queued here wakes the scorer at once).",
     )
     online_batch_spans: int = Field(
         default=500, ge=1, description="Most spans of one rule version in one run."

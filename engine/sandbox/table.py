@@ -5,13 +5,14 @@ object is made per row on the way from the sandbox's blocks to the caller. The s
 and score type columns are codes (one byte a row) shown as object arrays of the few
 names, each name one shared string, so a row costs a pointer, not a string of its own.
 The text columns (error, explanation, output, model) are object arrays that hold
-``None`` for the rows without one, which for a healthy run is nearly all of them.
+``None`` for the rows without one, which for a healthy run is nearly all of them: the
+table keeps only the rows that have one, and makes each object array when it is read.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,7 +30,6 @@ from engine.sandbox.blocks import (
 
 #: Score kinds as names ("" for a row without a score), for ``output_type``.
 _KIND_NAMES = tuple(kind.value if kind is not None else "" for kind in SCORE_KINDS)
-_KIND_INDEX = {name: kind for kind, name in enumerate(_KIND_NAMES)}
 #: The names as object arrays: a ``take`` by code gives each row one of these strings.
 _KIND_OBJECTS = np.array(_KIND_NAMES, dtype=object)
 _STATUS_OBJECTS = np.array([str(name) for name in STATUS_NAMES], dtype=object)
@@ -37,7 +37,6 @@ _BOOL, _INT, _FLOAT = (SCORE_KINDS.index(kind) for kind in SCORE_KINDS[1:])
 _TEXT_COLUMNS = ("error", "explanation", "output", "model")
 
 
-@dataclass(frozen=True)
 class ScoreTable:
     """One check's results over many rows, as columns (``len(table)`` rows, in order).
 
@@ -47,25 +46,69 @@ class ScoreTable:
     arrays of shared name strings; ``status_codes`` holds the same statuses as one byte
     a row, indices into :attr:`STATUSES` (for ``pandas.Categorical.from_codes``, say).
     ``error``, ``explanation``, ``output`` and ``model`` are object arrays of str or None.
+
+    The table keeps codes and only the rows that have a text; each object array is made
+    the first time it is read (then kept), so results no one reads cost no memory.
     """
 
     #: Every status name, in the order of ``status_codes``.
     STATUSES: ClassVar[tuple[str, ...]] = tuple(str(name) for name in STATUS_NAMES)
 
-    status: npt.NDArray[np.object_]
-    score: npt.NDArray[np.float64]
-    output_type: npt.NDArray[np.object_]
-    duration_ms: npt.NDArray[np.float64]
-    error: npt.NDArray[np.object_]
-    explanation: npt.NDArray[np.object_]
-    output: npt.NDArray[np.object_]
-    model: npt.NDArray[np.object_]
-    #: Exact int scores past 2**53 (``score`` holds them as the nearest float), by row.
-    exact_scores: Mapping[int, int]
-    status_codes: npt.NDArray[np.uint8]
+    def __init__(
+        self,
+        status_codes: npt.NDArray[np.uint8],
+        kind_codes: npt.NDArray[np.uint8],
+        score: npt.NDArray[np.float64],
+        duration_ms: npt.NDArray[np.float64],
+        text: Mapping[str, Mapping[int, str]],
+        exact_scores: Mapping[int, int],
+    ) -> None:
+        self.status_codes = status_codes
+        self.score = score
+        self.duration_ms = duration_ms
+        #: Exact int scores past 2**53 (``score`` holds them as the nearest float), by row.
+        self.exact_scores = exact_scores
+        self._kinds = kind_codes
+        self._text = text
 
     def __len__(self) -> int:
         return len(self.status_codes)
+
+    @functools.cached_property
+    def status(self) -> npt.NDArray[np.object_]:
+        """Each row's status name."""
+        return _STATUS_OBJECTS.take(self.status_codes)
+
+    @functools.cached_property
+    def output_type(self) -> npt.NDArray[np.object_]:
+        """Each row's score type: ``"bool"``, ``"int"``, ``"float"``, or ``""``."""
+        return _KIND_OBJECTS.take(self._kinds)
+
+    @functools.cached_property
+    def error(self) -> npt.NDArray[np.object_]:
+        """Each row's error, or None."""
+        return self._column("error")
+
+    @functools.cached_property
+    def explanation(self) -> npt.NDArray[np.object_]:
+        """Each row's explanation, or None."""
+        return self._column("explanation")
+
+    @functools.cached_property
+    def output(self) -> npt.NDArray[np.object_]:
+        """What each row's check printed, or None."""
+        return self._column("output")
+
+    @functools.cached_property
+    def model(self) -> npt.NDArray[np.object_]:
+        """The model that served each row's model calls, or None."""
+        return self._column("model")
+
+    def _column(self, name: str) -> npt.NDArray[np.object_]:
+        column = np.full(len(self), None, dtype=object)
+        for k, value in self._text[name].items():
+            column[k] = value
+        return column
 
     def counts(self) -> dict[str, int]:
         """How many rows have each status (only the statuses that occur), by name."""
@@ -87,13 +130,12 @@ class ScoreTable:
         """Row ``k`` as a :class:`RowResult` (without its id, check name or pass flag)."""
         value: bool | int | float | None = self.exact_scores.get(k)
         if value is None:
-            kind = _KIND_INDEX[self.output_type[k]]
-            value = python_score(kind, float(self.score[k]))
+            value = python_score(int(self._kinds[k]), float(self.score[k]))
         return RowResult(
             status=ALL_STATUSES[int(self.status_codes[k])],
             score=value,
             duration_ms=float(self.duration_ms[k]),
-            **{name: getattr(self, name)[k] for name in _TEXT_COLUMNS},
+            **{name: self._text[name].get(k) for name in _TEXT_COLUMNS},
         )
 
 
@@ -174,23 +216,10 @@ def assemble(parts: Sequence[TablePart], into: TableColumns | None = None) -> Sc
             into.kinds = np.concatenate([p.kinds for p in parts])
             into.scores = np.concatenate([p.scores for p in parts])
             into.ms = np.concatenate([p.ms for p in parts])
-    size = len(into.statuses)
-    text: dict[str, npt.NDArray[np.object_]] = {}
-    for name in _TEXT_COLUMNS:
-        column = np.full(size, None, dtype=object)
-        for part in parts:
-            for k, value in part.text[name].items():
-                column[part.start + k] = value
-        text[name] = column
+    text: dict[str, dict[int, str]] = {name: {} for name in _TEXT_COLUMNS}
     exact: dict[int, int] = {}
     for part in parts:
+        for name in _TEXT_COLUMNS:
+            text[name].update((part.start + k, value) for k, value in part.text[name].items())
         exact.update(part.exact)
-    return ScoreTable(
-        status=_STATUS_OBJECTS.take(into.statuses),
-        score=into.scores,
-        output_type=_KIND_OBJECTS.take(into.kinds),
-        duration_ms=into.ms,
-        exact_scores=exact,
-        status_codes=into.statuses,
-        **text,
-    )
+    return ScoreTable(into.statuses, into.kinds, into.scores, into.ms, text, exact)

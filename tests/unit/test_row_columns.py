@@ -143,6 +143,12 @@ def test_a_table_is_filled_in_place_with_shared_status_names() -> None:
     assert first.missing() == [] and second.missing() == [3]
     second.deliver(3, RowResult(status=Status.OK, score=0.25))
     table = assemble([first, second], into)
+    assert table.counts() == {"error": 1, "ok": 3}
+    assert table.row_result(1).error == "boom"
+    # counts and single rows read the codes: no object column has been made for them
+    made = {"status", "output_type", "error", "explanation", "output", "model"} & set(vars(table))
+    assert not made
+    assert table.status is table.status  # made once when read, then kept
     assert table.status.tolist() == ["ok", "error", "ok", "ok"]
     assert table.status[0] is table.status[2]  # one string for every ok row, not one each
     assert table.output_type.tolist() == ["bool", "", "int", "float"]

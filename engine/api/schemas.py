@@ -35,7 +35,7 @@ _KIND_DOC = (
 _ORIGIN_DOC = (
     "Where the check comes from: `builtin` (scorebox's own), `pushed` (a version of this "
     "tenant's, `POST /v1/checks`) or `generated` (written by the check generator and pushed "
-    "with `origin: generated`). A run's checks say `builtin` or `pushed`."
+    "with `origin: generated`)."
 )
 
 

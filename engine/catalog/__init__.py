@@ -74,7 +74,8 @@ class ResolvedCheck:
         output = self.check.output_data_type if self.check else None
         if self.builtin is not None:
             output = self.builtin.output_data_type.value
-        return RunCheck(self.kind, self.name, self.version, self.id, self.params, output)
+        origin = "generated" if self.check and self.check.origin == "generated" else None
+        return RunCheck(self.kind, self.name, self.version, self.id, self.params, output, origin)
 
 
 class CheckRef(BaseModel):

@@ -20,9 +20,11 @@ PUSHED_ORIGINS: tuple[PushedOrigin, ...] = ("pushed", "generated")
 
 
 def origin_of(check: RunCheck) -> Origin:
-    """A run's check's origin: built-ins are resolved without a version id (a run keeps
-    no version's origin: its check's page says whether it was generated)."""
-    return "builtin" if check.id is None else "pushed"
+    """A run's check's origin: built-ins are resolved without a version id; a generated
+    version's origin is kept with the run (runs stored before it say ``pushed``)."""
+    if check.id is None:
+        return "builtin"
+    return "generated" if check.origin == "generated" else "pushed"
 
 
 def version_origin(check: CheckVersion) -> Origin:

@@ -102,9 +102,11 @@ class RunCheck:
     id: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
     output_data_type: str | None = None
+    #: The version's origin when it is not ``pushed`` (``generated``); None otherwise.
+    origin: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "kind": self.kind,
             "name": self.name,
             "version": self.version,
@@ -112,6 +114,9 @@ class RunCheck:
             "params": self.params,
             "output_data_type": self.output_data_type,
         }
+        if self.origin is not None:  # only when generated: other runs' JSON is as it was
+            out["origin"] = self.origin
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunCheck:
@@ -122,6 +127,7 @@ class RunCheck:
             id=data.get("id"),
             params=dict(data.get("params") or {}),
             output_data_type=data.get("output_data_type"),
+            origin=data.get("origin"),
         )
 
     @property

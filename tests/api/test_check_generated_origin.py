@@ -65,6 +65,25 @@ def test_a_generated_check_is_stored_and_shown_as_generated(api: Api) -> None:
     assert _origins(api, h)["up"] == "generated"
 
 
+def test_a_run_keeps_its_generated_checks_origin(api: Api) -> None:
+    h = api.tenant()
+    for name, source, origin in (("gen", SOURCE, "generated"), ("hand", OTHER, "pushed")):
+        body = {"name": name, "source": source, "origin": origin}
+        assert api.client.post("/v1/checks", headers=h, json=body).status_code == 201
+    posted = api.client.post(
+        "/v1/runs",
+        headers=h,
+        json={"checks": ["gen", "hand", "is_json"], "rows": [{"model_output": "hello"}]},
+    )
+    assert posted.status_code == 202, posted.text
+    for run in (posted.json(), api.client.get(f"/v1/runs/{posted.json()['id']}", headers=h).json()):
+        assert [(c["name"], c["origin"]) for c in run["checks"]] == [
+            ("gen", "generated"),
+            ("hand", "pushed"),
+            ("is_json", "builtin"),
+        ]
+
+
 def test_builtin_cannot_be_pushed_and_the_refusal_names_the_origins_that_can(
     api: Api,
 ) -> None:

@@ -9,6 +9,7 @@ and the results come back as columns whose statuses are one byte a row.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,10 +19,13 @@ from hypothesis import strategies as st
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError
-from engine.models import Row, RowResult
+from engine.models import Limits, Row, RowResult
+from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.columns import IndexedColumns, RowColumns, column_chunks, is_columns
-from engine.sandbox.protocol import Job
+from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.sandbox.table import TableColumns, TablePart, assemble
+from engine.settings import Settings
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)  # no lone surrogate
 JSON = st.recursive(
@@ -167,3 +171,46 @@ def test_parts_of_unknown_size_are_joined() -> None:
     table = assemble(parts)
     assert table.status.tolist() == ["skipped", "ok"] and table.score.tolist()[1] == 3.0
     assert len(assemble([])) == 0 and assemble([]).counts() == {}
+
+
+class DyingBackend:
+    """Scores each row with len(model_output) as single records; a row whose output is in
+    ``die_on`` crashes its harness, with every record of that job lost."""
+
+    def __init__(self, die_on: set[str]) -> None:
+        self.die_on = die_on
+        self.jobs: list[list[str]] = []
+
+    def execute(self, job: Job, limits: Limits, labels: Mapping[str, str]) -> Iterator[JobEvent]:
+        assert isinstance(job.rows, RowColumns)  # columns all the way into the job
+        outputs = [row.model_output for row in job.rows]
+        self.jobs.append(outputs)
+        yield LoadedRecord(t="loaded", ok=True, parameters=["model_output"])
+        if self.die_on & set(outputs):
+            yield JobEnd(Termination.CRASHED, "died")
+            return
+        for i, text in enumerate(outputs):
+            yield RowRecord(t="row", i=i, status=Status.OK, score=len(text), ms=1)
+        yield JobEnd(Termination.DONE)
+
+    def health(self) -> BackendHealth:
+        return BackendHealth(True, True, "ok")
+
+    def close(self) -> None:
+        pass
+
+
+def test_columns_recover_from_a_dead_harness_row_by_row() -> None:
+    """A job of columns that kills its harness runs again as rows do: the rows before the
+    culprit alone, then the culprit alone (crashed), then the rest (slices of the columns)."""
+    backend = DyingBackend({"ccc"})
+    settings = Settings(table_job_max_rows=4, max_parallel_jobs=1)
+    outputs = ["a", "bb", "ccc", "dddd", "eeeee"]
+    with SandboxRunner(settings, backend=backend) as runner:
+        table = runner.score_table(CodeCheck("src"), {"model_output": outputs})
+    assert table.status.tolist() == ["ok", "ok", "crashed", "ok", "ok"]
+    assert table.score.tolist()[:2] == [1.0, 2.0] and table.score.tolist()[3:] == [4.0, 5.0]
+    assert table.error[2] == "died"
+    jobs = backend.jobs
+    assert ["a", "bb", "ccc", "dddd"] in jobs and ["eeeee"] in jobs  # two jobs of columns
+    assert ["a"] in jobs and ["ccc"] in jobs and ["dddd"] in jobs  # then slices of them

@@ -285,7 +285,8 @@ class SpanStore(SqlSessions):
                 "received_at": now,
             }
         keys = {(trace_id, span_id) for trace_id, span_id, _ in logs}
-        with self._writer(), self._session() as s:
+        # the lock inside the session, as add_spans takes it: one order, no deadlock
+        with self._session() as s, self._writer():
             statement = self._insert(SpanLogRow.__table__).on_conflict_do_nothing(
                 index_elements=["id"]
             )
@@ -305,7 +306,9 @@ class SpanStore(SqlSessions):
                 )
                 for column, value in _mapped_columns(mapped).items():
                     setattr(r, column, value)
-            return [span_view(r) for r in stored]
+            views = [span_view(r) for r in stored]
+            s.commit()
+        return views
 
     def count(self, tenant_id: str) -> int:
         """How many spans the tenant has stored (its ``stored_spans`` quota counts them)."""

@@ -5,6 +5,7 @@ statement may bind; and the bounds on a span's stored attributes."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -69,7 +70,7 @@ def test_long_values_are_cut_and_the_total_is_bounded() -> None:
     assert cut["big"] == "x" * MAX_VALUE_CHARS
     assert cut["n"] == 7 and cut["ok"] is True
     assert cut[TRUNCATED] == 1
-    many = {f"k{i}": "y" * MAX_VALUE_CHARS for i in range(12)}
+    many: dict[str, Any] = {f"k{i}": "y" * MAX_VALUE_CHARS for i in range(12)}
     many["list"] = list(range(10))
     kept = bounded(many)
     assert len(json.dumps(kept)) <= MAX_ATTRIBUTES_CHARS + 100

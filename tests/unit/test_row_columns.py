@@ -26,6 +26,7 @@ from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.sandbox.table import TableColumns, TablePart, assemble
 from engine.settings import Settings
+from tests.hypothesis_budget import examples
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=12)  # no lone surrogate
 JSON = st.recursive(
@@ -76,7 +77,7 @@ def sent(rows: RowColumns | list[Row]) -> dict[str, Any]:
     return document
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(columns=tables(), cut=st.integers(0, 8))
 def test_a_job_of_columns_is_the_job_of_its_rows(columns: dict[str, list[Any]], cut: int) -> None:
     """The same job to the harness, whole and for a slice (a job's retry), and the same

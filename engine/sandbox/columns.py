@@ -120,7 +120,7 @@ class RowColumns(Sequence[Row]):
                     text += b'"' + name.encode() + b'":' + to_json(default) + b","
                 continue
             text += b'"' + name.encode() + b'":'
-            encoded, quoted = _encoded(self.column(name))
+            encoded, quoted = _encoded(self.column(name), strings=name == "model_output")
             if quoted:
                 text += b'"'
             parts.append(itertools.repeat(text))
@@ -132,13 +132,14 @@ class RowColumns(Sequence[Row]):
         return b"[" + body[:-1] + b"]"
 
 
-def _encoded(values: list[Any]) -> tuple[list[bytes], bool]:
-    """Each value's JSON, and whether the quotes of strings were left off.
+def _encoded(values: list[Any], *, strings: bool = False) -> tuple[list[bytes], bool]:
+    """Each value's JSON, and whether the quotes of strings were left off (``strings``:
+    the column was checked to hold only strings).
 
     A column of strings is encoded in one call and cut at its separators: compact JSON
     never has ``","`` inside a string (a quote in one is escaped), so the cuts are exact.
     """
-    if all(type(value) is str for value in values):
+    if strings or all(type(value) is str for value in values):
         whole = to_json(values)
         return whole[2:-2].split(b'","'), True
     return [to_json(value, inf_nan_mode="null") for value in values], False

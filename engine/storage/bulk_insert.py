@@ -23,13 +23,15 @@ from sqlalchemy import Connection, Table
 ROWS_PER_STATEMENT = 500
 
 
-def insert_ignoring_conflicts(
+def insert_statements(
     conn: Connection, table: Table, rows: Sequence[dict[str, Any]], conflict: Sequence[str]
-) -> None:
-    """Insert ``rows`` (each a value for every column of ``table``); a row whose
-    ``conflict`` columns match a stored row, or an earlier row here, is left out."""
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """The statements (SQL and bound values) that insert ``rows`` (each a value for every
+    column of ``table``), leaving out a row whose ``conflict`` columns match a stored row
+    or an earlier row here. Made apart from running them: encoding the values is Python
+    work, better done before a caller takes a write lock."""
     if not rows:
-        return
+        return []
     dialect = conn.dialect
     columns = list(table.columns)
     processors: list[tuple[str, Callable[[Any], Any] | None]] = [
@@ -41,13 +43,20 @@ def insert_ignoring_conflicts(
     group = "(" + ", ".join([mark] * len(columns)) + ")"
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "
     tail = f" ON CONFLICT ({', '.join(quote(c) for c in conflict)}) DO NOTHING"
+    statements = []
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]
         params: list[Any] = []
         for row in chunk:
             params.extend([row[n] if p is None else p(row[n]) for n, p in processors])
-        sql = head + ", ".join([group] * len(chunk)) + tail
-        conn.exec_driver_sql(sql, tuple(params))
+        statements.append((head + ", ".join([group] * len(chunk)) + tail, tuple(params)))
+    return statements
+
+
+def run_statements(conn: Connection, statements: Sequence[tuple[str, tuple[Any, ...]]]) -> None:
+    """Run what :func:`insert_statements` made, in ``conn``'s transaction."""
+    for sql, params in statements:
+        conn.exec_driver_sql(sql, params)
 
 
 def _max_parameters(conn: Connection) -> int:

@@ -25,7 +25,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.online.filters import SpanFields
 from engine.online.mapping import Event, Mapped, Span, map_span, search_text
-from engine.storage.bulk_insert import insert_ignoring_conflicts
+from engine.storage.bulk_insert import insert_statements, run_statements
 from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import SpanRef, SpanView
@@ -260,8 +260,10 @@ class SpanStore(SqlSessions):
                         **_mapped_columns(mapped),
                     }
                 )
-            with self._writer():
-                insert_ignoring_conflicts(s.connection(), SPANS, values, SPAN_KEY)
+            conn = s.connection()
+            statements = insert_statements(conn, SPANS, values, SPAN_KEY)
+            with self._writer():  # only the database's work under the lock
+                run_statements(conn, statements)
                 s.commit()
         return [view_of(v) for v in values]
 

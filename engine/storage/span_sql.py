@@ -260,6 +260,12 @@ class SpanStore(SqlSessions):
                         **_mapped_columns(mapped),
                     }
                 )
+            if self._dialect != "sqlite":
+                # PostgreSQL: psycopg's pipelined executemany measured faster here than
+                # one statement of 512 rows (binding 10,000 parameters costs more)
+                statement = self._insert(SPANS).on_conflict_do_nothing(index_elements=SPAN_KEY)
+                s.execute(statement, values)
+                return [view_of(v) for v in values]
             conn = s.connection()
             statements = insert_statements(conn, SPANS, values, SPAN_KEY)
             with self._writer():  # only the database's work under the lock

@@ -42,7 +42,8 @@ def insert_statements(
     mark = "?" if dialect.paramstyle == "qmark" else "%s"
     per_statement = min(ROWS_PER_STATEMENT, _max_parameters(conn) // len(columns))
     group = "(" + ", ".join([mark] * len(columns)) + ")"
-    head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "
+    # Names come from the Table (quoted by the dialect), every value is a bound parameter.
+    head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "  # nosec B608
     tail = f" ON CONFLICT ({', '.join(quote(c) for c in conflict)}) DO NOTHING"
     statements = []
     for start in range(0, len(rows), per_statement):

@@ -224,6 +224,9 @@ def measure(
 
 
 def report(result: dict[str, Any]) -> str:
+    # Results written before the server's CPU was measured have no such figure.
+    cpu = result.get("server_cpu_us_per_span")
+    cpu_cell = "—" if cpu is None else f"{cpu:.0f} µs"
     return (
         "# OTLP ingestion\n\n"
         "`python -m bench.bench_ingest`: one `scorebox serve` process, "
@@ -235,7 +238,7 @@ def report(result: dict[str, Any]) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|\n"
         f"| {result['sent_spans']:,} | {result['stored_spans']:,} | {result['seconds']:.1f} "
         f"| {result['spans_per_s']:,.0f} | {result['batch_ms_p50']:.0f} ms "
-        f"| {result['batch_ms_p95']:.0f} ms | {result['server_cpu_us_per_span']:.0f} µs |\n\n"
+        f"| {result['batch_ms_p95']:.0f} ms | {cpu_cell} |\n\n"
         f"Machine: {result['cores']} cores, 1-minute load average "
         f"{result['load_average_1m_at_end']:.1f} at the end (a shared machine).\n\n"
         "Goal: 10,000 spans/s. Each span is decoded, mapped to a row and inserted once "

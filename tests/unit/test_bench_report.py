@@ -262,6 +262,9 @@ def test_the_online_figures_have_their_section_with_goals() -> None:
     }
     text = render(results)
     assert "## OTLP ingestion" in text and "| 102,400 | 102,400 | 18.3 | 5,601 |" in text
+    assert "| 610 ms | — |" in text  # a result from before the server's CPU was measured
+    results.online["ingest"]["server_cpu_us_per_span"] = 203.4
+    assert "| 610 ms | 203 µs |" in render(results)
     assert "## Online scoring" in text
     assert "| freshness p50 (arrival to both scores readable) | 0.80 s | ≤ 1 s |" in text
     assert "| backfill / run | 0.75x | — |" in text

@@ -52,7 +52,9 @@ def evaluate(model_output):
     )
     return reply.choices[0].message.content.strip() == "yes"
 """
-INDEX_CHECK = '# /// script\n# dependencies = ["text-unidecode==1.2"]\n# ///\n' + (
+#: A version no other test builds: another pytest worker's successful build of the same
+#: environment would be found ready here, where its build must fail.
+INDEX_CHECK = '# /// script\n# dependencies = ["text-unidecode==1.1"]\n# ///\n' + (
     "def evaluate(model_output) -> bool:\n    return True\n"
 )
 ROWS = [{"model_output": "thank you"}, {"model_output": "go away"}]

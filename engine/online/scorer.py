@@ -6,11 +6,11 @@ then one insert of pending scores) and wakes the scorer's thread. That thread, o
 pass:
 
 - writes the results of the rules' runs back onto their spans as each chunk's results
-  are stored, not when the run ends (also after a restart: the link is in the database);
+  are stored, not when the run ends (:mod:`engine.online.linking`);
 - claims pending scores per rule version (up to ``batch_spans`` spans) and submits them as
   one durable run through :class:`~engine.runs.service.RunService`'s public API, so the
   run is exactly-once, fair between tenants, within quotas, sandboxed and metered;
-- steps running backfills;
+- steps running backfills (:mod:`engine.online.backfill`);
 - frees or recovers batches a dead process claimed and never recorded.
 
 How batches are cut (why: a run costs a fixed overhead, and a trickle of spans must not
@@ -44,23 +44,16 @@ from sqlalchemy import Engine
 
 from engine.errors import NotFoundError, QuotaExceededError, ScoreboxError, StorageError
 from engine.logs import Repeated
-from engine.online.filters import matches
+from engine.online.backfill import BackfillStepper
+from engine.online.linking import ResultLinker
+from engine.online.picking import picked
 from engine.online.rules import score_ref
-from engine.online.sampling import sampled
 from engine.runs.metrics import Metrics
 from engine.runs.service import RunService
 from engine.settings import Settings
-from engine.storage import RunStatus, Store
+from engine.storage import Store
 from engine.storage.backfill_sql import backfill_store
-from engine.storage.rule_records import (
-    RETRYABLE,
-    Backfill,
-    Batch,
-    RuleVersion,
-    RunResult,
-    ScoreStatus,
-    SpanView,
-)
+from engine.storage.rule_records import Batch, ScoreStatus, SpanView
 from engine.storage.rule_sql import rule_store
 from engine.storage.score_queue_sql import BATCH_LABEL, score_queue
 from engine.storage.span_sql import span_store
@@ -74,11 +67,8 @@ MAX_BATCHES_PER_TICK = 8
 MAX_WAITING_RUNS = 2
 #: Longest pause of a tenant whose queued-runs quota is full (its spans stay pending).
 QUOTA_PAUSE_SECONDS = 1.0
-#: Pages one backfill may queue in one tick, and how many batches of its scores may wait.
-MAX_BACKFILL_PAGES_PER_TICK = 4
-BACKFILL_WAITING_PAGES = 4
 
-__all__ = ["OnlineLimits", "OnlineScorer", "picked", "result_of"]
+__all__ = ["OnlineLimits", "OnlineScorer"]
 
 
 class OnlineLimits:
@@ -116,29 +106,6 @@ class OnlineLimits:
             batch_spans=settings.online_batch_spans,
             backlog_max=settings.online_backlog_max,
         )
-
-
-def picked(view: SpanView, version: RuleVersion) -> bool:
-    """Whether a rule version scores this span: its filter, then its sampling (the same
-    decision live and in a backfill)."""
-    return matches(view.fields, version.filter) and sampled(view.ref.trace_id, version.sample_rate)
-
-
-def result_of(
-    status: str, score: Any, passed: bool | None, explanation: str | None, error: str | None
-) -> tuple[str, float | None, bool | None, str | None]:
-    """A run's row result as a span score: (status, score, passed, explanation)."""
-    if status != "ok":
-        return ScoreStatus.ERROR.value, None, None, f"{status}: {error or explanation or ''}"
-    value: float | None
-    if isinstance(score, bool):
-        value = 1.0 if score else 0.0
-        passed = score if passed is None else passed
-    elif isinstance(score, int | float):
-        value = float(score)
-    else:
-        value = None
-    return ScoreStatus.SCORED.value, value, passed, explanation
 
 
 def _day_start() -> datetime:
@@ -189,7 +156,15 @@ class OnlineScorer:
         self._failures = Repeated(log, "online scoring tick")
         self._last_orphans = 0.0
         self._tenant_pause: dict[str, float] = {}
-        self._results_seen: dict[str, int] = {}  # run -> results linked so far
+        self.linker = ResultLinker(store, self.scores)
+        self.stepper = BackfillStepper(
+            self.rules,
+            self.scores,
+            self.backfills,
+            page_spans=self.limits.backfill_page,
+            batch_spans=self.limits.batch_spans,
+            count=self._count,
+        )
         self._queued: Counter | None = None
         if metrics is not None:
             self._queued = Counter(
@@ -276,15 +251,9 @@ class OnlineScorer:
         if now - self._last_orphans >= min(10.0, self.limits.orphan_seconds or 10.0):
             self._last_orphans = now
             self._recover_orphans()
-        open_runs = self._link()  # first: it tells which rule versions have runs waiting
-        backfilling = False
-        for running in self.backfills.running():
-            backfilling = True
-            backfill = running
-            for _ in range(MAX_BACKFILL_PAGES_PER_TICK):
-                if not self._step_backfill(backfill):
-                    break
-                backfill = self.backfills.get(backfill.tenant_id, backfill.id)
+        # first: it tells which rule versions have runs waiting
+        open_runs, self._waiting_runs = self.linker.link()
+        backfilling = self.stepper.step_running()
         due = self._dispatch()
         # runs open (this pass's submissions among them): their results are read soon
         busy = open_runs or any(self._waiting_runs.values()) or backfilling or due < 0
@@ -409,99 +378,3 @@ class OnlineScorer:
             # the run carries the token: the orphan pass finds it and records it
             log.warning("online batch %s: run %s not recorded yet", batch.token, run.id)
         return True
-
-    def _link(self) -> int:
-        """Write the results stored since the last pass onto their spans; note each rule
-        version's runs not started yet. Returns how many runs are still open."""
-        waiting: dict[str, int] = {}
-        open_runs = 0
-        for run_id, tenant_id, version_id in self.scores.unlinked_runs():
-            try:
-                run = self.store.get_run(tenant_id, run_id)
-            except NotFoundError:
-                self.scores.link(run_id, [], tokens=0, final=True, unscored="its run was deleted")
-                continue
-            final = not run.status.active
-            if not final:
-                open_runs += 1
-                if run.status is RunStatus.QUEUED:
-                    waiting[version_id] = waiting.get(version_id, 0) + 1
-                    continue  # no chunk has run: no results to read
-                # a run still scoring: read its results again only when there are new ones
-                done = self.store.count_results(run_id)
-                if done == self._results_seen.get(run_id):
-                    continue
-                self._results_seen[run_id] = done
-            else:
-                self._results_seen.pop(run_id, None)
-            results = [
-                RunResult(
-                    r.row_index,
-                    r.check_index,
-                    *result_of(r.status, r.score, r.passed, r.explanation, r.error),
-                )
-                for r in self.store.results_page(run_id, 0, 1_000_000)
-            ]
-            tokens = int((run.llm_usage or {}).get("total_tokens", 0))
-            self.scores.link(
-                run_id,
-                results,
-                tokens=tokens,
-                final=final,
-                unscored=f"its run ended {run.status.value}: {run.error or 'no result'}",
-            )
-        self._waiting_runs = waiting
-        return open_runs
-
-    # ---- backfills ----------------------------------------------------------------------
-
-    def _step_backfill(self, b: Backfill) -> bool:
-        """Queue the backfill's next page; False when it is done or must wait."""
-        if b.status != "running":
-            return False
-        bound = BACKFILL_WAITING_PAGES * self.limits.batch_spans
-        if self.backfills.waiting(b.tenant_id, b.id) >= bound:
-            return False  # its queued work first: the backlog stays bounded
-        try:
-            _rule, version = self.rules.get_version(b.tenant_id, b.rule_version_id)
-        except NotFoundError:
-            self.backfills.advance(b.id, None, {}, done=True)
-            return False
-        page = self.backfills.page(b, self.limits.backfill_page, fields=bool(version.filter))
-        room = max(0, b.row_cap - int(b.counts.get("rows", 0)))
-        picks = [v for _, v in page if picked(v, version)]
-        capped = len([v for v in picks if not v.ref.no_content]) > room
-        if capped:
-            kept, with_content = [], 0
-            for v in picks:
-                if not v.ref.no_content:
-                    if with_content >= room:
-                        break
-                    with_content += 1
-                kept.append(v)
-            picks = kept
-        counts = dict(
-            self.scores.enqueue(
-                b.tenant_id,
-                b.rule_id,
-                version,
-                [v.ref for v in picks],
-                origin=b.id,
-                revive=RETRYABLE,
-            )
-        )
-        self._count(counts)
-        counts["scanned"] = len(page)
-        counts["matched"] = len(picks)
-        counts["rows"] = len([v for v in picks if not v.ref.no_content])
-        cursor = (page[-1][1].ref.start_unix_nano, page[-1][0]) if page else None
-        if capped and picks:
-            last = picks[-1].ref
-            index = next(i for i, (_, v) in enumerate(page) if v.ref == last)
-            cursor = (last.start_unix_nano, page[index][0])
-            counts["scanned"] = index + 1
-        done = capped or len(page) < self.limits.backfill_page
-        moved = self.backfills.advance(
-            b.id, cursor, counts, done=done, expected=(b.cursor_unix_nano, b.cursor_span_pk)
-        )
-        return moved and not done

@@ -463,8 +463,8 @@ def test_two_nodes_stepping_one_backfill_count_its_page_once(api: Api) -> None:
         for _ in range(2)
     ]
     (b,) = nodes[0].backfills.running()
-    assert nodes[0]._step_backfill(b) is True  # the first page of 3: more to come
-    assert nodes[1]._step_backfill(b) is False  # the same page, from the same cursor: refused
+    assert nodes[0].stepper.step(b) is True  # the first page of 3: more to come
+    assert nodes[1].stepper.step(b) is False  # the same page, from the same cursor: refused
     got = api.client.get(f"/v1/rules/json-answers/backfills/{started['id']}", headers=h).json()
     assert got["status"] == "running"
     assert got["progress"] == {"scanned": 3, "matched": 3, "rows": 3, "queued": 3}

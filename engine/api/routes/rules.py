@@ -15,8 +15,8 @@ from engine.http.deps import PrincipalDep, RunsDep, ServicesDep
 from engine.http.problems import responses
 from engine.json_limits import FreeJSON
 from engine.online.filters import FilterError, check_filter
+from engine.online.picking import picked
 from engine.online.rules import RulePatch, RuleSpec, pin, refuse_unmet
-from engine.online.scorer import picked
 from engine.online.series import parse_bucket, series
 from engine.rule_agreement import rule_corrected_pass_rates
 from engine.storage.backfill_sql import backfill_store

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from engine import agreement
+from engine.agreement import required
 from engine.catalog import CheckRef
 from engine.catalog.spec import NAME_PATTERN
 from engine.errors import InvalidRequestError
@@ -122,4 +122,4 @@ def refuse_unmet(
     required agreement with human labels that the labels do not meet now."""
     refs = [CheckRef(id=str(c["id"])) for c in pinned if c.get("id")]
     if refs:
-        agreement.refuse_unmet(store, labels, tenant_id, refs)
+        required.refuse_unmet(store, labels, tenant_id, refs)

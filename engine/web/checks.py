@@ -19,7 +19,8 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer, TextLexer
 from starlette.concurrency import run_in_threadpool
 
-from engine import agreement, catalog, generation
+from engine import catalog, generation
+from engine.agreement.required import required_by_id
 from engine.audit import hooks
 from engine.calibration.gate import PASSED
 from engine.catalog.origin import PushedOrigin
@@ -55,7 +56,7 @@ def checks_page(request: Request) -> HTMLResponse:
     for c in own:
         by_name.setdefault(c.name, []).append(c)
     builtins = sorted(services.runs.builtins.values(), key=lambda b: b.name)
-    judged = agreement.required_by_id(
+    judged = required_by_id(
         services.store,
         label_store(services.db),
         principal.tenant_id,

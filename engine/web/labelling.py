@@ -17,7 +17,10 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from engine import agreement, annotation_queue, catalog
+from engine import annotation_queue, catalog
+from engine.agreement.corrected import corrected_pass_rates
+from engine.agreement.labels import LabelInput, add_labels
+from engine.agreement.report import check_report
 from engine.annotation_queue import STRATEGIES, Candidate
 from engine.calibration.report import ReportOptions
 from engine.errors import InvalidRequestError, NotFoundError, ScoreboxError
@@ -144,7 +147,7 @@ def agreement_page(
     principal, session = who(request)
     services = services_of(request)
     try:
-        report = agreement.report(
+        report = check_report(
             services.store,
             label_store(services.db),
             principal.tenant_id,
@@ -163,7 +166,7 @@ def agreement_page(
     chosen = (report.get("suggested_threshold") or {}).get("value")
     corrected = None
     if run is not None:
-        rates = agreement.corrected_pass_rates(
+        rates = corrected_pass_rates(
             services.store, label_store(services.db), principal.tenant_id, run, labels
         )
         corrected = next((c for c in rates["checks"] if c["check"] == report["check"]), None)
@@ -318,13 +321,11 @@ async def queue_label(request: Request) -> Response:
     rule = str(form.get("rule") or "")
     if rule:
         trace_id, span_id = (str(form.get(k) or "") for k in ("trace_id", "span_id"))
-        given = agreement.LabelInput(
+        given = LabelInput(
             labels, None, None, form.get("value"), annotator, None, trace_id, span_id
         )
         try:
-            agreement.add_labels(
-                services.store, label_store(services.db), principal.tenant_id, [given]
-            )
+            add_labels(services.store, label_store(services.db), principal.tenant_id, [given])
         except ScoreboxError as exc:
             return HTMLResponse(escape(str(exc)), status_code=422)
         last = span_queue.key_text((trace_id.lower(), span_id.lower()))
@@ -332,11 +333,11 @@ async def queue_label(request: Request) -> Response:
         return RedirectResponse(back, status_code=303)
     try:
         row = int(str(form.get("row")))
-        agreement.add_labels(
+        add_labels(
             services.store,
             label_store(services.db),
             principal.tenant_id,
-            [agreement.LabelInput(labels, run, row, form.get("value"), annotator, None)],
+            [LabelInput(labels, run, row, form.get("value"), annotator, None)],
         )
     except (ValueError, ScoreboxError) as exc:
         return HTMLResponse(escape(str(exc)), status_code=422)

@@ -10,9 +10,9 @@ import time
 from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
+from engine.agreement.corrected import rule_corrected_pass_rates
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.online.series import series
-from engine.rule_agreement import rule_corrected_pass_rates
 from engine.storage.label_sql import label_store
 from engine.storage.live_sql import recent_failures
 from engine.storage.rule_records import ScoreStatus

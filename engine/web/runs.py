@@ -16,7 +16,7 @@ from fastapi.responses import (
     StreamingResponse,
 )
 
-from engine import agreement
+from engine.agreement.corrected import with_corrected
 from engine.runs.export import to_csv
 from engine.runs.summary import RunSummary, results_done
 from engine.storage import Run
@@ -190,7 +190,7 @@ def run_page(
     summary = services.runs.summary(run)  # stored once the run has finished
     labels = request.query_params.get("labels") or None
     if labels is not None or not run.status.active:  # a finished run: its required labels
-        corrected = agreement.with_corrected(
+        corrected = with_corrected(
             services.store, label_store(services.db), principal.tenant_id, summary.checks, labels
         )
         summary = summary.model_copy(update={"checks": corrected})

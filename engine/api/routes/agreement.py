@@ -7,7 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
-from engine import agreement
+from engine.agreement.corrected import corrected_pass_rates
+from engine.agreement.report import check_report
+from engine.agreement.required import drop_required, required_status, set_required
 from engine.api.routes.labels import LabelStoreDep
 from engine.calibration.report import ReportOptions
 from engine.http.deps import PrincipalDep, StoreDep
@@ -59,7 +61,7 @@ def get_agreement(
         seed=seed, n_resamples=resamples, min_per_class=min_per_class, confidence=confidence
     )
     held = None if holdout is None else (holdout, holdout_seed)
-    return agreement.report(
+    return check_report(
         store, labels_store, principal.tenant_id, check, labels, run, options, held, rule
     )
 
@@ -83,9 +85,7 @@ def get_corrected_pass_rates(
     min_per_class: Annotated[int, Query(ge=1, le=100_000)] = 30,
 ) -> dict[str, Any]:
     options = ReportOptions(seed=seed, n_resamples=500, min_per_class=min_per_class)
-    return agreement.corrected_pass_rates(
-        store, labels_store, principal.tenant_id, run_id, labels, options
-    )
+    return corrected_pass_rates(store, labels_store, principal.tenant_id, run_id, labels, options)
 
 
 class RequirementIn(BaseModel):
@@ -126,7 +126,7 @@ def put_required_agreement(
     store: StoreDep,
     labels_store: LabelStoreDep,
 ) -> RequirementOut:
-    check, requirement = agreement.set_required(
+    check, requirement = set_required(
         store, labels_store, principal.tenant_id, ref, body.requirement
     )
     return RequirementOut(check=check, requirement=requirement)
@@ -143,7 +143,7 @@ def delete_required_agreement(
     store: StoreDep,
     labels_store: LabelStoreDep,
 ) -> dict[str, int]:
-    return {"deleted": agreement.drop_required(store, labels_store, principal.tenant_id, ref)}
+    return {"deleted": drop_required(store, labels_store, principal.tenant_id, ref)}
 
 
 @router.get(
@@ -167,7 +167,7 @@ def get_required_agreements(
     ] = None,
 ) -> list[RequirementStatus]:
     names = None if check is None else [c.strip() for c in check.split(",") if c.strip()]
-    found = agreement.required_status(
+    found = required_status(
         store, labels_store, principal.tenant_id, names, ReportOptions(n_resamples=1000)
     )
     return [RequirementStatus(**entry) for entry in found]

@@ -10,7 +10,8 @@ from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, File, Form, Query, Response, UploadFile
 
-from engine import agreement, catalog
+from engine import catalog
+from engine.agreement.required import required_by_id
 from engine.api.routes.labels import LabelStoreDep
 from engine.api.schemas import CheckList, CheckOut, Deleted, ValidateRequest
 from engine.audit import hooks
@@ -246,7 +247,7 @@ def list_checks(
     include_builtins: bool = True,
 ) -> CheckList:
     found = store.list_checks(principal.tenant_id, all_versions)
-    judged = agreement.required_by_id(
+    judged = required_by_id(
         store, labels, principal.tenant_id, [(c.id, c.name, c.version) for c in found]
     )
     own = [

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import BaseModel, Field
 
-from engine import agreement
+from engine.agreement.labels import LabelInput, add_labels, declare_name
 from engine.http.deps import PrincipalDep, ServicesDep, StoreDep
 from engine.http.problems import responses
 from engine.storage.label_sql import MAX_PAGE, SPAN, Label, LabelName, LabelStore, label_store
@@ -134,9 +134,7 @@ def put_label_name(
     labels: LabelStoreDep,
     response: Response,
 ) -> LabelNameOut:
-    declared, changed = agreement.declare_name(
-        labels, principal.tenant_id, name, body.type, body.levels
-    )
+    declared, changed = declare_name(labels, principal.tenant_id, name, body.type, body.levels)
     response.status_code = 201 if changed else 200
     return LabelNameOut.of(declared)
 
@@ -161,7 +159,7 @@ def post_labels(
 ) -> LabelList:
     default_annotator = f"key:{principal.key_id}" if principal.key_id else "api"
     given = [
-        agreement.LabelInput(
+        LabelInput(
             name=item.name,
             run=item.target.run if isinstance(item.target, RowTarget) else None,
             row=item.target.row if isinstance(item.target, RowTarget) else None,
@@ -173,7 +171,7 @@ def post_labels(
         )
         for item in body.labels
     ]
-    stored = agreement.add_labels(store, labels, principal.tenant_id, given)
+    stored = add_labels(store, labels, principal.tenant_id, given)
     return LabelList(labels=[LabelOut.of(label) for label in stored])
 
 

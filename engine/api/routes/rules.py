@@ -10,6 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.agreement.corrected import rule_corrected_pass_rates
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.http.deps import PrincipalDep, RunsDep, ServicesDep
 from engine.http.problems import responses
@@ -18,7 +19,6 @@ from engine.online.filters import FilterError, check_filter
 from engine.online.picking import picked
 from engine.online.rules import RulePatch, RuleSpec, pin, refuse_unmet
 from engine.online.series import parse_bucket, series
-from engine.rule_agreement import rule_corrected_pass_rates
 from engine.storage.backfill_sql import backfill_store
 from engine.storage.label_sql import label_store
 from engine.storage.records import utcnow

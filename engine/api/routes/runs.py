@@ -10,7 +10,8 @@ from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter, ValidationError
 
-from engine import agreement
+from engine.agreement.corrected import with_corrected
+from engine.agreement.required import refuse_unmet
 from engine.api.routes.labels import LabelStoreDep
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.audit import hooks
@@ -64,7 +65,7 @@ def create_run(
     ignore_required_agreement: IgnoreAgreement = False,
 ) -> RunOut:
     if not ignore_required_agreement:
-        agreement.refuse_unmet(runs.store, labels_store, principal.tenant_id, body.checks)
+        refuse_unmet(runs.store, labels_store, principal.tenant_id, body.checks)
     run = runs.submit_run(principal, body.checks, body.rows, body.limits, body.labels)
     hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
@@ -185,7 +186,7 @@ async def upload_run(
     label_values = _form_json("labels", labels, _LABELS) if labels else {}
     refs = _parse_checks(checks)
     if not ignore_required_agreement:
-        agreement.refuse_unmet(runs.store, labels_store, principal.tenant_id, refs)
+        refuse_unmet(runs.store, labels_store, principal.tenant_id, refs)
     run = runs.submit_run(principal, refs, rows, limit_values, label_values)
     hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
@@ -243,9 +244,7 @@ def get_run(
 ) -> RunOut:
     run, done, summary = runs.get_run(principal, run_id)
     if labels is not None or not run.status.active:
-        summary = agreement.with_corrected(
-            runs.store, labels_store, principal.tenant_id, summary, labels
-        )
+        summary = with_corrected(runs.store, labels_store, principal.tenant_id, summary, labels)
     return RunOut.of(run, done, summary)
 
 

@@ -1,6 +1,6 @@
 """Agreement over spans: the labelled spans a check scored online, as report items.
 
-The span side of :mod:`engine.agreement`: labels on spans (``target_kind`` ``"span"``)
+The span side of :mod:`engine.agreement.report`: labels on spans (``target_kind`` ``"span"``)
 are paired with the check's span scores (``scored`` is a verdict, ``error`` is left out
 and counted, as a run row's error is), the latest one where several rules scored a span
 with the same check version.

@@ -67,6 +67,65 @@ class _Facts:
     star_import: bool = False
 
 
+def collect_facts(tree: ast.Module) -> _Facts:
+    """One iterative pass over every node (no recursion: deep trees are fine)."""
+    facts = _Facts()
+    bound = facts.bound
+    forbidden = contract.RESTRICTED_FORBIDDEN_BUILTINS
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):  # the most common node: kept inline
+            if not isinstance(node.ctx, ast.Load):
+                bound.add(node.id)
+            elif node.id in forbidden and node.id != "__import__":
+                facts.forbidden_loads.append(node)
+            continue  # only its ctx below
+        if isinstance(node, ast.Constant):
+            continue
+        _note(node, facts)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(item for item in value if isinstance(item, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return facts
+
+
+def _note(node: ast.AST, facts: _Facts) -> None:
+    """What one node (not a name, not a constant) binds, imports or reaches."""
+    bound = facts.bound
+    if isinstance(node, ast.Attribute) and node.attr in _DENIED_ATTRIBUTE_NAMES:
+        facts.denied_attributes.append(node)
+    if isinstance(node, ast.arg):
+        bound.add(node.arg)
+    elif isinstance(node, ast.Call):
+        _note_call(node, facts)
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        bound.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            facts.classes.add(node.name)
+    elif isinstance(node, ast.Import | ast.ImportFrom):
+        facts.imports.append(node)
+        for alias in node.names:
+            if alias.name == "*":
+                facts.star_import = True
+            else:
+                bound.add(alias.asname or alias.name.split(".")[0])
+    elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+        bound.add(node.name)
+
+
+def _note_call(node: ast.Call, facts: _Facts) -> None:
+    """``getattr(x, "__globals__")`` and friends: a private name the guards refuse."""
+    func = node.func
+    if isinstance(func, ast.Name) and func.id in _GUARDED_GETATTRS and len(node.args) >= 2:
+        name = node.args[1]
+        if isinstance(name, ast.Constant) and str(name.value).startswith("_"):
+            facts.private_getattrs.append(name)
+
+
 @dataclass
 class _Members:
     """A return annotation, flattened: score types, None, opaque parts, impossible parts."""

@@ -29,7 +29,9 @@ from engine.llm.openai_client import create_llm_client
 from engine.models import Row
 from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
-from generator.pipeline import GeneratorOptions, agrees, engine_runner, generate_check
+from generator.adapters import engine_runner
+from generator.pipeline import GeneratorOptions, generate_check
+from generator.verdicts import agrees
 
 
 @dataclass

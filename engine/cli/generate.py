@@ -19,7 +19,7 @@ from engine.settings import Settings
 if TYPE_CHECKING:
     from engine.cli.generate_labels import LabelledSplit
     from engine.validation.rules import ModelCheckType
-    from generator.pipeline import RunRows
+    from generator.adapters import RunRows
 
 
 def _example(text: str, where: str) -> dict[str, Any]:
@@ -165,11 +165,10 @@ def generate(
     every example), 1 otherwise. Then: `scorebox check push FILE`.
     """
     from engine.llm.openai_client import create_llm_client  # noqa: PLC0415 (lazy: keeps openai out of scorebox --help)
+    from generator.adapters import engine_runner, llm_judge  # noqa: PLC0415 (lazy: as below)
     from generator.pipeline import (  # noqa: PLC0415 (lazy: keeps scorebox --help fast)
         GeneratorOptions,
-        engine_runner,
         generate_check,
-        llm_judge,
     )
 
     examples = _examples(inline, files)

@@ -26,13 +26,9 @@ from engine.runs.service import RunService
 from engine.settings import Settings
 from engine.tenancy.auth import Principal
 from engine.validation.rules import MAX_SOURCE_BYTES
+from generator.adapters import EXAMPLE_ROW_TIMEOUT_SECONDS, llm_judge
 from generator.models import Example, GenerationResult
-from generator.pipeline import (
-    EXAMPLE_ROW_TIMEOUT_SECONDS,
-    GeneratorOptions,
-    generate_check,
-    llm_judge,
-)
+from generator.pipeline import GeneratorOptions, generate_check
 
 __all__ = [
     "Example",

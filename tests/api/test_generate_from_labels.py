@@ -29,7 +29,7 @@ ROW = re.compile(r'"model_output": "row (\d+)"')
 @pytest.fixture
 def generator_env(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeLLM:
     """The CLI's LLM is the scripted server; its checks run in this process."""
-    import generator.pipeline
+    import generator.adapters
 
     monkeypatch.setenv("SCOREBOX_LLM_BASE_URL", fake_llm.base_url)
     monkeypatch.setenv("SCOREBOX_LLM_API_KEY", "k")
@@ -42,7 +42,7 @@ def generator_env(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: 
         def close(self) -> None: ...
 
     monkeypatch.setattr("engine.sandbox.runner.SandboxRunner", InProcess)
-    monkeypatch.setattr(generator.pipeline, "engine_runner", lambda runner: run_in_process)
+    monkeypatch.setattr(generator.adapters, "engine_runner", lambda runner: run_in_process)
     return fake_llm
 
 

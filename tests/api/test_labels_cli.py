@@ -346,6 +346,7 @@ def test_generate_from_labels_holds_rows_back_and_reports_on_them(
 ) -> None:
     """The generator sees the labelled rows not held back; the generated check is scored
     on the held-back rows alone and its agreement with their labels reported."""
+    import generator.adapters
     import generator.pipeline
     from engine.cli.generate_labels import fetch_split, held_back_report
     from engine.contract import Status
@@ -394,7 +395,7 @@ def test_generate_from_labels_holds_rows_back_and_reports_on_them(
         def close(self) -> None: ...
 
     monkeypatch.setattr(generator.pipeline, "generate_check", fake_generate)
-    monkeypatch.setattr(generator.pipeline, "engine_runner", fake_runner)
+    monkeypatch.setattr(generator.adapters, "engine_runner", fake_runner)
     monkeypatch.setattr("engine.sandbox.runner.SandboxRunner", FakeSandbox)
     monkeypatch.setattr("engine.llm.openai_client.create_llm_client", lambda settings: None)
     r = _cli("check", "generate", "a helpful answer", "--labels", "helpful", "--run", run)

@@ -11,8 +11,9 @@ from engine.contract import Policy, Status
 from engine.llm.openai_client import OpenAIClient
 from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
+from generator.adapters import RunRows, engine_runner
 from generator.models import GenerationResult
-from generator.pipeline import GeneratorOptions, RunRows, engine_runner, generate_check
+from generator.pipeline import GeneratorOptions, generate_check
 from tests.fake_llm import FakeLLM
 
 pytestmark = pytest.mark.docker

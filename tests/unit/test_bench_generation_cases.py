@@ -8,7 +8,7 @@ from bench.generation.cases import CASES, Case
 from bench.generation.run import CaseOutcome, render_table
 from engine.contract import OutputType
 from generator.models import Example
-from generator.pipeline import _check_examples  # the generator's own expected-type rule
+from generator.verdicts import check_examples  # the generator's own expected-type rule
 
 
 def test_at_least_30_distinct_cases() -> None:
@@ -20,7 +20,7 @@ def test_at_least_30_distinct_cases() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_case_rows_and_expected_types(case: Case) -> None:
     rows = [Example.model_validate(e) for e in [*case.examples, *case.held_out]]
-    _check_examples(rows, OutputType(case.output_data_type))
+    check_examples(rows, OutputType(case.output_data_type))
     assert case.examples and case.held_out
     for example in rows:
         if case.requires_scenario_input:

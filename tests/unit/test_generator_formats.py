@@ -6,8 +6,9 @@ import pytest
 
 from engine.contract.formats import FORMATS, GENERATOR_FORMATS, Format
 from engine.llm.openai_client import OpenAIClient
-from generator.pipeline import GeneratorOptions, generate_check, restricted_validator
+from generator.pipeline import GeneratorOptions, generate_check
 from generator.prompts import GenerationSpec, format_system_prompt, initial_messages
+from generator.validators import restricted_validator
 from tests.fake_llm import FakeLLM
 
 OKAREO = (

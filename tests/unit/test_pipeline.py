@@ -24,8 +24,10 @@ from engine.llm.openai_client import OpenAIClient
 from engine.models import Row, RowResult
 from engine.validation import Issue, ValidationReport
 from engine.validation.rules import requires_from_parameters
-from generator.pipeline import GeneratorOptions, agrees, generate_check, llm_judge
+from generator.adapters import llm_judge
+from generator.pipeline import GeneratorOptions, generate_check
 from generator.prompts import GenerationSpec
+from generator.verdicts import agrees
 from tests.fake_llm import FakeLLM, Reply
 
 

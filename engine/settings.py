@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -11,78 +10,17 @@ from urllib.parse import urlsplit
 
 from platformdirs import user_data_dir
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from engine.models import Limits
-from engine.setting_values import (
-    RENAMED,
-    SettingValueError,
-    describe,
-    is_list,
-    renamed_values,
-    settings_error,
-    split_list,
-)
+from engine.setting_sources import EnvSource, FlatLimitsSource, RenamedSource
+from engine.setting_values import RENAMED, renamed_values, settings_error
 
 log = logging.getLogger(__name__)
 
 
 def _default_data_dir() -> Path:
     return Path(user_data_dir("scorebox", appauthor=False))
-
-
-class _FlatLimitsSource(PydanticBaseSettingsSource):
-    """``SCOREBOX_ROW_TIMEOUT_SECONDS`` and friends set the default limits.
-
-    A settings source, so a keyword argument (``Settings(limits=...)``) wins over
-    them, as it wins over every other variable.
-    """
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        limits = {
-            name: value
-            for name in Limits.model_fields
-            if (value := os.environ.get(f"SCOREBOX_{name.upper()}")) is not None
-        }
-        return {"limits": limits} if limits else {}
-
-
-class _RenamedSource(PydanticBaseSettingsSource):
-    """The old variables of renamed settings (``SCOREBOX_WORKER_MAX_JOBS`` for
-    ``SCOREBOX_REUSE_MAX_JOBS``...), read where the new one is not set, with a warning."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        values, notes = renamed_values(os.environ, "SCOREBOX_")
-        for note in notes:
-            log.warning("%s", note)
-        return values
-
-
-class _EnvSource(EnvSettingsSource):
-    """``SCOREBOX_*`` variables: a list also takes comma-separated values, and a value that
-    is not JSON where JSON is needed is a :class:`SettingValueError` naming the variable."""
-
-    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
-        try:
-            if isinstance(value, str) and is_list(field.annotation):
-                return split_list(value)
-            return super().decode_complex_value(field_name, field, value)
-        except ValueError as exc:  # raised as ours: pydantic-settings wraps a ValueError
-            variable = f"{self.env_prefix}{field_name}".upper()
-            problem = f"not JSON: {exc}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise SettingValueError(describe(variable, value, field, problem)) from None
 
 
 class Settings(BaseSettings):
@@ -490,9 +428,9 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Keyword arguments first, then the flat limit variables, then ``SCOREBOX_*``."""
-        flat = _FlatLimitsSource(settings_cls)
-        env = _EnvSource(settings_cls)
-        renamed = _RenamedSource(settings_cls)
+        flat = FlatLimitsSource(settings_cls)
+        env = EnvSource(settings_cls)
+        renamed = RenamedSource(settings_cls)
         return init_settings, flat, env, renamed, dotenv_settings, file_secret_settings
 
     def __init__(self, *args: Any, **values: Any) -> None:

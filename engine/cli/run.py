@@ -235,6 +235,53 @@ def _fail_on(value: str) -> tuple[str, ...]:
     return names
 
 
+def _check_output_kinds(outputs: Sequence[Path]) -> None:
+    """A usage error, before scoring, for an output file of a kind no writer makes."""
+    for path in outputs:
+        if path.suffix.lower() not in (".jsonl", ".ndjson", ".csv", ".tsv", ".html", ".htm"):
+            raise click.BadParameter(
+                f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
+            )
+
+
+def _refuse_configs(refs: Sequence[str | dict[str, Any]]) -> None:
+    """A server run takes no configuration: it belongs to the pushed check's version."""
+    if any(not isinstance(r, str) and "config" in r for r in refs):
+        raise click.UsageError(
+            "a configuration is part of a pushed check's version: push it with "
+            "`scorebox check push FILE --config JSON` and run that check by name "
+            "(--config and a suite's config: apply to local runs)"
+        )
+
+
+def _run_on_server(
+    remote: Remote,
+    refs: Sequence[str | dict[str, Any]],
+    rows: list[dict[str, Any]],
+    label_map: dict[str, str],
+    progress: bool,
+    as_json: bool,
+    outputs: Sequence[Path],
+    gates: Gates,
+) -> None:
+    """Run on the server, follow the run, print and write its results, then gate on them
+    (a run that did not succeed exits 1 after writing what it stored)."""
+    final = run_remote(remote, refs, rows, label_map, progress)
+    if as_json:
+        click.echo(json.dumps(final, indent=2))
+    else:
+        render_summary(final["summary"], f"run {final['id']}: {final['status']}")
+    records = remote_results(remote, str(final["id"]), rows)
+    if not as_json:
+        _reasons(records)
+    if final["status"] != "succeeded":
+        for path in outputs:
+            write_records(path, records, f"run {final['id']}")
+        click.echo(f"run {final['id']} {final['status']}: {final.get('error') or ''}", err=True)
+        raise SystemExit(EXIT_COULD_NOT_RUN)
+    _finish(records, outputs, f"scorebox run {final['id']}", gates)
+
+
 @click.group("run", invoke_without_command=True)
 @click.option(
     "--suite",
@@ -381,40 +428,20 @@ def run(
         parse_thresholds(thresholds),
         max_failures,
     )
-    for path in outputs:
-        if path.suffix.lower() not in (".jsonl", ".ndjson", ".csv", ".tsv", ".html", ".htm"):
-            raise click.BadParameter(
-                f"{path}: use a .jsonl, .csv, .tsv or .html file", param_hint="-o/--output"
-            )
+    _check_output_kinds(outputs)
     refs = apply_configs(check_refs(checks, parse_params(params)), configs)
-    if server and not local and any(not isinstance(r, str) and "config" in r for r in refs):
-        raise click.UsageError(
-            "a configuration is part of a pushed check's version: push it with "
-            "`scorebox check push FILE --config JSON` and run that check by name "
-            "(--config and a suite's config: apply to local runs)"
-        )
+    on_server = bool(server) and not local
+    if on_server:
+        _refuse_configs(refs)
     check_agreement(None if local else server, api_key, refs, min_agreement)
     check_threshold_names(gates.thresholds, refs)  # before scoring: a typo is a usage error
     rows = read_rows(data, parse_map(maps))  # later --map pairs win
     prepare_outputs(outputs)  # before scoring: a finished run is not lost to a typo
     progress = not no_progress and not as_json
     label_map = dict(pair.partition("=")[::2] for pair in labels)
-    if server and not local:
+    if on_server:
         remote = Remote(server, api_key)
-        final = run_remote(remote, refs, rows, label_map, progress)
-        if as_json:
-            click.echo(json.dumps(final, indent=2))
-        else:
-            render_summary(final["summary"], f"run {final['id']}: {final['status']}")
-        records = remote_results(remote, str(final["id"]), rows)
-        if not as_json:
-            _reasons(records)
-        if final["status"] != "succeeded":
-            for path in outputs:
-                write_records(path, records, f"run {final['id']}")
-            click.echo(f"run {final['id']} {final['status']}: {final.get('error') or ''}", err=True)
-            raise SystemExit(EXIT_COULD_NOT_RUN)
-        _finish(records, outputs, f"scorebox run {final['id']}", gates)
+        _run_on_server(remote, refs, rows, label_map, progress, as_json, outputs, gates)
         return
     summaries, records = run_local(refs, rows, progress, no_cache=no_cache)
     if as_json:

@@ -122,103 +122,121 @@ def read_block(source: str, rules: PackageRules | None = None) -> Declared:
             toml_col + 2,
             f"the `# /// script` block is not valid TOML: {exc}",
         )
-    problems: list[BlockProblem] = []
-    block_lines = content.splitlines()
-
-    def where(needle: str) -> tuple[int, int]:
-        for index, text in enumerate(block_lines):
-            col = text.find(needle)
-            if col >= 0:
-                return line + 1 + index, col + 3
-        return line, 1
-
-    for key in data:
-        if key not in BLOCK_KEYS:
-            at = where(key)
-            problems.append(
-                BlockProblem(
-                    "dependencies-invalid",
-                    f"`{key}` is not a PEP 723 key: use `dependencies`, `requires-python` "
-                    "or `tool`",
-                    *at,
-                )
-            )
-    requires_python = data.get("requires-python")
-    if requires_python is not None:
-        at = where("requires-python")
-        if not isinstance(requires_python, str):
-            problems.append(
-                BlockProblem("dependencies-invalid", "`requires-python` must be a string", *at)
-            )
-            requires_python = None
-        else:
-            try:
-                admits = SpecifierSet(requires_python).contains(SANDBOX_PYTHON)
-            except InvalidSpecifier as exc:
-                problems.append(
-                    BlockProblem("dependencies-invalid", f"`requires-python`: {exc}", *at)
-                )
-            else:
-                if not admits:
-                    problems.append(
-                        BlockProblem(
-                            "dependencies-invalid",
-                            f"`requires-python = {requires_python!r}` excludes the sandbox's "
-                            f"Python {SANDBOX_PYTHON}: widen it (e.g. `>=3.11`) or drop it",
-                            *at,
-                        )
-                    )
-    raw = data.get("dependencies", [])
-    normalised: dict[str, None] = {}
-    names: set[str] = set()
-    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
-        problems.append(
-            BlockProblem(
-                "dependencies-invalid",
-                '`dependencies` must be a list of strings, e.g. `dependencies = ["textstat"]`',
-                *where("dependencies"),
-            )
-        )
-        raw = []
-    for entry in raw:
-        at = where(entry)
-        try:
-            requirement = Requirement(entry)
-        except InvalidRequirement as exc:
-            problems.append(
-                BlockProblem(
-                    "dependencies-invalid",
-                    f"{entry!r} is not a valid requirement: {exc}: write `name`, `name==1.2` or "
-                    "`name>=1.2`",
-                    *at,
-                )
-            )
-            continue
-        if requirement.url:
-            problems.append(
-                BlockProblem(
-                    "dependencies-invalid",
-                    f"{entry!r} is a direct URL reference: only packages from the index or the "
-                    "operator's wheelhouse can be declared; name the package and a version",
-                    *at,
-                )
-            )
-            continue
-        refusal = (rules or PackageRules()).refusal(requirement.name)
-        if refusal is not None:
-            problems.append(BlockProblem("package-not-allowed", refusal, *at))
-            continue
-        requirement.name = canonicalize_name(requirement.name)
-        names.add(requirement.name)
-        normalised[str(requirement)] = None
+    at = _Locator(line, content)
+    problems = _unknown_keys(data, at)
+    requires_python = _requires_python(data.get("requires-python"), at, problems)
+    normalised, names = _dependencies(data.get("dependencies", []), at, rules, problems)
     return Declared(
         present=True,
         requirements=canonical_requirements(normalised),
-        requires_python=requires_python if isinstance(requires_python, str) else None,
+        requires_python=requires_python,
         problems=tuple(problems),
         line=line,
         names=frozenset(names),
     )
+
+
+class _Locator:
+    """Where a text of the block stands in the check's source (1-based line and column)."""
+
+    def __init__(self, block_line: int, content: str) -> None:
+        self.block_line = block_line
+        self.lines = content.splitlines()
+
+    def __call__(self, needle: str) -> tuple[int, int]:
+        for index, text in enumerate(self.lines):
+            col = text.find(needle)
+            if col >= 0:
+                return self.block_line + 1 + index, col + 3  # past the `# ` of the comment
+        return self.block_line, 1
+
+
+def _invalid(message: str, at: tuple[int, int]) -> BlockProblem:
+    return BlockProblem("dependencies-invalid", message, *at)
+
+
+def _unknown_keys(data: dict[str, object], at: _Locator) -> list[BlockProblem]:
+    return [
+        _invalid(
+            f"`{key}` is not a PEP 723 key: use `dependencies`, `requires-python` or `tool`",
+            at(key),
+        )
+        for key in data
+        if key not in BLOCK_KEYS
+    ]
+
+
+def _requires_python(value: object, at: _Locator, problems: list[BlockProblem]) -> str | None:
+    """``requires-python`` when it is a string (a problem when it excludes the sandbox's
+    Python or is no specifier), else None."""
+    if value is None:
+        return None
+    where = at("requires-python")
+    if not isinstance(value, str):
+        problems.append(_invalid("`requires-python` must be a string", where))
+        return None
+    try:
+        admits = SpecifierSet(value).contains(SANDBOX_PYTHON)
+    except InvalidSpecifier as exc:
+        problems.append(_invalid(f"`requires-python`: {exc}", where))
+        return value
+    if not admits:
+        problems.append(
+            _invalid(
+                f"`requires-python = {value!r}` excludes the sandbox's Python "
+                f"{SANDBOX_PYTHON}: widen it (e.g. `>=3.11`) or drop it",
+                where,
+            )
+        )
+    return value
+
+
+def _dependencies(
+    raw: object, at: _Locator, rules: PackageRules | None, problems: list[BlockProblem]
+) -> tuple[dict[str, None], set[str]]:
+    """The normalised requirements (in order, once each) and their canonical names."""
+    normalised: dict[str, None] = {}
+    names: set[str] = set()
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        problems.append(
+            _invalid(
+                '`dependencies` must be a list of strings, e.g. `dependencies = ["textstat"]`',
+                at("dependencies"),
+            )
+        )
+        return normalised, names
+    for entry in raw:
+        requirement, problem = _requirement(entry, at(entry), rules or PackageRules())
+        if problem is not None:
+            problems.append(problem)
+        elif requirement is not None:
+            names.add(requirement.name)
+            normalised[str(requirement)] = None
+    return normalised, names
+
+
+def _requirement(
+    entry: str, where: tuple[int, int], rules: PackageRules
+) -> tuple[Requirement | None, BlockProblem | None]:
+    """One ``dependencies`` entry, its name canonical, or the problem with it."""
+    try:
+        requirement = Requirement(entry)
+    except InvalidRequirement as exc:
+        message = (
+            f"{entry!r} is not a valid requirement: {exc}: write `name`, `name==1.2` or `name>=1.2`"
+        )
+        return None, _invalid(message, where)
+    if requirement.url:
+        message = (
+            f"{entry!r} is a direct URL reference: only packages from the index or the "
+            "operator's wheelhouse can be declared; name the package and a version"
+        )
+        return None, _invalid(message, where)
+    refusal = rules.refusal(requirement.name)
+    if refusal is not None:
+        return None, BlockProblem("package-not-allowed", refusal, *where)
+    requirement.name = canonicalize_name(requirement.name)
+    return requirement, None
 
 
 #: Operators whose version may lose trailing ``.0``s without changing what they admit

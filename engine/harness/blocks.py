@@ -137,6 +137,13 @@ class BlockWatch:
         self.sent = 0  # rows already sent to the host
         self.seen = 0  # the progress counter, as last read
         self.extras: dict[int, dict[str, Any]] = {}
+        #: Bytes of whole lines taken from the child's pipe so far.
+        self.consumed = 0
+        #: (where a line still partial starts, the first row counted while it was): rows from
+        #: there on stay unsent until that line is whole and good. A check may write part of
+        #: a line, finish its row and write the rest later; when the line turns out
+        #: malformed, the rows run again one per child from that row, never from a later one.
+        self.held: tuple[int, int] | None = None
         self.loaded = False
         self.failed_load = False
         self.ended = False
@@ -156,6 +163,7 @@ class BlockWatch:
                 drained = True
                 break
         while (raw := self.reader.line()) is not None:
+            self.consumed += len(raw) + 1
             if len(raw) > MAX_RECORD_BYTES:
                 raise ValueError(f"a result record of {len(raw)} bytes")
             if not self.loaded:
@@ -182,9 +190,20 @@ class BlockWatch:
             raise ValueError(f"the end after {count} of {self.block.rows} rows")
         if not drained and not self.ended:
             return False  # rows count as finished only once every line before them is read
+        if self.held is not None and self.consumed > self.held[0]:
+            self.held = None  # the line is whole, and was good
         moved = count > self.seen
+        if moved and self.reader.buffer and self.held is None:
+            # Counted all the same (a check that prints a lot is often mid-line), but held.
+            self.held = (self.consumed, self.seen)
         self.seen = count
         return moved
+
+    @property
+    def confirmed(self) -> int:
+        """Rows that may go to the host: counted, with every line written before them read
+        whole and good (a malformed line is blamed on the rows from here on)."""
+        return self.held[1] if self.held is not None else self.seen
 
     def flush(self, upto: int, *, final: bool = False) -> None:
         """Send rows ``sent:upto`` to the host as blocks, each within the record size

@@ -299,13 +299,12 @@ class JobRun:
                 if reader.eof and not watch.ended:  # the child is gone: its counter is final
                     moved = watch.take() or moved
             except ValueError as exc:
-                watch.flush(watch.seen)
+                good = watch.confirmed  # rows counted while a bad line was partial: suspects
+                watch.flush(good)
                 if block.rows > 1:
                     # Which of the rows since the last good look wrote it is unknown: they
                     # run again one per child, and the one that does it alone is blamed.
-                    self.suspect_end = self.pos + max(
-                        1, min(block.count(), block.rows) - watch.seen
-                    )
+                    self.suspect_end = self.pos + max(1, min(block.count(), block.rows) - good)
                     self.retry = True
                     return None, False
                 what = f"the check corrupted the harness's result block ({short(str(exc), 200)})"
@@ -328,13 +327,13 @@ class JobRun:
             if gateway_ready:
                 # Rows finished before a model request go first: the host charges the
                 # request to the row in flight.
-                watch.flush(watch.seen)
+                watch.flush(watch.confirmed)
                 if self.serve_gateway(gateway_ready) and self.gateway_allowance is not None:
                     deadline = max(deadline, step_started + self.gateway_allowance)
                     called_model = True
                 gateway_ready = []
-            if watch.seen > watch.sent and now - last_flush >= BLOCK_FLUSH_SECONDS:
-                watch.flush(watch.seen)
+            if watch.confirmed > watch.sent and now - last_flush >= BLOCK_FLUSH_SECONDS:
+                watch.flush(watch.confirmed)
                 last_flush = now
             due = self.channel.due_in()
             if due is not None and due <= 0:

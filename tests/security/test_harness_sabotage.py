@@ -153,17 +153,25 @@ def evaluate(model_output):
     assert results[0].status is Status.CRASHED
 
 
-def test_a_partial_write_to_the_record_pipe_is_the_checks_fault(runner: SandboxRunner) -> None:
+@pytest.mark.parametrize("pause", [0.0, 0.3], ids=["at-once", "looked-at-between"])
+def test_a_partial_write_to_the_record_pipe_is_the_checks_fault(
+    runner: SandboxRunner, pause: float
+) -> None:
+    # With a pause in the next row the parent surely looks while the line is partial, and
+    # counts row 1 then: the line's malformed end must still be row 1's fault, not row 2's.
     source = (
         FIND_PIPES
-        + """
+        + f"""
+import time
 def evaluate(model_output):
     if model_output == "1":
         for fd in pipes():
             try:
-                os.write(fd, b'{"t":"row","i":')
+                os.write(fd, b'{{"t":"row","i":')
             except OSError:
                 pass
+    else:
+        time.sleep({pause})
     return 1
 """
     )

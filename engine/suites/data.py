@@ -89,50 +89,55 @@ def read_rows(path: Path, mapping: Mapping[str, str] | None = None) -> list[dict
             f"{path}: unknown data format {suffix or '(no suffix)'!r}; "
             f"use one of {', '.join(SUFFIXES)}"
         )
-    records: list[tuple[str, Any]]
-    if suffix == ".parquet":
-        try:
-            import pandas  # noqa: PLC0415 (optional, and lazy: keeps scorebox --help fast)
-        except ImportError as exc:
-            raise InvalidRequestError(
-                f"{path}: reading .parquet needs pandas and pyarrow: pip install pandas pyarrow"
-            ) from exc
-        frame = pandas.read_parquet(path)
-        records = [
-            (f"row {i + 1}", {k: v for k, v in r.items() if v is not None})
-            for i, r in enumerate(frame.to_dict(orient="records"))
-        ]
-    else:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidRequestError(f"{path}: not UTF-8 text: {exc}") from exc
-        if suffix in (".csv", ".tsv"):
-            records = list(_delimited(path, text, "\t" if suffix == ".tsv" else ","))
-        elif suffix == ".json":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InvalidRequestError(
-                    f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}"
-                ) from exc
-            if not isinstance(data, list):
-                raise InvalidRequestError(f"{path}: expected a JSON list of row objects")
-            records = [(f"item {i}", item) for i, item in enumerate(data)]
-        else:
-            records = []
-            for number, line in enumerate(text.splitlines(), start=1):
-                if not line.strip():
-                    continue
-                try:
-                    records.append((str(number), json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InvalidRequestError(
-                        f"{path}:{number}: not JSON: {exc.msg} (one JSON object per line)"
-                    ) from exc
+    records = _parquet_records(path) if suffix == ".parquet" else _text_records(path, suffix)
     rows: list[dict[str, Any]] = []
     for where, record in records:
         if not isinstance(record, dict):
             raise InvalidRequestError(f"{path}:{where}: {shape_problem(record, 'column')}")
         rows.append(_apply(path, where, record, mapping))
     return rows
+
+
+def _parquet_records(path: Path) -> list[tuple[str, Any]]:
+    try:
+        import pandas  # noqa: PLC0415 (optional, and lazy: keeps scorebox --help fast)
+    except ImportError as exc:
+        raise InvalidRequestError(
+            f"{path}: reading .parquet needs pandas and pyarrow: pip install pandas pyarrow"
+        ) from exc
+    frame = pandas.read_parquet(path)
+    return [
+        (f"row {i + 1}", {k: v for k, v in r.items() if v is not None})
+        for i, r in enumerate(frame.to_dict(orient="records"))
+    ]
+
+
+def _text_records(path: Path, suffix: str) -> list[tuple[str, Any]]:
+    """The records of a CSV, TSV, JSON or JSONL file, each with where it stands."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(f"{path}: not UTF-8 text: {exc}") from exc
+    if suffix in (".csv", ".tsv"):
+        return list(_delimited(path, text, "\t" if suffix == ".tsv" else ","))
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidRequestError(
+                f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}"
+            ) from exc
+        if not isinstance(data, list):
+            raise InvalidRequestError(f"{path}: expected a JSON list of row objects")
+        return [(f"item {i}", item) for i, item in enumerate(data)]
+    records: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((str(number), json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InvalidRequestError(
+                f"{path}:{number}: not JSON: {exc.msg} (one JSON object per line)"
+            ) from exc
+    return records

@@ -136,45 +136,9 @@ class BodyLimit:
                 send, 413, "Payload too large", too_large_detail(path, limit, setting)
             )
             return
-        state = _Stream(limit, time.monotonic() + self.limits.deadline_seconds)
-
-        async def guarded_receive() -> Message:
-            if state.answered:
-                return {"type": "http.disconnect"}
-            if state.deadline == float("inf"):
-                return await receive()  # after the body: only a disconnect can come
-            remaining = state.deadline - time.monotonic()
-            try:
-                # a timer, not wait_for's task per message: most bodies are one message
-                async with asyncio.timeout(max(remaining, 0.001)):
-                    message = await receive()
-            except TimeoutError:
-                detail = (
-                    f"request body still arriving after {self.limits.deadline_seconds:g} s: "
-                    "send it faster, or raise SCOREBOX_BODY_DEADLINE_SECONDS"
-                )
-                await state.refuse(send, 408, "Request timeout", detail)
-                raise _Refused from None
-            if message["type"] == "http.request":
-                state.seen += len(message.get("body", b""))
-                if state.seen > limit:
-                    await state.refuse(
-                        send, 413, "Payload too large", too_large_detail(path, limit, setting)
-                    )
-                    raise _Refused
-                if not message.get("more_body", False):
-                    state.deadline = float("inf")  # the body is complete: the deadline is met
-            return message
-
-        async def guarded_send(message: Message) -> None:
-            if state.answered:
-                return  # the refusal was the answer; the app's late reply goes nowhere
-            if message["type"] == "http.response.start":
-                state.started = True
-            await send(message)
-
+        state = _Stream(receive, send, self.limits.deadline_seconds, path, limit, setting)
         try:
-            await self.app(scope, guarded_receive, guarded_send)
+            await self.app(scope, state.receive, state.send)
         except Exception:
             if not state.answered:
                 raise
@@ -182,19 +146,69 @@ class BodyLimit:
 
 
 class _Stream:
-    def __init__(self, limit: int, deadline: float) -> None:
+    """One request's body as the app receives it (counted, on a deadline) and its answer
+    as the app sends it (dropped once a refusal has answered)."""
+
+    def __init__(
+        self,
+        receive: Receive,
+        send: Send,
+        deadline_seconds: float,
+        path: str,
+        limit: int,
+        setting: str,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self.deadline_seconds = deadline_seconds
+        self.deadline = time.monotonic() + deadline_seconds
+        self.path = path
         self.limit = limit
-        self.deadline = deadline
+        self.setting = setting  # the setting that raises the limit, named in a 413
         self.seen = 0
         self.started = False
         self.answered = False
 
-    async def refuse(self, send: Send, status: int, title: str, detail: str) -> None:
+    async def receive(self) -> Message:
+        if self.answered:
+            return {"type": "http.disconnect"}
+        if self.deadline == float("inf"):
+            return await self._receive()  # after the body: only a disconnect can come
+        remaining = self.deadline - time.monotonic()
+        try:
+            # a timer, not wait_for's task per message: most bodies are one message
+            async with asyncio.timeout(max(remaining, 0.001)):
+                message = await self._receive()
+        except TimeoutError:
+            detail = (
+                f"request body still arriving after {self.deadline_seconds:g} s: "
+                "send it faster, or raise SCOREBOX_BODY_DEADLINE_SECONDS"
+            )
+            await self.refuse(408, "Request timeout", detail)
+            raise _Refused from None
+        if message["type"] == "http.request":
+            self.seen += len(message.get("body", b""))
+            if self.seen > self.limit:
+                detail = too_large_detail(self.path, self.limit, self.setting)
+                await self.refuse(413, "Payload too large", detail)
+                raise _Refused
+            if not message.get("more_body", False):
+                self.deadline = float("inf")  # the body is complete: the deadline is met
+        return message
+
+    async def send(self, message: Message) -> None:
+        if self.answered:
+            return  # the refusal was the answer; the app's late reply goes nowhere
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)
+
+    async def refuse(self, status: int, title: str, detail: str) -> None:
         if self.answered:
             return
         self.answered = True
         if not self.started:  # a streaming route that already answered keeps its answer
-            await send_problem(send, status, title, detail)
+            await send_problem(self._send, status, title, detail)
 
 
 async def send_problem(

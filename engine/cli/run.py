@@ -258,7 +258,7 @@ def _run_on_server(
     remote: Remote,
     refs: Sequence[str | dict[str, Any]],
     rows: list[dict[str, Any]],
-    label_map: dict[str, str],
+    label_map: Mapping[str, Any],
     progress: bool,
     as_json: bool,
     outputs: Sequence[Path],

@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 #: Version of the host <-> harness job protocol; bumped on any incompatible change.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 class OutputType(StrEnum):

@@ -16,7 +16,8 @@ channel or survive its job:
   :mod:`~engine.harness.fork`) that (as the
   image's unprivileged user when the parent runs as root, which it does under gVisor)
   closes stdin and the result channel, loads the check from the job's source into a fresh
-  module (never from a file on ``sys.path``) and writes one plain JSON record per row to a
+  module (never from a file on ``sys.path``), binds each row's arguments from the job's
+  columns (:mod:`~engine.harness.binding`) and writes one plain JSON record per row to a
   pipe, or each row's result into memory shared with the parent
   (:mod:`~engine.harness.child`, :mod:`~engine.harness.blocks`). The parent checks every
   record before relaying it, and is the per-row watchdog.

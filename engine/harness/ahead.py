@@ -76,9 +76,9 @@ def serve_ahead(template: dict[str, Any], job_fd: int, out_fd: int, memory: mmap
     job = receive_job(job_fd)
     if job is None:
         return
-    rows: list[dict[str, Any]] = job["rows"]
-    block = Block(len(rows), memory) if job.get("result_blocks") else None
-    serve_rows(entry, job, rows, out_fd, block, budget)
+    n: int = job["n"]
+    block = Block(n, memory) if job.get("result_blocks") else None
+    serve_rows(entry, job, 0, n, out_fd, block, budget)
 
 
 class Spare:
@@ -128,7 +128,7 @@ class Spare:
         """``job`` as the child reads it, or None when this child cannot serve it."""
         if any(job.get(key) != self.template[key] for key in LOAD_KEYS):
             return None
-        if len(job["rows"]) > AHEAD_MAX_ROWS:
+        if job["n"] > AHEAD_MAX_ROWS:
             return None
         data = encode_json({k: v for k, v in job.items() if k not in NOT_SENT}).encode()
         return data if len(data) <= AHEAD_MAX_JOB_BYTES else None
@@ -151,7 +151,7 @@ class Spare:
             return None
         os.close(self.job_fd)
         self.gone = True
-        block = Block(len(job["rows"]), self.memory) if job.get("result_blocks") else None
+        block = Block(job["n"], self.memory) if job.get("result_blocks") else None
         if block is None:
             self.memory.close()
         return self.forked, self.reader, block

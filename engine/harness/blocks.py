@@ -22,6 +22,8 @@ KIND_CODE = {
     (kind.value if kind is not None else None): code
     for code, kind in enumerate(contract.SCORE_KINDS)
 }
+#: A score type's byte, by the type itself (None: no score).
+KIND_OF = {kind: code for code, kind in enumerate(contract.SCORE_KINDS)}
 #: What of a row record travels beside its block's columns, when present.
 EXTRA_KEYS = ("error", "explanation", "output", "passed", "metadata")
 #: Ints beyond this travel exactly in the row's extras (a block's score column is float64).
@@ -83,7 +85,7 @@ class Block:
         return int(self.counter[0])
 
     def put(self, k: int, record: dict[str, Any], emit: Any) -> None:
-        """Row ``k``'s record (as ``run_row`` made it) into the columns; extras to ``emit``."""
+        """Row ``k``'s ``row`` record into the columns; its extras to ``emit``."""
         extras = {key: record[key] for key in EXTRA_KEYS if key in record}
         score = record.get("score")
         kind = KIND_CODE[record.get("output_type")] if score is not None else 0
@@ -96,10 +98,14 @@ class Block:
             extras["t"] = "x"
             extras["i"] = k
             emit(extras)
-        self.codes[k] = STATUS_CODE[record["status"]]
+        self.write(k, STATUS_CODE[record["status"]], kind, value, float(record["ms"]))
+
+    def write(self, k: int, code: int, kind: int, score: float, ms: float) -> None:
+        """Row ``k``'s columns (its extras already sent), then the counter past it."""
+        self.codes[k] = code
         self.kinds[k] = kind
-        self.scores[k] = value
-        self.ms[k] = float(record["ms"])
+        self.scores[k] = score
+        self.ms[k] = ms
         self.counter[0] = k + 1  # last: the parent may send this row from now on
 
     def frame(self, first: int, start: int, stop: int, extras: list[Any]) -> dict[str, Any]:

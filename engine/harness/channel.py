@@ -1,6 +1,7 @@
 """The harness's framing: jobs in on stdin, nonce-framed records out on the result channel.
 
-A job comes as a line with its byte length, then the JSON document. Every record the
+A job comes as a line with its byte length, then the JSON document, its rows as columns
+(:mod:`~engine.harness.binding`). Every record the
 parent sends back is one JSON line prefixed with the job's nonce, written in batches to
 the private result channel (a copy of the original stdout; no check process holds it).
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import contract
+from engine.harness.binding import check_columns
 from engine.harness.gateway import read_reply
 
 #: Records larger than this are a protocol fault (the host enforces its own cap too).
@@ -147,6 +149,5 @@ def read_job(
     job: dict[str, Any] = json.loads(body)
     if job.get("protocol") != contract.PROTOCOL_VERSION:
         raise ValueError(f"protocol {job.get('protocol')} != {contract.PROTOCOL_VERSION}")
-    for index, row in enumerate(job["rows"]):  # a row's index in the job is its record's "i"
-        row["i"] = index
+    check_columns(job)  # its rows come as columns; a row's index in them is its record's "i"
     return job

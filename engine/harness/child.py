@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import math
 import os
 import sys
 import time
@@ -19,7 +20,8 @@ from typing import Any
 
 from engine import contract
 from engine.contract import formats
-from engine.harness.blocks import Block
+from engine.harness.binding import Calls
+from engine.harness.blocks import EXACT_FLOAT_INT, KIND_OF, STATUS_CODE, Block
 from engine.harness.channel import encode_json, write_all
 
 #: A check's declared environment (PEP 723 block), present only in its derived image. The
@@ -27,7 +29,7 @@ from engine.harness.channel import encode_json, write_all
 #: declared package wins over the image's copy or stand-in (e.g. ``okareo``), and nothing
 #: in it can shadow a module the harness's parent imports. See engine/environments.
 DECLARED_ENVIRONMENT = "/opt/scorebox-env"
-#: Status values as plain strings: run_row uses them once a row (an enum's .value is slow).
+#: Status values as plain strings: serve_rows uses them once a row (an enum's .value is slow).
 _OK, _ERROR, _OOM, _INVALID_SCORE, _OUTPUT_LIMIT, _SKIPPED = (
     contract.Status.OK.value,
     contract.Status.ERROR.value,
@@ -36,6 +38,8 @@ _OK, _ERROR, _OOM, _INVALID_SCORE, _OUTPUT_LIMIT, _SKIPPED = (
     contract.Status.OUTPUT_LIMIT.value,
     contract.Status.SKIPPED.value,
 )
+_OK_CODE = STATUS_CODE[_OK]
+_INT_KIND = KIND_OF[contract.OutputType.INT]
 CHECK_FILENAME = "<check>"
 CHECK_MODULE = "scorebox_check"
 MAX_ERROR_CHARS = 4000
@@ -47,7 +51,8 @@ class OutputLimit(BaseException):
 
 
 class Capture(io.TextIOBase):
-    """Stands in for sys.stdout/sys.stderr during a row: keeps a capped copy."""
+    """Stands in for sys.stdout/sys.stderr while a job's rows run (or its check loads):
+    keeps a capped copy of what each row prints, taken at the row's end (:meth:`take`)."""
 
     def __init__(self, budget: list[int], keep_chars: int) -> None:
         self.budget = budget  # shared remaining job budget, in characters
@@ -79,6 +84,17 @@ class Capture(io.TextIOBase):
 
     def text(self) -> str | None:
         return "".join(self.parts) if self.parts else None
+
+    def take(self) -> str | None:
+        """What the row printed (capped), and start afresh for the next row (the job's
+        budget goes on: a row past it leaves none for the next)."""
+        if not self.parts and not self.exceeded:
+            return None
+        text = self.text()
+        self.parts = []
+        self.kept = 0
+        self.exceeded = False
+        return text
 
 
 def short(text: str, limit: int = MAX_ERROR_CHARS) -> str:
@@ -183,98 +199,6 @@ def await_value(value: Any) -> Any:
     return _loop[0].run_until_complete(value)
 
 
-def run_row(
-    entry: Entry,
-    row: dict[str, Any],
-    job: dict[str, Any],
-    budget: list[int],
-    expected: list[contract.OutputType | None],
-) -> dict[str, Any]:
-    """Score one row: its record, with a typed status for whatever the check did.
-
-    ``budget`` is what the job may still print; ``expected`` the job's score type, set by
-    the first row that scores when the job names none (later rows must agree).
-    """
-    record: dict[str, Any] = {"t": "row", "i": row["i"], "status": _OK}
-    signature = entry.signature
-    missing = contract.missing_inputs(signature.bound, row)
-    if missing:
-        record.update(
-            status=_SKIPPED,
-            error=f"the row has no {', '.join(missing)}, which the check requires",
-            ms=0.0,
-        )
-        return record
-    capture = Capture(budget, int(job.get("max_row_output_chars", 4096)))
-    detected = entry.detected
-    args: list[Any] = []
-    if detected is None:
-        kwargs = contract.bind_arguments(signature.bound, row)
-    else:
-        assert detected.shape is not None
-        message = _message_type() if detected.format is formats.Format.REWARD_KIT else None
-        config = job.get("config")
-        args, kwargs = formats.bind(detected.format, detected.shape, row, message, config)
-    sys.stdout = sys.stderr = capture
-    started = time.perf_counter()
-    value: Any = None
-    try:
-        value = entry.func(*args, **kwargs)
-        if (
-            detected is not None
-            and detected.format in formats.ASYNC_FORMATS
-            and hasattr(value, "__await__")
-        ):
-            value = await_value(value)
-    except OutputLimit:
-        record.update(
-            status=_OUTPUT_LIMIT,
-            error=f"the check printed more than {job['max_output_bytes']} characters in this job",
-        )
-    except MemoryError:
-        record.update(status=_OOM, error="MemoryError: out of memory")
-    except BaseException as exc:
-        record.update(status=_ERROR, error=describe_exception(exc))
-    finally:
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    record["ms"] = round((time.perf_counter() - started) * 1000, 3)
-    if capture.exceeded and record["status"] == _OK:
-        record.update(
-            status=_OUTPUT_LIMIT,
-            error=f"the check printed more than {job['max_output_bytes']} characters in this job",
-        )
-    output = capture.text()
-    if output is not None:
-        record["output"] = output
-    if record["status"] != _OK:
-        return record
-    if detected is not None and formats.skips(detected.format, value):
-        record.update(
-            status=_SKIPPED,
-            error="the scorer returned None: the row is skipped (as Braintrust does)",
-        )
-        return record
-    try:
-        if detected is None:
-            score = contract.coerce_score(value, expected[0])
-        else:
-            score = formats.coerce(detected.format, value, expected[0])
-    except contract.InvalidScore as exc:
-        record.update(status=_INVALID_SCORE, error=str(exc))
-        return record
-    if expected[0] is None:
-        expected[0] = score.output_type
-    record.update(score=score.score, output_type=score.output_type.value)
-    if score.explanation is not None:
-        record["explanation"] = score.explanation
-    if score.passed is not None:
-        record["passed"] = score.passed
-    metadata = formats.bounded_metadata(score.metadata)
-    if metadata:
-        record["metadata"] = metadata
-    return record
-
-
 def load_for(job: dict[str, Any], out_fd: int, budget: list[int]) -> Entry | None:
     """Load the check of ``job`` and send the parent its ``loaded`` record on ``out_fd``;
     the entry, or None when it failed to load. What loading prints is charged to
@@ -308,27 +232,170 @@ def load_for(job: dict[str, Any], out_fd: int, budget: list[int]) -> Entry | Non
 def serve_rows(
     entry: Entry,
     job: dict[str, Any],
-    rows: list[dict[str, Any]],
+    start: int,
+    stop: int,
     out_fd: int,
     block: Block | None,
     budget: list[int],
 ) -> None:
-    """Score ``rows`` with the loaded ``entry``: one JSON line per record on ``out_fd``, or,
-    with a ``block``, each row's result into its columns and only extras on ``out_fd``."""
-    expected: list[contract.OutputType | None] = [
+    """Score the job's rows ``start:stop`` with the loaded ``entry``: each row's result
+    straight into the ``block``'s columns (only extras and the end on ``out_fd``), or,
+    without one, one JSON line per row on ``out_fd``.
+
+    The arguments are bound from the columns once for the job (:mod:`~engine.harness.binding`);
+    stdout and stderr lead to one capture for the job, which gives each row what it printed.
+    ``budget`` is what the job may still print; the job's score type, when it names none,
+    is set by the first row that scores (later rows must agree).
+    """
+    expected: contract.OutputType | None = (
         contract.OutputType(job["output_type"]) if job.get("output_type") else None
-    ]
+    )
+    too_much = f"the check printed more than {job['max_output_bytes']} characters in this job"
+    detected = entry.detected
+    awaits = detected is not None and detected.format in formats.ASYNC_FORMATS
+    func = entry.func
+    reward_kit = detected is not None and detected.format is formats.Format.REWARD_KIT
+    calls = Calls(entry, job, start, stop, _message_type() if reward_kit else None)
+    required = bool(calls.required)
+    capture = Capture(budget, int(job.get("max_row_output_chars", 4096)))
+    clock = time.perf_counter
 
     def emit(record: dict[str, Any]) -> None:
         _emit(out_fd, record)
 
-    if block is None:
-        for row in rows:
-            emit(run_row(entry, row, job, budget, expected))
-        return
-    for k, row in enumerate(rows):
-        block.put(k, run_row(entry, row, job, budget, expected), emit)
-    emit({"t": "end"})
+    def finish(
+        k: int,
+        status: str,
+        ms: float,
+        error: str | None,
+        output: str | None,
+        score: contract.Score | None,
+    ) -> None:
+        if block is None:
+            emit(row_record(start + k, status, ms, error, output, score))
+        else:
+            into_block(block, k, status, ms, error, output, score, emit)
+
+    error: str | None
+    value: Any
+    score: contract.Score | None
+    sys.stdout = sys.stderr = capture
+    try:
+        for k, (args, kwargs) in enumerate(calls):
+            if required and (lacking := calls.lacking(k)):
+                error = f"the row has no {', '.join(lacking)}, which the check requires"
+                finish(k, _SKIPPED, 0.0, error, None, None)
+                continue
+            if sys.stdout is not capture or sys.stderr is not capture:
+                sys.stdout = sys.stderr = capture  # an earlier row moved them
+            status, error, value, score = _OK, None, None, None
+            started = clock()
+            try:
+                value = func(*args, **kwargs)
+                if awaits and hasattr(value, "__await__"):
+                    value = await_value(value)
+            except OutputLimit:
+                status, error = _OUTPUT_LIMIT, too_much
+            except MemoryError:
+                status, error = _OOM, "MemoryError: out of memory"
+            except BaseException as exc:
+                status, error = _ERROR, describe_exception(exc)
+            ms = round((clock() - started) * 1000, 3)
+            if capture.exceeded and status == _OK:
+                status, error = _OUTPUT_LIMIT, too_much
+            if status == _OK:
+                if detected is not None and formats.skips(detected.format, value):
+                    status = _SKIPPED
+                    error = "the scorer returned None: the row is skipped (as Braintrust does)"
+                else:
+                    try:
+                        if detected is None:
+                            score = contract.coerce_score(value, expected)
+                        else:
+                            score = formats.coerce(detected.format, value, expected)
+                    except contract.InvalidScore as exc:
+                        status, error = _INVALID_SCORE, str(exc)
+                    except OutputLimit:  # printed while its result was read (a __float__)
+                        status, error = _OUTPUT_LIMIT, too_much
+                    else:
+                        if expected is None:
+                            expected = score.output_type
+            finish(k, status, ms, error, capture.take(), score)
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if block is not None:
+        emit({"t": "end"})
+
+
+def row_record(
+    i: int,
+    status: str,
+    ms: float,
+    error: str | None,
+    output: str | None,
+    score: contract.Score | None,
+) -> dict[str, Any]:
+    """Row ``i``'s record, for a job without result blocks."""
+    record: dict[str, Any] = {"t": "row", "i": i, "status": status, "ms": ms}
+    if error is not None:
+        record["error"] = error
+    if output is not None:
+        record["output"] = output
+    if score is not None:
+        record.update(score=score.score, output_type=score.output_type.value)
+        record.update(_score_extras(score))
+    return record
+
+
+def into_block(
+    block: Block,
+    k: int,
+    status: str,
+    ms: float,
+    error: str | None,
+    output: str | None,
+    score: contract.Score | None,
+    emit: Any,
+) -> None:
+    """Row ``k``'s result straight into the block's columns; what the columns cannot hold
+    first to ``emit``, as the row's extras."""
+    extras: dict[str, Any] | None = None
+    if error is not None or output is not None:
+        extras = {}
+        if error is not None:
+            extras["error"] = error
+        if output is not None:
+            extras["output"] = output
+    if score is None:
+        code, kind, value = STATUS_CODE[status], 0, math.nan
+    else:
+        code, kind, value = _OK_CODE, KIND_OF[score.output_type], float(score.score)
+        more = None
+        if score.explanation is not None or score.passed is not None or score.metadata:
+            more = _score_extras(score)  # most rows have none: no dict made for them
+        if kind == _INT_KIND and abs(score.score) > EXACT_FLOAT_INT:
+            more = more or {}
+            more["score"] = score.score  # exact, beside the column's approximation
+        if more:
+            extras = more if extras is None else {**extras, **more}
+    if extras is not None:
+        extras["t"] = "x"
+        extras["i"] = k
+        emit(extras)
+    block.write(k, code, kind, value, ms)
+
+
+def _score_extras(score: contract.Score) -> dict[str, Any]:
+    """What of a score beside its value travels: explanation, pass flag, metadata."""
+    extras: dict[str, Any] = {}
+    if score.explanation is not None:
+        extras["explanation"] = score.explanation
+    if score.passed is not None:
+        extras["passed"] = score.passed
+    metadata = formats.bounded_metadata(score.metadata)
+    if metadata:
+        extras["metadata"] = metadata
+    return extras
 
 
 def _emit(out_fd: int, record: dict[str, Any]) -> None:
@@ -336,10 +403,11 @@ def _emit(out_fd: int, record: dict[str, Any]) -> None:
 
 
 def run_child(
-    job: dict[str, Any], rows: list[dict[str, Any]], out_fd: int, block: Block | None = None
+    job: dict[str, Any], start: int, stop: int, out_fd: int, block: Block | None = None
 ) -> None:
-    """Load the check and score ``rows`` (:func:`load_for`, then :func:`serve_rows`)."""
+    """Load the check and score the job's rows ``start:stop`` (:func:`load_for`, then
+    :func:`serve_rows`)."""
     budget = [int(job["max_output_bytes"])]
     entry = load_for(job, out_fd, budget)
     if entry is not None:
-        serve_rows(entry, job, rows, out_fd, block, budget)
+        serve_rows(entry, job, start, stop, out_fd, block, budget)

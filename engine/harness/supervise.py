@@ -111,7 +111,8 @@ class JobRun:
             float(gateway_seconds) + WATCHDOG_GRACE_SECONDS if gateway_seconds else None
         )
         self.channel = Channel(result_fd, job["nonce"])
-        self.rows: list[dict[str, Any]] = job["rows"]
+        #: The job's rows (as columns: a row is known by its index, its records' ``i``).
+        self.n: int = job["n"]
         self.row_allowance = float(job["row_timeout_seconds"]) + WATCHDOG_GRACE_SECONDS
         self.load_seconds = float(job.get("load_timeout_seconds", 20.0))
         self.pos = 0  # the first row without a record
@@ -127,7 +128,7 @@ class JobRun:
     def run(self) -> bool:
         """Serve the job to its ``done`` record (after the reset, so reuse is decided);
         whether the container is clean for another job."""
-        while self.pos < len(self.rows) or not self.loaded_sent:
+        while self.pos < self.n or not self.loaded_sent:
             fault = self.run_child()
             if fault is None:
                 continue
@@ -135,8 +136,8 @@ class JobRun:
                 self.channel.send({"t": "loaded", "ok": False, "error": fault[1]})
                 self.loaded_sent = True
                 self.fail_rest(*fault)
-            elif self.pos < len(self.rows):
-                self.channel.send(row_fault(self.rows[self.pos]["i"], *fault))
+            elif self.pos < self.n:
+                self.channel.send(row_fault(self.pos, *fault))
                 self.pos += 1
         if self.spare is not None:  # never reached: the first child takes or discards it
             self.spare.discard()
@@ -146,20 +147,21 @@ class JobRun:
         budget = self.job.get("task_budget")
         if isinstance(budget, int) and Tasks.created >= budget:
             reusable = False
-        self.channel.send({"t": "done", "rows": len(self.rows), "reusable": reusable})
+        self.channel.send({"t": "done", "rows": self.n, "reusable": reusable})
         self.channel.flush()
         return reusable
 
     def fail_rest(self, status: str, error: str) -> None:
         """Give every row without a record this fault."""
-        for row in self.rows[self.pos :]:
-            self.channel.send(row_fault(row["i"], status, error))
-        self.pos = len(self.rows)
+        for i in range(self.pos, self.n):
+            self.channel.send(row_fault(i, status, error))
+        self.pos = self.n
 
     def run_child(self) -> tuple[str, str] | None:
         """Fork a child for the remaining rows (or take the one forked ahead); the fault
         that ended it early, if any."""
-        stop = self.pos + 1 if self.pos < self.suspect_end else len(self.rows)
+        start = self.pos
+        stop = start + 1 if start < self.suspect_end else self.n
         started = None
         if self.spare is not None:
             spare, self.spare = self.spare, None
@@ -167,11 +169,10 @@ class JobRun:
         if started is not None:
             forked, records, block = started
         else:
-            block = Block(stop - self.pos) if self.job.get("result_blocks") else None
-            rows = self.rows[self.pos : stop]
+            block = Block(stop - start) if self.job.get("result_blocks") else None
             job = self.job
             forked = fork_check(
-                self.result_fd, self.gateway, lambda fd: run_child(job, rows, fd, block)
+                self.result_fd, self.gateway, lambda fd: run_child(job, start, stop, fd, block)
             )
             records = Reader(forked.read_fd)
         pid, read_fd, out_read = forked.pid, forked.read_fd, forked.out_read
@@ -227,7 +228,7 @@ class JobRun:
         step_started = time.monotonic()
         called_model = False  # whether the row (or the load) in flight called the model
         deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
-        while self.pos < len(self.rows) or not loaded:
+        while self.pos < self.n or not loaded:
             raw = reader.line()
             if raw is None:
                 if capped:
@@ -266,7 +267,7 @@ class JobRun:
                 continue
             try:
                 if loaded:
-                    check_record(raw, self.rows[self.pos]["i"])
+                    check_record(raw, self.pos)
                     self.channel.relay(raw)
                     self.pos += 1
                 else:

@@ -3,20 +3,16 @@
 A caller of ``engine.score_table`` may pass its rows as columns: a mapping of field name to
 one sequence per field. :func:`column_chunks` checks each column a chunk at a time with the
 field's own rules (one pydantic call per column and chunk) and yields :class:`RowColumns`:
-a job's rows that stay columns. The job's JSON is written from them directly
-(:meth:`RowColumns.dump_json`), the skip rule reads them a column at a time
-(:meth:`RowColumns.lacking`), and a :class:`Row` is made only where one row is asked for
-(a row's own record, a failed row).
-
-A row's JSON leaves out the fields no column gave whose default is None: the harness
-reads every field with ``get`` (absent and None are one to it), and it parses a row of
-the trivial check's one column in about a sixth of the time the eleven fields take.
+a job's rows that stay columns. A job carries its rows as columns whatever the caller gave
+(engine/sandbox/protocol.py): these are written as they are, one encoding call a column
+(:meth:`RowColumns.dump_columns`; Row values through :func:`dump_row_columns`); the skip
+rule reads them a column at a time (:meth:`RowColumns.lacking`), and a :class:`Row` is
+made only where one row is asked for (a row's own record, a failed row).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeGuard, overload
 
@@ -102,47 +98,29 @@ class RowColumns(Sequence[Row]):
                 lacks |= np.fromiter((v is None for v in values), dtype=bool, count=len(values))
         return lacks
 
-    def dump_json(self) -> bytes:
-        """The rows as the job's JSON array: what :class:`Row` values dump without their ids,
-        less the null fields no column gave.
-
-        Each given column is encoded in one call, the fields in between are constants, and
-        the rows are put together by one join: no dict, no Row per row.
-        """
-        if not len(self):
-            return b"[]"
-        parts: list[Iterator[bytes] | list[bytes]] = []
-        text = b"{"
-        for name in _JOB_FIELDS:
-            if name not in self._columns:
-                default = _default(name)
-                if default is not None:  # metadata's {}: a format may pass it on as it is
-                    text += b'"' + name.encode() + b'":' + to_json(default) + b","
-                continue
-            text += b'"' + name.encode() + b'":'
-            encoded, quoted = _encoded(self.column(name), strings=name == "model_output")
-            if quoted:
-                text += b'"'
-            parts.append(itertools.repeat(text))
-            parts.append(encoded)
-            text = b'",' if quoted else b","
-        parts.append(itertools.repeat(text[:-1] + b"},"))
-        # zip stops at the encoded columns' end (the constants between them repeat forever)
-        body = b"".join(itertools.chain.from_iterable(zip(*parts, strict=False)))
-        return b"[" + body[:-1] + b"]"
+    def dump_columns(self) -> bytes:
+        """The rows as the job's columns: a JSON object of one list per column given, each
+        encoded in one call (no dict, no Row per row; a field no column gave is left out,
+        and the harness gives it its default)."""
+        parts = [
+            b'"' + name.encode() + b'":' + to_json(self.column(name), inf_nan_mode="null")
+            for name in _JOB_FIELDS
+            if name in self._columns
+        ]
+        return b"{" + b",".join(parts) + b"}"
 
 
-def _encoded(values: list[Any], *, strings: bool = False) -> tuple[list[bytes], bool]:
-    """Each value's JSON, and whether the quotes of strings were left off (``strings``:
-    the column was checked to hold only strings).
-
-    A column of strings is encoded in one call and cut at its separators: compact JSON
-    never has ``","`` inside a string (a quote in one is escaped), so the cuts are exact.
-    """
-    if strings or all(type(value) is str for value in values):
-        whole = to_json(values)
-        return whole[2:-2].split(b'","'), True
-    return [to_json(value, inf_nan_mode="null") for value in values], False
+def dump_row_columns(rows: Sequence[Row]) -> bytes:
+    """Row values as the job's columns (what :meth:`RowColumns.dump_columns` gives for the
+    same rows): one list per field some row holds, in one encoding call."""
+    columns: dict[str, list[Any]] = {}
+    for name in _JOB_FIELDS:
+        values = [getattr(row, name) for row in rows]
+        # metadata's default is an empty dict, the others' None: a column of only defaults
+        # says nothing the harness does not assume.
+        if any(values) if name == "metadata" else any(v is not None for v in values):
+            columns[name] = values
+    return to_json(columns, inf_nan_mode="null")
 
 
 class IndexedColumns(Sequence[IndexedRow]):

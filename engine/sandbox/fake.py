@@ -73,7 +73,11 @@ class FakeChannel:
             return  # a model reply: the pretend checks make no model calls
         head, _, body = data.partition(b"\n")
         document = json.loads(body[: int(head)])
-        self.rows = [JobRow(i=i, **row) for i, row in enumerate(document["rows"])]
+        columns = document["columns"]
+        self.rows = [
+            JobRow(i=i, **{name: values[i] for name, values in columns.items()})
+            for i in range(document["n"])
+        ]
         self._output = self._records(document["nonce"].encode() + b" ", self.rows)
 
     def receive(self, timeout: float) -> Pieces | None:

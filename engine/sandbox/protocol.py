@@ -1,7 +1,9 @@
 """The host <-> harness job protocol (docs/architecture.md, "Sandbox"), host side.
 
 The host writes one job to the container's stdin: a line holding the byte
-length of the JSON document, then the document. The harness answers on stdout
+length of the JSON document, then the document, whose rows travel as columns
+(``n`` rows; ``columns``: one JSON list per field a row may hold, a field no row
+holds left out; engine/harness/binding.py). The harness answers on stdout
 with one line per record, ``<nonce> <json>\\n``: ``loaded`` once the check is
 loaded, then the rows in order, ``done`` at the end. Rows come as ``block``
 records (a run of rows as columns, engine/sandbox/blocks.py) when the job asks
@@ -23,7 +25,7 @@ from engine.contract import PROTOCOL_VERSION, OutputType, Policy, Status
 from engine.contract.formats import Format
 from engine.models import Row
 from engine.sandbox.blocks import BlockRecord
-from engine.sandbox.columns import RowColumns
+from engine.sandbox.columns import RowColumns, dump_row_columns
 
 
 class JobRow(BaseModel):
@@ -43,12 +45,6 @@ class JobRow(BaseModel):
     vars: dict[str, Any] | None = None
     ground_truth: Any = None
     output: Any = None
-
-
-_ROWS = TypeAdapter(list[Row])
-#: What of a row the harness gets: everything but the client's id (a row is known by its
-#: index in the job, which is its records' ``i``).
-_ROW_EXCLUDE = {"__all__": {"id"}}
 
 
 class Job(BaseModel):
@@ -87,13 +83,16 @@ class Job(BaseModel):
     rows: RowColumns | list[Row] = Field(union_mode="left_to_right")
 
     def encode(self) -> bytes:
-        """The bytes written to the harness's stdin (rows serialised in one call, no copies)."""
+        """The bytes written to the harness's stdin: the rows as columns, each column
+        serialised in one call (a row is known by its index, its records' ``i``; the
+        client's id stays home)."""
         head = self.model_dump_json(exclude={"rows"}).encode()
         if isinstance(self.rows, RowColumns):
-            rows = self.rows.dump_json()
+            columns = self.rows.dump_columns()
         else:
-            rows = _ROWS.dump_json(self.rows, exclude=_ROW_EXCLUDE)
-        body = b"".join((head[:-1], b',"rows":', rows, b"}"))
+            columns = dump_row_columns(self.rows)
+        n = str(len(self.rows)).encode()
+        body = b"".join((head[:-1], b',"n":', n, b',"columns":', columns, b"}"))
         return str(len(body)).encode() + b"\n" + body
 
     def job_rows(self) -> list[JobRow]:

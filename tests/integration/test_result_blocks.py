@@ -5,13 +5,17 @@ output, return an invalid score, explain themselves, print, lack a required inpu
 return an int past 2**53 go through a runner in block mode (``SCOREBOX_RESULT_BLOCKS``, the
 default) and one in per-row mode, and every row's result must be equal in both (all but
 its duration); the same mixes given to ``engine.score_table`` as columns (the columns
-path, in and out) agree with them too. (A check that writes into the
+path, in and out) agree with them too. Rows of random fields (some absent, some null,
+large, non-ASCII) reach a check that echoes its arguments as each row's own, given as rows
+or as columns. (A check that writes into the
 columns it shares with the harness's parent is in tests/security/test_harness_sabotage.py,
 under both runtimes.)
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import textwrap
 from collections.abc import Iterator, Sequence
 
@@ -23,6 +27,7 @@ from engine.contract import Status
 from engine.models import Limits, RowResult
 from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
+from tests.hypothesis_budget import examples
 
 pytestmark = pytest.mark.docker
 
@@ -136,6 +141,111 @@ def test_columns_in_and_rows_records_agree(
         assert [getattr(got, f) for f in fields] == [getattr(result, f) for f in fields], kinds
         assert type(got.score) is type(result.score), kinds
         assert table.status[k] == result.status.value, kinds
+
+
+#: Checks that answer with what they were given: a digest of their arguments as JSON. One
+#: takes every field by keyword (``**fields``), one names them (bound by position, and
+#: skipped where scenario_input or scenario_result is absent).
+ECHO_CHECKS = {
+    "keywords": "def evaluate(model_output, **fields):\n    return echo(model_output, fields)\n",
+    "named": (
+        "def evaluate(model_output, scenario_input, scenario_result, metadata, model_input):\n"
+        "    fields = dict(scenario_input=scenario_input, scenario_result=scenario_result,\n"
+        "                  metadata=metadata, model_input=model_input)\n"
+        "    return echo(model_output, fields)\n"
+    ),
+}
+ECHO = (
+    "import hashlib, json\n"
+    "def echo(model_output, fields):\n"
+    "    seen = json.dumps([model_output, fields], sort_keys=True)\n"
+    "    return len(seen), hashlib.sha256(seen.encode()).hexdigest()\n"
+)
+
+
+def echoed(row: dict[str, object]) -> tuple[int, str]:
+    """What an echo check answers for ``row`` (absent fields None, metadata ``{}``)."""
+    fields = {
+        "scenario_input": row.get("scenario_input"),
+        "scenario_result": row.get("scenario_result"),
+        "metadata": row.get("metadata") or {},
+        "model_input": row.get("model_input"),
+    }
+    seen = json.dumps([row["model_output"], fields], sort_keys=True)
+    return len(seen), hashlib.sha256(seen.encode()).hexdigest()
+
+
+TEXT = st.text(max_size=16)  # any Unicode but lone surrogates (JSON cannot carry those)
+LARGE = st.integers(20_000, 120_000).map(lambda n: "é☃\U0001f600" * (n // 3))
+VALUE = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+FIELDS: dict[str, st.SearchStrategy[object]] = {
+    "scenario_input": VALUE | LARGE,
+    "scenario_result": VALUE,
+    "metadata": st.dictionaries(TEXT, VALUE, max_size=3),
+    "model_input": TEXT | LARGE,
+}
+
+
+@st.composite
+def field_mixes(draw: st.DrawFn) -> list[dict[str, object]]:
+    """1 to 12 rows, each with model_output and any of the other fields (a field some rows
+    lack, or none has; null values; large and non-ASCII values)."""
+    names = draw(st.sets(st.sampled_from(sorted(FIELDS))))
+    size = draw(st.integers(1, 12))
+    rows: list[dict[str, object]] = []
+    for _ in range(size):
+        row: dict[str, object] = {"model_output": draw(TEXT | LARGE)}
+        for name in sorted(names):
+            if draw(st.booleans()):
+                row[name] = draw(FIELDS[name])
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("shape", sorted(ECHO_CHECKS))
+def test_columns_in_give_each_row_its_own_fields(
+    runners: tuple[SandboxRunner, SandboxRunner], shape: str
+) -> None:
+    """Rows of random fields reach the check as columns, given to run_check as rows (either
+    result protocol) or to score_table as columns: each row's check sees its own values,
+    and the results are equal."""
+    blocks, per_row = runners
+    check = CodeCheck(ECHO + ECHO_CHECKS[shape])
+
+    @settings(
+        max_examples=examples(10),
+        deadline=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(data=field_mixes())
+    def agree(data: list[dict[str, object]]) -> None:
+        by_block = blocks.run_check(check, data, LIMITS)
+        by_row = per_row.run_check(check, data, LIMITS)
+        names = {name for row in data for name in row}
+        columns = {
+            name: [row.get(name, {} if name == "metadata" else None) for row in data]
+            for name in names
+        }
+        table = blocks.score_table(check, columns, LIMITS)
+        for k, row in enumerate(data):
+            lacks = shape == "named" and (
+                row.get("scenario_input") is None or row.get("scenario_result") is None
+            )
+            expected = (Status.SKIPPED, None, None) if lacks else (Status.OK, *echoed(row))
+            for got in (by_block[k], by_row[k], table.row_result(k)):
+                assert (got.status, got.score, got.explanation) == expected, (k, got.error)
+
+    agree()
 
 
 def test_each_kind_has_its_status(runners: tuple[SandboxRunner, SandboxRunner]) -> None:

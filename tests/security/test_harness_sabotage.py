@@ -99,7 +99,7 @@ def test_a_stolen_nonce_never_forges_a_host_status(
 import gc, json, os, sys
 def nonce():
     for obj in gc.get_objects():
-        if isinstance(obj, dict) and isinstance(obj.get("nonce"), str) and "rows" in obj:
+        if isinstance(obj, dict) and isinstance(obj.get("nonce"), str) and "columns" in obj:
             return obj["nonce"]
     return None
 def evaluate(model_output):

@@ -29,7 +29,7 @@ def test_row_accepts_format_fields_and_the_job_carries_them() -> None:
     (seen,) = job.job_rows()
     for name, value in FIELDS.items():
         assert getattr(seen, name) == value
-    assert b'"ground_truth":"Paris"' in job.encode()
+    assert b'"ground_truth":["Paris"]' in job.encode()  # a column of one row
 
 
 def test_unknown_row_field_names_the_accepted_ones() -> None:

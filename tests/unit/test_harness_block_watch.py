@@ -115,14 +115,22 @@ def test_a_malformed_line_is_blamed_on_the_row_counted_while_it_was_partial(
     def put(k: int) -> None:
         block.put(k, dict(OK_ROW), lambda record: None)
 
-    steps: list[Callable[[], object]] = [
-        lambda: write(b'{"t":"loaded","ok":true,"parameters":["model_output"]}\n'),
+    def row_0() -> None:
         # Row 0's check writes part of a line to its own pipe and returns: row 0 finishes
         # while that part waits for the rest.
-        lambda: (write(b'{"t":"row","i":'), put(0)),
-        lambda: None,  # the parent looks again: row 0 is counted, the line still partial
+        write(b'{"t":"row","i":')
+        put(0)
+
+    def row_1() -> None:
         # Row 1 finishes and the child ends: its end record completes the line, malformed.
-        lambda: (put(1), write(b'{"t":"end"}\n')),
+        put(1)
+        write(b'{"t":"end"}\n')
+
+    steps: list[Callable[[], object]] = [
+        lambda: write(b'{"t":"loaded","ok":true,"parameters":["model_output"]}\n'),
+        row_0,
+        lambda: None,  # the parent looks again: row 0 is counted, the line still partial
+        row_1,
     ]
     fault, finished = watch_scripted(monkeypatch, steps, run, block, pipes)
 
@@ -147,14 +155,22 @@ def test_rows_counted_while_a_good_line_was_partial_are_sent_once_it_is_whole(
     def put(k: int) -> None:
         block.put(k, dict(OK_ROW), lambda record: None)
 
+    def row_0() -> None:
+        # Row 0 is done; row 1's extras (what it printed) are half written.
+        put(0)
+        write(extras[:50])
+
+    def row_2() -> None:
+        put(2)
+        write(b'{"t":"end"}\n')
+
     steps: list[Callable[[], object]] = [
         lambda: write(b'{"t":"loaded","ok":true,"parameters":["model_output"]}\n'),
-        # Row 0 is done; row 1's extras (what it printed) are half written.
-        lambda: (put(0), write(extras[:50])),
+        row_0,
         lambda: None,
         lambda: write(extras[50:]),  # whole: row 0 may go, and row 1 after its count
         lambda: put(1),
-        lambda: (put(2), write(b'{"t":"end"}\n')),
+        row_2,
     ]
     fault, finished = watch_scripted(monkeypatch, steps, run, block, pipes)
 

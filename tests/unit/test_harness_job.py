@@ -9,6 +9,7 @@ touch nothing, which the last test holds.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import textwrap
 from collections.abc import Iterator
@@ -76,8 +77,11 @@ def test_the_harness_reads_the_job_the_host_encodes(pipe: tuple[int, int]) -> No
     assert document is not None
     assert document["protocol"] == PROTOCOL_VERSION
     assert document["nonce"] == "n0nce"
-    assert [row["i"] for row in document["rows"]] == [0, 1, 2]  # a row's index is its "i"
-    assert document["rows"][0]["model_output"] == "abc"
+    assert document["n"] == 3  # a row's index in the columns is its records' "i"
+    assert document["columns"] == {
+        "model_output": ["abc", "boom", "abcdef"],
+        "scenario_input": ["q", "q", None],
+    }
     assert read_job(Reader(read_fd), idle_exit=0.1) is None  # stdin closed: no more jobs
 
 
@@ -86,6 +90,21 @@ def test_a_job_of_another_protocol_is_refused(pipe: tuple[int, int]) -> None:
     body = b'{"protocol": 2, "rows": []}'
     os.write(write_fd, str(len(body)).encode() + b"\n" + body)
     with pytest.raises(ValueError, match="protocol 2 != "):
+        read_job(Reader(read_fd), idle_exit=5.0)
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [{"model_output": ["a"]}, {"model_output": "ab"}, {"colour": ["a", "b"]}],
+    ids=["short", "not-a-list", "unknown"],
+)
+def test_columns_that_do_not_hold_the_jobs_rows_are_refused(
+    pipe: tuple[int, int], columns: dict[str, Any]
+) -> None:
+    read_fd, write_fd = pipe
+    body = json.dumps({"protocol": PROTOCOL_VERSION, "n": 2, "columns": columns}).encode()
+    os.write(write_fd, str(len(body)).encode() + b"\n" + body)
+    with pytest.raises(ValueError, match="column"):
         read_job(Reader(read_fd), idle_exit=5.0)
 
 

@@ -130,7 +130,7 @@ def test_job_rows_go_without_client_ids_and_are_known_by_index() -> None:
     header, _, body = job.encode().partition(b"\n")
     assert int(header) == len(body)
     sent = json.loads(body)
-    assert [r["model_output"] for r in sent["rows"]] == ["a", "b"]
-    assert all("id" not in r for r in sent["rows"])
+    assert sent["n"] == 2
+    assert sent["columns"] == {"model_output": ["a", "b"]}  # as columns, without the ids
     assert sent["source"] == job.source and sent["protocol"] == job.protocol
     assert [r.i for r in job.job_rows()] == [0, 1]

@@ -1,9 +1,9 @@
 """score_table's rows as columns: the job's JSON, the skip rule's inputs and its results.
 
-Columns go into a job without a Row per row (engine/sandbox/columns.py), so what the
-harness reads must be what the same rows as Row values give, for any values a row may
-hold (less the null fields no column gave, which the harness reads as None all the same);
-and the results come back as columns whose statuses are one byte a row.
+Columns go into a job without a Row per row (engine/sandbox/columns.py), and a job's rows
+travel as columns whatever the caller gave, so what the harness reads
+(engine/harness/binding.py) must be what the same rows as Row values give, for any values
+a row may hold; and the results come back as columns whose statuses are one byte a row.
 """
 
 from __future__ import annotations
@@ -19,9 +19,16 @@ from hypothesis import strategies as st
 
 from engine.contract import Status
 from engine.errors import InvalidRequestError
+from engine.harness.binding import ROW_FIELDS, ColumnRow, check_columns
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
-from engine.sandbox.columns import IndexedColumns, RowColumns, column_chunks, is_columns
+from engine.sandbox.columns import (
+    IndexedColumns,
+    RowColumns,
+    column_chunks,
+    dump_row_columns,
+    is_columns,
+)
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.sandbox.table import TableColumns, TablePart, assemble
@@ -68,12 +75,14 @@ def job(rows: RowColumns | list[Row]) -> Job:
 
 
 def sent(rows: RowColumns | list[Row]) -> dict[str, Any]:
-    """The job document the harness parses, each row with the nulls it was spared filled in."""
+    """The job document the harness parses, with each row as the harness reads it from the
+    columns (every field, its default where no column gave it)."""
     head, body = job(rows).encode().split(b"\n", 1)
     assert int(head) == len(body)
     document: dict[str, Any] = json.loads(body)
-    nulls = {name: None for name in Row.__pydantic_fields__ if name != "id"}
-    document["rows"] = [{**nulls, **row} for row in document["rows"]]
+    n = check_columns(document)
+    columns = document.pop("columns")
+    document["rows"] = [dict(ColumnRow(columns, k)) for k in range(n)]
     return document
 
 
@@ -111,12 +120,20 @@ def test_columns_are_cut_into_chunks_and_views() -> None:
     assert len(indexed[5:]) == 0 and sent(indexed[5:].rows)["rows"] == []
 
 
-def test_a_row_leaves_out_the_nulls_no_column_gave() -> None:
+def test_a_job_carries_the_columns_given_and_leaves_out_the_rest() -> None:
     (chunk,) = column_chunks({"model_output": ["a", 'b"'], "model_input": [None, "q"]}, 10)
-    assert chunk.dump_json() == (
-        b'[{"model_output":"a","model_input":null,"metadata":{}},'
-        b'{"model_output":"b\\"","model_input":"q","metadata":{}}]'
-    )
+    assert chunk.dump_columns() == b'{"model_output":["a","b\\""],"model_input":[null,"q"]}'
+    # Row values: a field only some rows hold is a column, one no row holds is left out.
+    rows = [Row(model_output="a", metadata={"k": 1}), Row(model_output="b")]
+    assert json.loads(dump_row_columns(rows)) == {
+        "model_output": ["a", "b"],
+        "metadata": [{"k": 1}, {}],
+    }
+    assert json.loads(dump_row_columns([Row(model_output="c")])) == {"model_output": ["c"]}
+
+
+def test_the_harness_reads_a_row_field_order_as_the_host_has_it() -> None:
+    assert tuple(name for name in Row.__pydantic_fields__ if name != "id") == ROW_FIELDS
 
 
 def test_one_rows_mapping_is_not_columns() -> None:

@@ -443,7 +443,10 @@ def map_span(span: Span) -> Mapped:
 
 
 def search_text(mapped: Mapped, limit: int = 65_536) -> str:
-    """The row's words, for the span list's text filter: messages and output, bounded."""
+    """The row's words, for the span list's text filter: messages and output, bounded.
+    The output is left out when it is the last message's text already (a chat's reply)."""
     pieces = [str(m.get("content") or "") for m in mapped.messages]
-    pieces.append(mapped.model_output or "")
+    output = mapped.model_output or ""
+    if not pieces or pieces[-1] != output:
+        pieces.append(output)
     return "\n".join(p for p in pieces if p)[:limit]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import secrets
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -27,24 +29,44 @@ from engine.online.filters import SpanFields
 from engine.online.mapping import Event, Mapped, Span, map_span, search_text
 from engine.storage.bulk_insert import insert_statements, run_statements
 from engine.storage.database import SqlSessions, once_per_engine
-from engine.storage.records import aware, new_id, utcnow
+from engine.storage.records import aware, utcnow
 from engine.storage.rule_records import SpanRef, SpanView
 from engine.storage.rule_tables import SpanScoreRow
+from engine.storage.span_rows import TRUNCATED, full_row, kept_whole, stored_row
 from engine.storage.tables import SpanLogRow, SpanRow
 
 MAX_PAGE = 1_000
-#: A stored attribute value past this many characters is cut (the row keeps the content).
+#: A stored attribute value past this many characters is cut (the row, then stored whole,
+#: keeps the content).
 MAX_VALUE_CHARS = 16_384
 #: A span's stored attributes (and, separately, its events) past this JSON size are cut.
 MAX_ATTRIBUTES_CHARS = 131_072
-TRUNCATED = "scorebox.truncated"
 SPANS: Table = SpanRow.__table__  # type: ignore[assignment]
 #: A span is stored once per tenant, trace id and span id.
 SPAN_KEY = ("tenant_id", "trace_id", "span_id")
 
 
 def bounded(attributes: dict[str, Any]) -> dict[str, Any]:
-    """``attributes`` with long values cut and, past the total, later keys dropped."""
+    """``attributes`` with long values cut and, past the total, later keys dropped (the
+    same dict when nothing is: most spans' attributes are short strings and numbers)."""
+    total = 0
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            if len(value) > MAX_VALUE_CHARS:
+                break
+            total += len(key) + len(value) + 6
+        elif value is None or isinstance(value, int | float):
+            total += len(key) + len(str(value)) + 6
+        else:
+            break  # a list or a map: sized by encoding it, below
+        if total > MAX_ATTRIBUTES_CHARS:
+            break
+    else:
+        return attributes
+    return _cut(attributes)
+
+
+def _cut(attributes: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     total = 0
     dropped = 0
@@ -119,7 +141,7 @@ class StoredSpan:
             status=r.status,
             attributes=r.attributes,
             events=r.events,
-            row=r.row,
+            row=full_row(r.row, r.attributes, r.events),
             is_llm=r.is_llm,
             no_content=r.no_content,
             received_at=aware(r.received_at) or r.received_at,
@@ -164,6 +186,15 @@ def _uncursor(cursor: str) -> tuple[int, str]:
         ) from None
 
 
+def _span_pks(count: int) -> list[str]:
+    """New spans' primary keys, in the order spans arrive: each insert lands at the end of
+    the key's index, where a random key would dirty one page of it anywhere (a batch of
+    512 spans, about 500 pages to write). The time, a random part drawn once a batch (two
+    processes, or two batches in one nanosecond), and the span's place in the batch."""
+    head = f"span_{time.time_ns():016x}{secrets.token_hex(4)}"
+    return [f"{head}{n:04x}" for n in range(count)]
+
+
 def _log_id(tenant_id: str, trace_id: str, span_id: str, event: Event) -> str:
     document = json.dumps(
         [tenant_id, trace_id, span_id, event.name, event.attributes, event.body],
@@ -179,9 +210,10 @@ def _model(mapped: Mapped) -> str | None:
     return None if model is None else str(model)[:500]
 
 
-def _mapped_columns(mapped: Mapped) -> dict[str, Any]:
+def _mapped_columns(mapped: Mapped, whole: bool = True) -> dict[str, Any]:
+    """The columns mapped from the span; ``whole`` False: its row stored compact."""
     return {
-        "row": mapped.row(),
+        "row": stored_row(mapped, whole),
         "search_text": search_text(mapped),
         "is_llm": mapped.is_llm,
         "no_content": mapped.no_content,
@@ -211,6 +243,10 @@ class SpanStore(SqlSessions):
         found: dict[tuple[str, str], list[Event]] = {}
         if not keys:
             return found
+        # most tenants send no log records: one seek answers for the whole batch
+        probe = select(SpanLogRow.id).where(SpanLogRow.tenant_id == tenant_id).limit(1)
+        if s.scalar(probe) is None:
+            return found
         # by trace id: the index leads with tenant and trace, so each look-up is a seek
         # (a span id alone would scan every record of the tenant)
         trace_ids = sorted({trace for trace, _ in keys})
@@ -238,12 +274,16 @@ class SpanStore(SqlSessions):
         with self._session() as s:
             logs = self._logs_for(s, tenant_id, {(x.trace_id, x.span_id) for x in spans})
             values = []
-            for span in spans:
+            for span, pk in zip(spans, _span_pks(len(spans)), strict=True):
                 joined = logs.get((span.trace_id, span.span_id), [])
                 mapped = map_span(_with_events(span, joined) if joined else span)
+                attributes = bounded(span.attributes)
+                events = _bounded_events(span.events)
+                # content joined from log records is not in the span's own columns
+                whole = bool(joined) or not kept_whole(span, attributes, events)
                 values.append(
                     {
-                        "id": new_id("span"),
+                        "id": pk,
                         "tenant_id": tenant_id,
                         "trace_id": span.trace_id,
                         "span_id": span.span_id,
@@ -254,10 +294,10 @@ class SpanStore(SqlSessions):
                         "start_unix_nano": span.start_unix_nano,
                         "end_unix_nano": span.end_unix_nano,
                         "status": str(mapped.metadata.get("status", "unset")),
-                        "attributes": bounded(span.attributes),
-                        "events": _bounded_events(span.events),
+                        "attributes": attributes,
+                        "events": events,
                         "received_at": now,
-                        **_mapped_columns(mapped),
+                        **_mapped_columns(mapped, whole),
                     }
                 )
             if self._dialect != "sqlite":
@@ -351,14 +391,20 @@ class SpanStore(SqlSessions):
             # through the index's tenant column alone, which is every span of the tenant
             for start in range(0, len(traces), 400):
                 rows = s.execute(
-                    select(SpanRow.trace_id, SpanRow.span_id, SpanRow.row).where(
+                    select(
+                        SpanRow.trace_id,
+                        SpanRow.span_id,
+                        SpanRow.row,
+                        SpanRow.attributes,
+                        SpanRow.events,
+                    ).where(
                         SpanRow.tenant_id == tenant_id,
                         SpanRow.trace_id.in_(traces[start : start + 400]),
                     )
                 )
-                for trace_id, span_id, row in rows:
+                for trace_id, span_id, row, attributes, events in rows:
                     if (trace_id, span_id) in wanted:
-                        found[(trace_id, span_id)] = row
+                        found[(trace_id, span_id)] = full_row(row, attributes, events)
         return found
 
     def recent_views(self, tenant_id: str, since_unix_nano: int, limit: int) -> list[SpanView]:

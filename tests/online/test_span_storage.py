@@ -11,13 +11,8 @@ import pytest
 
 from engine.online.mapping import Span
 from engine.storage import bulk_insert, open_store
-from engine.storage.span_sql import (
-    MAX_ATTRIBUTES_CHARS,
-    MAX_VALUE_CHARS,
-    TRUNCATED,
-    bounded,
-    span_store,
-)
+from engine.storage.span_rows import TRUNCATED
+from engine.storage.span_sql import MAX_ATTRIBUTES_CHARS, MAX_VALUE_CHARS, bounded, span_store
 from engine.tenancy import auth
 
 
@@ -79,3 +74,5 @@ def test_long_values_are_cut_and_the_total_is_bounded() -> None:
     assert kept["list"] == list(range(10))
     assert kept[TRUNCATED] == 5
     assert TRUNCATED not in bounded({"n": 1, "f": 1.5, "none": None, "l": [1, 2]})
+    short = {"s": "x" * MAX_VALUE_CHARS, "n": 1, "f": 1.5, "b": True, "none": None}
+    assert bounded(short) is short  # nothing to cut: not copied

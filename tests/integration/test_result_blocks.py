@@ -144,8 +144,9 @@ def test_columns_in_and_rows_records_agree(
 
 
 #: Checks that answer with what they were given: a digest of their arguments as JSON. One
-#: takes every field by keyword (``**fields``), one names them (bound by position, and
-#: skipped where scenario_input or scenario_result is absent).
+#: takes every field by keyword (``**fields``), one names them all (bound by position),
+#: and both are skipped where scenario_input or scenario_result is absent; one names only
+#: fields no row needs, so every row is scored.
 ECHO_CHECKS = {
     "keywords": "def evaluate(model_output, **fields):\n    return echo(model_output, fields)\n",
     "named": (
@@ -153,6 +154,10 @@ ECHO_CHECKS = {
         "    fields = dict(scenario_input=scenario_input, scenario_result=scenario_result,\n"
         "                  metadata=metadata, model_input=model_input)\n"
         "    return echo(model_output, fields)\n"
+    ),
+    "optional": (
+        "def evaluate(model_output, metadata, model_input):\n"
+        "    return echo(model_output, dict(metadata=metadata, model_input=model_input))\n"
     ),
 }
 ECHO = (
@@ -163,16 +168,21 @@ ECHO = (
 )
 
 
-def echoed(row: dict[str, object]) -> tuple[int, str]:
-    """What an echo check answers for ``row`` (absent fields None, metadata ``{}``)."""
+def echoed(row: dict[str, object], shape: str) -> tuple[Status, int | None, str | None]:
+    """What the echo check of ``shape`` answers for ``row`` (absent fields None, metadata
+    ``{}``): skipped, or its score and explanation."""
     fields = {
         "scenario_input": row.get("scenario_input"),
         "scenario_result": row.get("scenario_result"),
         "metadata": row.get("metadata") or {},
         "model_input": row.get("model_input"),
     }
+    if shape == "optional":
+        del fields["scenario_input"], fields["scenario_result"]
+    elif fields["scenario_input"] is None or fields["scenario_result"] is None:
+        return Status.SKIPPED, None, None
     seen = json.dumps([row["model_output"], fields], sort_keys=True)
-    return len(seen), hashlib.sha256(seen.encode()).hexdigest()
+    return Status.OK, len(seen), hashlib.sha256(seen.encode()).hexdigest()
 
 
 TEXT = st.text(max_size=16)  # any Unicode but lone surrogates (JSON cannot carry those)
@@ -221,7 +231,7 @@ def test_columns_in_give_each_row_its_own_fields(
     check = CodeCheck(ECHO + ECHO_CHECKS[shape])
 
     @settings(
-        max_examples=examples(10),
+        max_examples=examples(30),
         deadline=None,
         derandomize=True,
         phases=[Phase.explicit, Phase.generate],
@@ -238,10 +248,7 @@ def test_columns_in_give_each_row_its_own_fields(
         }
         table = blocks.score_table(check, columns, LIMITS)
         for k, row in enumerate(data):
-            lacks = shape == "named" and (
-                row.get("scenario_input") is None or row.get("scenario_result") is None
-            )
-            expected = (Status.SKIPPED, None, None) if lacks else (Status.OK, *echoed(row))
+            expected = echoed(row, shape)
             for got in (by_block[k], by_row[k], table.row_result(k)):
                 assert (got.status, got.score, got.explanation) == expected, (k, got.error)
 

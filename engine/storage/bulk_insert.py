@@ -13,7 +13,7 @@ insert would bind it.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Table
@@ -25,18 +25,26 @@ ROWS_PER_STATEMENT = 500
 
 
 def insert_statements(
-    conn: Connection, table: Table, rows: Sequence[dict[str, Any]], conflict: Sequence[str]
+    conn: Connection,
+    table: Table,
+    rows: Sequence[dict[str, Any]],
+    conflict: Sequence[str],
+    encoders: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> list[tuple[str, tuple[Any, ...]]]:
     """The statements (SQL and bound values) that insert ``rows`` (each a value for every
     column of ``table``), leaving out a row whose ``conflict`` columns match a stored row
-    or an earlier row here. Made apart from running them: encoding the values is Python
-    work, better done before a caller takes a write lock."""
+    or an earlier row here. ``encoders`` (by column name) take the place of a column
+    type's own bind processor: a faster JSON encoder, for one. Made apart from running
+    them: encoding the values is Python work, better done before a caller takes a write
+    lock."""
     if not rows:
         return []
     dialect = conn.dialect
     columns = list(table.columns)
+    own = encoders or {}
     processors: list[tuple[str, Callable[[Any], Any] | None]] = [
-        (c.name, c.type.dialect_impl(dialect).bind_processor(dialect)) for c in columns
+        (c.name, own.get(c.name) or c.type.dialect_impl(dialect).bind_processor(dialect))
+        for c in columns
     ]
     quote = dialect.identifier_preparer.quote
     mark = "?" if dialect.paramstyle == "qmark" else "%s"

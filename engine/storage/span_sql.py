@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine, Table, and_, exists, func, or_, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -186,6 +187,20 @@ def _uncursor(cursor: str) -> tuple[int, str]:
         ) from None
 
 
+def _json_text(value: Any) -> str:
+    """A JSON column's text, as SQLAlchemy's JSON type would store it on SQLite (None as
+    ``null``), encoded by orjson (a fifth of ``json.dumps``' time, three columns a span).
+    What orjson refuses (an integer past 64 bits) is left to ``json``."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value)
+
+
+#: The span table's JSON columns, encoded by :func:`_json_text` in a batch's insert.
+_JSON_COLUMNS = {"attributes": _json_text, "events": _json_text, "row": _json_text}
+
+
 def _span_pks(count: int) -> list[str]:
     """New spans' primary keys, in the order spans arrive: each insert lands at the end of
     the key's index, where a random key would dirty one page of it anywhere (a batch of
@@ -307,7 +322,7 @@ class SpanStore(SqlSessions):
                 s.execute(statement, values)
                 return [view_of(v) for v in values]
             conn = s.connection()
-            statements = insert_statements(conn, SPANS, values, SPAN_KEY)
+            statements = insert_statements(conn, SPANS, values, SPAN_KEY, _JSON_COLUMNS)
             with self._writer():  # only the database's work under the lock
                 run_statements(conn, statements)
                 s.commit()

@@ -154,3 +154,18 @@ def test_migration_0018_keeps_rows_stored_before_and_makes_compact_rows_whole_go
         assert {s.span_id: s.row for s in spans.trace("ten_1", TRACE)} == expected
     finally:
         db.dispose()
+
+
+def test_json_columns_keep_what_json_keeps(database_url: str) -> None:
+    store = open_store(database_url)
+    tenant = auth.create_tenant(store, "a").tenant.id
+    spans = span_store(store.engine)
+    odd = _span(3, "¿Dónde está la capital? 東京")
+    attributes = {**odd.attributes, "big": 2**70, "nested": {"k": [1, "é", None, 2.5]}}
+    spans.add_spans(tenant, [Span(**{**odd.__dict__, "attributes": attributes})])
+    (stored,) = spans.trace(tenant, TRACE)
+    assert stored.attributes == attributes  # orjson refuses 2**70: json encodes that span
+    assert stored.row["scenario_input"] == "¿Dónde está la capital? 東京"
+    found, _ = spans.spans(tenant, SpanFilter(text="dónde está"))
+    assert [s.span_id for s in found] == [odd.span_id]
+    store.engine.dispose()

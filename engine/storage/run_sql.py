@@ -6,14 +6,11 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Integer, String, Table, case, cast, delete, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Integer, String, case, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from engine.errors import NotFoundError, StorageError
+from engine.errors import NotFoundError
 from engine.models import ResultColumns, RowResult
-from engine.nul import without_nul
 from engine.storage import moments
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (
@@ -25,9 +22,15 @@ from engine.storage.records import (
     aware,
     utcnow,
 )
+from engine.storage.run_writes import (
+    ResultValues,
+    insert_input_rows,
+    insert_results,
+    read_input_rows,
+)
 from engine.storage.tables import ResultRow, RunInputRow, RunRow, TenantRow
 
-#: Rows per INSERT statement when storing a run's rows.
+#: Rows per statement when storing a run's rows (SQLite; see ``run_writes``).
 BULK_CHUNK = 2000
 
 
@@ -108,16 +111,8 @@ class SqlRuns(SqlSessions):
                     )
                     or 0
                 )
-            # the table, not the mapped class: a Core executemany (no ORM work per row)
-            inputs: Table = RunInputRow.__table__  # type: ignore[assignment]
-            batch: list[dict[str, Any]] = []
-            for index, row in enumerate(rows):
-                batch.append({"run_id": run.id, "row_index": index, "data": dict(row)})
-                if len(batch) >= BULK_CHUNK:
-                    s.execute(insert(inputs), batch)
-                    batch = []
-            if batch:
-                s.execute(insert(inputs), batch)
+            # encoded once and handed to the driver: no SQLAlchemy work per row
+            insert_input_rows(s.connection(), run.id, rows)
         return run
 
     def get_run(self, tenant_id: str, run_id: str) -> Run:
@@ -222,14 +217,8 @@ class SqlRuns(SqlSessions):
             return {}
         wanted = set(indices)
         with self._session() as s:
-            rows = s.execute(
-                select(RunInputRow.row_index, RunInputRow.data).where(
-                    RunInputRow.run_id == run_id,
-                    RunInputRow.row_index >= min(indices),
-                    RunInputRow.row_index <= max(indices),
-                )
-            )
-            return {i: d for i, d in rows if i in wanted}
+            found = read_input_rows(s.connection(), run_id, min(indices), max(indices))
+            return {i: d for i, d in found if i in wanted}
 
     def missing_rows(self, run_id: str, check_index: int) -> list[int]:
         with self._session() as s:
@@ -259,11 +248,9 @@ class SqlRuns(SqlSessions):
 
     def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int:
         """Insert results, ignoring any (run, check, row) already stored; returns rows inserted."""
-        if not results:
-            return 0
-        values = [
-            _result_value(
-                run_id,
+        values = ResultValues(run_id)
+        for check_index, row_index, r in results:
+            values.add(
                 check_index,
                 row_index,
                 r.status.value,
@@ -278,39 +265,30 @@ class SqlRuns(SqlSessions):
                     "model": r.model,
                 },
             )
-            for check_index, row_index, r in results
-        ]
         return self._insert_results(run_id, values)
 
     def save_result_columns(self, run_id: str, columns: Sequence[tuple[int, ResultColumns]]) -> int:
         """:meth:`save_results` for results as columns ((check index, columns) each): the
         block path, with no RowResult per row; returns rows inserted."""
-        values = [
-            _result_value(run_id, check_index, *row, block.extras.get(k, _NO_EXTRAS))
-            for check_index, block in columns
-            for k, row in enumerate(
-                zip(block.row_index, block.status, block.score, block.duration_ms, strict=True)
+        values = ResultValues(run_id)
+        for check_index, block in columns:
+            values.add_columns(
+                check_index,
+                block.row_index,
+                block.status,
+                block.score,
+                block.duration_ms,
+                block.extras,
             )
-        ]
         return self._insert_results(run_id, values)
 
-    def _insert_results(self, run_id: str, values: list[dict[str, Any]]) -> int:
+    def _insert_results(self, run_id: str, values: ResultValues) -> int:
         if not values:
             return 0
-        stmt: Any
-        # The table, not the mapped class: a Core executemany, without the ORM's bulk-insert
-        # bookkeeping per row (a third of the service path's cost per result).
-        table: Table = ResultRow.__table__  # type: ignore[assignment]  # a mapped class's Table
-        if self._dialect == "postgresql":
-            stmt = pg_insert(table).on_conflict_do_nothing()
-        elif self._dialect == "sqlite":
-            stmt = sqlite_insert(table).on_conflict_do_nothing()
-        else:  # pragma: no cover - only SQLite and PostgreSQL are supported
-            raise StorageError(f"unsupported database dialect {self._dialect}")
-        # RETURNING counts what was inserted; counting the run's results before and after
+        # the rowcount counts what was inserted; counting the run's results before and after
         # cost two index scans per batch, growing with the run (15 ms a batch at 100k rows)
         with self._session() as s:
-            inserted = len(s.execute(stmt.returning(table.c.row_index), values).all())
+            inserted = insert_results(s.connection(), values)
             if inserted:  # last: the run's row stays locked only until the commit
                 s.execute(
                     update(RunRow)
@@ -462,47 +440,3 @@ class SqlRuns(SqlSessions):
             s.execute(delete(ResultRow).where(ResultRow.run_id == run_id))
             s.execute(delete(RunInputRow).where(RunInputRow.run_id == run_id))
             s.execute(delete(RunRow).where(RunRow.id == run_id))
-
-
-_NO_EXTRAS: Mapping[str, Any] = {}
-
-
-def _result_value(
-    run_id: str,
-    check_index: int,
-    row_index: int,
-    status: str,
-    score: bool | int | float | None,
-    duration_ms: float,
-    extras: Mapping[str, Any],
-) -> dict[str, Any]:
-    """One ``row_results`` row; ``extras`` holds a result's explanation, error, output, pass
-    flag, metadata and serving model (RowResult's names), each absent or None when it has
-    none."""
-    explanation, error, output = (extras.get(k) for k in ("explanation", "error", "output"))
-    return {
-        "run_id": run_id,
-        "check_index": check_index,
-        "row_index": row_index,
-        "status": status,
-        "score": score,
-        "score_num": None if score is None else float(score),
-        # a check's own text: a NUL in it must never fail the run's write
-        "explanation": None if explanation is None else without_nul(explanation),
-        "error": None if error is None else without_nul(error),
-        "output": None if output is None else without_nul(output),
-        "duration_ms": duration_ms,
-        "passed": extras.get("passed"),
-        "result_metadata": extras.get("metadata"),
-        "model": _column_text(extras.get("model"), MODEL_CHARS),
-    }
-
-
-#: The width of ``row_results.model`` (migration 0010).
-MODEL_CHARS = 200
-
-
-def _column_text(value: str | None, width: int) -> str | None:
-    """``value`` cut to a column's width: PostgreSQL refuses a longer one, which would fail
-    the whole write (a code check's gateway calls may name many models, joined)."""
-    return None if value is None else value[:width]

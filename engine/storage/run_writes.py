@@ -1,0 +1,297 @@
+"""A run's input rows and results written and read on the driver's own terms.
+
+The service path stores every input row of a run and every result of every check: at
+100,000 rows, SQLAlchemy's parameter processing (a dict a row, a bind processor a value,
+``insertmanyvalues`` rebuilding the rows it batches) cost more server CPU than the
+database's own work. Here each value is encoded once, in Python's C JSON encoder, and
+the rows go to the driver without a dict apiece:
+
+- SQLite: a multi-row ``INSERT ... VALUES (...), (...)`` of up to :data:`ROWS_PER_STATEMENT`
+  rows, one step of SQLite each (an ``executemany`` takes the GIL back at every row, and
+  waits there for the threads reading the sandbox's blocks);
+- PostgreSQL: one ``INSERT ... SELECT FROM unnest(...)`` a batch, each column sent as one
+  array parameter (psycopg dumps a list in C), ``ON CONFLICT DO NOTHING`` kept (``COPY``
+  has no conflict clause, and results must stay idempotent).
+
+Statements go through ``Connection.exec_driver_sql``: the session's transaction, and its
+error translation, without SQLAlchemy's per-value processing. The stored values are what
+the ORM stored (JSON text from ``json.dumps``, ``null`` for a missing score or metadata):
+the tables, their indexes and every reader are unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection
+
+from engine.errors import StorageError
+from engine.nul import without_nul
+
+__all__ = [
+    "RESULT_COLUMNS",
+    "ResultValues",
+    "insert_input_rows",
+    "insert_results",
+    "read_input_rows",
+]
+
+#: Rows a SQLite statement at most (its variable limit is read from the connection too).
+ROWS_PER_STATEMENT = 500
+#: Input rows a SQLite statement at most (three columns a row).
+INPUT_ROWS_PER_STATEMENT = 2000
+#: Rows a PostgreSQL statement at most: arrays of this many values each.
+ROWS_PER_ARRAY = 5000
+
+#: ``row_results``'s columns, in the order of a :class:`ResultValues` row.
+RESULT_COLUMNS = (
+    "run_id",
+    "check_index",
+    "row_index",
+    "status",
+    "score",
+    "score_num",
+    "explanation",
+    "error",
+    "output",
+    "duration_ms",
+    "passed",
+    "result_metadata",
+    "model",
+)
+
+#: The width of ``row_results.model`` (migration 0010).
+MODEL_CHARS = 200
+
+_JSON_CONSTANTS: dict[Any, str] = {None: "null", True: "true", False: "false"}
+
+
+def _score_json(score: bool | int | float | None) -> str:
+    """A score as the JSON column stores it (``json.dumps``, common values without a call)."""
+    if score is None or score is True or score is False:
+        return _JSON_CONSTANTS[score]
+    return json.dumps(score)
+
+
+def _text(value: Any) -> str | None:
+    # a check's own text: a NUL in it must never fail the run's write
+    return None if value is None else without_nul(str(value))
+
+
+class ResultValues:
+    """Results of a run, one tuple a row in :data:`RESULT_COLUMNS` order, encoded once."""
+
+    __slots__ = ("rows", "run_id")
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.rows: list[tuple[Any, ...]] = []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(
+        self,
+        check_index: int,
+        row_index: int,
+        status: str,
+        score: bool | int | float | None,
+        duration_ms: float,
+        extras: Mapping[str, Any],
+    ) -> None:
+        """One result; ``extras`` holds its explanation, error, output, pass flag, metadata
+        and serving model (RowResult's names), each absent or None when it has none."""
+        if extras:
+            model = extras.get("model")
+            metadata = extras.get("metadata")
+            self.rows.append(
+                (
+                    self.run_id,
+                    check_index,
+                    row_index,
+                    status,
+                    _score_json(score),
+                    None if score is None else float(score),
+                    _text(extras.get("explanation")),
+                    _text(extras.get("error")),
+                    _text(extras.get("output")),
+                    float(duration_ms),
+                    extras.get("passed"),
+                    "null" if metadata is None else json.dumps(metadata),
+                    # PostgreSQL refuses a longer value, which would fail the whole write
+                    None if model is None else str(model)[:MODEL_CHARS],
+                )
+            )
+        else:
+            self.rows.append(
+                (
+                    self.run_id,
+                    check_index,
+                    row_index,
+                    status,
+                    _score_json(score),
+                    None if score is None else float(score),
+                    None,
+                    None,
+                    None,
+                    float(duration_ms),
+                    None,
+                    "null",
+                    None,
+                )
+            )
+
+    def add_columns(
+        self,
+        check_index: int,
+        row_index: Sequence[int],
+        status: Sequence[str],
+        score: Sequence[bool | int | float | None],
+        duration_ms: Sequence[float],
+        extras: Mapping[int, Mapping[str, Any]],
+    ) -> None:
+        """Consecutive results of one check as columns (a sandbox result block)."""
+        if extras:
+            for k, (ri, st, sc, du) in enumerate(
+                zip(row_index, status, score, duration_ms, strict=True)
+            ):
+                self.add(check_index, ri, st, sc, du, extras.get(k, _NONE))
+            return
+        run_id = self.run_id
+        constants = _JSON_CONSTANTS
+        self.rows.extend(
+            (
+                run_id,
+                check_index,
+                ri,
+                st,
+                constants[sc] if sc is None or sc is True or sc is False else json.dumps(sc),
+                None if sc is None else float(sc),
+                None,
+                None,
+                None,
+                float(du),
+                None,
+                "null",
+                None,
+            )
+            for ri, st, sc, du in zip(row_index, status, score, duration_ms, strict=True)
+        )
+
+
+_NONE: Mapping[str, Any] = {}
+
+
+def insert_results(conn: Connection, values: ResultValues) -> int:
+    """Insert ``values`` into ``row_results`` in ``conn``'s transaction, leaving out any
+    (run, check, row) already stored; returns the rows inserted."""
+    rows = values.rows
+    if not rows:
+        return 0
+    names = ", ".join(RESULT_COLUMNS)
+    dialect = conn.dialect.name
+    inserted = 0
+    if dialect == "sqlite":
+        width = len(RESULT_COLUMNS)
+        per = max(1, min(ROWS_PER_STATEMENT, _sqlite_variables(conn) // width))
+        group = "(" + ", ".join("?" * width) + ")"
+        for start in range(0, len(rows), per):
+            batch = rows[start : start + per]
+            # names are this module's constants; every value is a bound parameter
+            sql = (
+                f"INSERT INTO row_results ({names}) VALUES "  # nosec B608
+                + ", ".join([group] * len(batch))
+                + " ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
+            )
+            params = tuple(v for row in batch for v in row)
+            inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
+        return inserted
+    if dialect == "postgresql":
+        sql = (
+            f"INSERT INTO row_results ({names}) "  # nosec B608
+            "SELECT %s, ci, ri, st, sc::json, sn, ex, er, ou, du, pa, me::json, mo FROM unnest("
+            "%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::text[], "
+            "%s::text[], %s::text[], %s::float8[], %s::bool[], %s::text[], %s::text[]"
+            ") AS t(ci, ri, st, sc, sn, ex, er, ou, du, pa, me, mo) "
+            "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
+        )
+        for start in range(0, len(rows), ROWS_PER_ARRAY):
+            columns = list(zip(*rows[start : start + ROWS_PER_ARRAY], strict=True))
+            params = (values.run_id, *(list(c) for c in columns[1:]))
+            inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
+        return inserted
+    raise StorageError(f"unsupported database dialect {dialect}")  # pragma: no cover
+
+
+def insert_input_rows(conn: Connection, run_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Store a run's input rows (indexed from 0, in order) in ``conn``'s transaction, each
+    as ``json.dumps`` of its mapping; returns how many."""
+    dialect = conn.dialect.name
+    count = 0
+    if dialect == "sqlite":
+        per = max(1, min(INPUT_ROWS_PER_STATEMENT, _sqlite_variables(conn) // 3))
+        for batch in _batches(rows, per):
+            sql = "INSERT INTO run_rows (run_id, row_index, data) VALUES " + ", ".join(
+                ["(?, ?, ?)"] * len(batch)
+            )
+            params: list[Any] = []
+            for row in batch:
+                params.extend((run_id, count, json.dumps(_plain(row))))
+                count += 1
+            conn.exec_driver_sql(sql, tuple(params))
+        return count
+    if dialect == "postgresql":
+        sql = (
+            "INSERT INTO run_rows (run_id, row_index, data) "
+            "SELECT %s, %s + n - 1, d::json FROM unnest(%s::text[]) WITH ORDINALITY AS t(d, n)"
+        )
+        for batch in _batches(rows, ROWS_PER_ARRAY):
+            texts = [json.dumps(_plain(row)) for row in batch]
+            conn.exec_driver_sql(sql, (run_id, count, texts))
+            count += len(texts)
+        return count
+    raise StorageError(f"unsupported database dialect {dialect}")  # pragma: no cover
+
+
+def read_input_rows(
+    conn: Connection, run_id: str, low: int, high: int
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """A run's input rows with ``low <= row_index <= high``, decoded, by index."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    found = conn.exec_driver_sql(
+        "SELECT row_index, data FROM run_rows "  # nosec B608 (marks only)
+        f"WHERE run_id = {mark} AND row_index >= {mark} AND row_index <= {mark}",
+        (run_id, low, high),
+    )
+    loads = json.loads
+    for index, data in found:
+        # SQLite hands back the stored text; psycopg has decoded a json column already
+        yield index, (loads(data) if isinstance(data, str | bytes) else data)
+
+
+def _plain(row: Mapping[str, Any]) -> Any:
+    return row if isinstance(row, dict) else dict(row)
+
+
+def _batches(rows: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
+    batch: list[Mapping[str, Any]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _count(rowcount: int | None) -> int:
+    return max(0, int(rowcount or 0))
+
+
+def _sqlite_variables(conn: Connection) -> int:
+    """How many parameters one SQLite statement may bind on this connection."""
+    driver = conn.connection.dbapi_connection
+    return int(driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))  # type: ignore[union-attr]

@@ -1,0 +1,129 @@
+"""A run's input rows and results written straight to the driver (``engine.storage.run_writes``)
+read back as they were given, on SQLite and PostgreSQL: awkward text, JSON the dashboard's
+SQL reads, batches past one statement, duplicates left out and counted out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from engine.contract import Status
+from engine.models import ResultColumns, RowResult
+from engine.storage import new_id, open_store
+from engine.storage.run_writes import MODEL_CHARS, ROWS_PER_ARRAY, ROWS_PER_STATEMENT
+from engine.storage.tables import ResultRow, RunInputRow
+from tests.conftest import queued_run
+
+AWKWARD = "tab\there, newline\nthere, back\\slash, quote \" and ', é, 日本, 🙂"
+
+
+def _rows(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": i,
+            "model_output": f"{AWKWARD} {i}",
+            "scenario_input": {"nested": [1, 2.5, None, True, {"k": AWKWARD}]},
+            "metadata": {"i": i, "big": 2**60 + 1},
+        }
+        for i in range(n)
+    ]
+
+
+def test_input_rows_read_back_as_given(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        rows = _rows(2 * ROWS_PER_STATEMENT * 4 + 3)  # past one SQLite statement of rows
+        run = queued_run(tenant.id, len(rows))
+        store.create_run(run, iter(rows), None)
+        every = store.load_rows(run.id, list(range(len(rows))))
+        assert every == dict(enumerate(rows))
+        assert store.load_rows(run.id, [3, 4001, 7]) == {3: rows[3], 7: rows[7], 4001: rows[4001]}
+        assert store.load_rows(run.id, []) == {}
+        # stored as JSON the database reads: the dashboard's text search looks inside it
+        with store.engine.connect() as conn:
+            outputs = conn.scalars(
+                select(RunInputRow.data["model_output"].as_string()).where(
+                    RunInputRow.run_id == run.id, RunInputRow.row_index == 5
+                )
+            ).all()
+        assert outputs == [rows[5]["model_output"]]
+        assert store.missing_rows(run.id, 0) == list(range(len(rows)))
+    finally:
+        store.engine.dispose()
+
+
+def test_results_store_every_field_and_leave_out_duplicates(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        run = queued_run(tenant.id, 10, 2)
+        store.create_run(run, ({"model_output": "x"} for _ in range(10)), None)
+        full = RowResult(
+            status=Status.OK,
+            score=0.25,
+            explanation=f"why\x00: {AWKWARD}",
+            output="printed\x00",
+            duration_ms=1.5,
+            passed=True,
+            metadata={"sub": {"x": 1}, "text": AWKWARD},
+            model="m" * (MODEL_CHARS + 50),
+        )
+        bare = RowResult(status=Status.ERROR, error="Traceback\x00...", duration_ms=2.0)
+        plain = RowResult(status=Status.OK, score=False)
+        given = [(0, 0, full), (0, 1, bare), (0, 2, plain), (0, 2, plain)]  # one twice
+        assert store.save_results(run.id, given) == 3
+        assert store.save_results(run.id, given) == 0  # a retry inserts nothing
+        assert store.get_run(tenant.id, run.id).results_done == 3
+        stored = {r.row_index: r for r in store.results_page(run.id, 0, 10, check_index=0)}
+        assert stored[0].score == 0.25 and stored[0].passed is True
+        assert stored[0].explanation == f"why\ufffd: {AWKWARD}"
+        assert stored[0].output == "printed\ufffd"
+        assert stored[0].metadata == {"sub": {"x": 1}, "text": AWKWARD}
+        assert stored[0].model == "m" * MODEL_CHARS
+        assert stored[1].status == "error" and stored[1].score is None
+        assert stored[1].error == "Traceback\ufffd..." and stored[1].metadata is None
+        assert stored[2].score is False and stored[2].passed is None
+        stats = store.score_stats(run.id, 0)
+        assert stats.counts == {"ok": 2, "error": 1}
+        assert stats.bool_scores == 1  # the stored JSON false is read as a bool score
+        with store.engine.connect() as conn:
+            nums = dict(
+                conn.execute(
+                    select(ResultRow.row_index, ResultRow.score_num).where(
+                        ResultRow.run_id == run.id, ResultRow.check_index == 0
+                    )
+                ).all()
+            )
+        assert nums == {0: 0.25, 1: None, 2: 0.0}  # the index the dashboard sorts by
+    finally:
+        store.engine.dispose()
+
+
+def test_result_columns_past_one_statement(database_url: str) -> None:
+    n = ROWS_PER_ARRAY + 7  # past one PostgreSQL statement and many SQLite ones
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        run = queued_run(tenant.id, n)
+        store.create_run(run, ({"model_output": "x"} for _ in range(n)), None)
+        half = list(range(0, n, 2))
+        first = ResultColumns(half, ["ok"] * len(half), [True] * len(half), [0.1] * len(half), {})
+        assert store.save_result_columns(run.id, [(0, first)]) == len(half)
+        every = list(range(n))
+        scores: list[bool | int | float | None] = [i for i in every]
+        scores[1] = None
+        block = ResultColumns(every, ["ok"] * n, scores, [0.2] * n, {1: {"error": "e"}})
+        assert store.save_result_columns(run.id, [(0, block)]) == n - len(half)
+        assert store.count_results(run.id) == n
+        assert store.missing_rows(run.id, 0) == []
+        page = store.results_page(run.id, 0, 4, check_index=0)
+        assert [(r.row_index, r.score, r.error) for r in page] == [
+            (0, True, None),  # the first write stays
+            (1, None, "e"),
+            (2, True, None),
+            (3, 3, None),
+        ]
+    finally:
+        store.engine.dispose()

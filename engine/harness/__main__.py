@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 
-from engine.harness.ahead import Spare, template_of
+from engine.harness.ahead import Spare, template_of, worth_forking
 from engine.harness.channel import Reader, read_job
 from engine.harness.confine import become_subreaper, deny_io_uring, make_undumpable
 from engine.harness.gateway import Gateway
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
             return 0
         reusable = JobRun(job, result_fd, gateway, stdin, spare).run()
         spare = None
-        if reusable:
+        if reusable and worth_forking(job, stdin):
             # The container is clean again, and may get another job of this check only: its
             # child forks and loads now, from what loading needs (none of this job's rows).
             template = template_of(job)

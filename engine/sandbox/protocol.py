@@ -68,6 +68,9 @@ class Job(BaseModel):
     #: Under gVisor: how many tasks the checks may create in one container before it is
     #: retired (each leaves host threads behind for a while; see ``pids_options``).
     task_budget: int | None = None
+    #: Whether the container may get another job after this one: if not (it is discarded
+    #: after it), the harness forks no child ahead of a next job (engine/harness/ahead.py).
+    fork_ahead: bool = True
     #: Model gateway: a row whose check called the model may run this long
     #: (None: no gateway for this job; its requests are refused).
     gateway_row_timeout_seconds: float | None = None

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from engine.contract import Status
-from engine.harness.ahead import AHEAD_MAX_ROWS, Spare, template_of
+from engine.harness.ahead import AHEAD_MAX_ROWS, Spare, template_of, worth_forking
 from engine.harness.channel import Reader, read_job
 from engine.harness.gateway import Gateway
 from engine.harness.supervise import JobRun
@@ -165,3 +165,56 @@ def test_a_spare_whose_load_outlives_the_load_bound_is_killed_while_idle(devnull
     assert spare.wake() is None
     assert spare.gone
     assert reaped(spare.forked.pid)
+
+
+@pytest.fixture
+def quiet_stdin() -> Iterator[tuple[Reader, int]]:
+    """The harness's stdin as a pipe no job has come down yet (and its write end)."""
+    read_fd, write_fd = os.pipe()
+    yield Reader(read_fd), write_fd
+    os.close(read_fd)
+    os.close(write_fd)
+
+
+def test_a_child_is_forked_ahead_when_the_host_leaves_the_container_idle(
+    quiet_stdin: tuple[Reader, int],
+) -> None:
+    stdin, _ = quiet_stdin
+    assert worth_forking(job_of(COUNTING, 3), stdin)
+
+
+def test_no_child_is_forked_ahead_of_a_job_sent_back_to_back(
+    quiet_stdin: tuple[Reader, int],
+) -> None:
+    # The next job's first bytes are there at once: a child forked for it serves it, and
+    # a fork ahead would only hold the parent while the job waits.
+    stdin, write_fd = quiet_stdin
+    os.write(write_fd, b"123\n")
+    assert not worth_forking(job_of(COUNTING, 3), stdin)
+    stdin.fill(0)  # read already, as a partial job: the same
+    assert stdin.buffer
+    assert not worth_forking(job_of(COUNTING, 3), stdin)
+
+
+def test_no_child_is_forked_ahead_in_a_container_the_host_discards(
+    quiet_stdin: tuple[Reader, int],
+) -> None:
+    stdin, _ = quiet_stdin
+    assert not worth_forking(job_of(COUNTING, 1, fork_ahead=False), stdin)
+
+
+@pytest.mark.parametrize(
+    "job",
+    [
+        job_of(COUNTING, AHEAD_MAX_ROWS + 1),
+        job_of(COUNTING, 1, config={"padding": "x" * 40_000}),  # past the pipe's one write
+    ],
+    ids=["too-many-rows", "too-many-bytes"],
+)
+def test_no_child_is_forked_ahead_of_a_job_like_one_it_could_not_serve(
+    job: dict[str, Any], quiet_stdin: tuple[Reader, int]
+) -> None:
+    # The next job of a check is most likely like the last: a child forked ahead that could
+    # not have served this one would be killed unused.
+    stdin, _ = quiet_stdin
+    assert not worth_forking(job, stdin)

@@ -199,6 +199,8 @@ class DockerBackend:
         key = reuse_key(job, limits, labels) if self.settings.reuse == "check" else None
         if self.gvisor and key and job.task_budget is None:
             job = job.model_copy(update={"task_budget": limits.max_pids * GVISOR_TASK_BUDGET})
+        if not key:  # discarded after this job: a child forked ahead would only be killed
+            job = job.model_copy(update={"fork_ahead": False})
         attached = self.kept.take(key) if key else None
         if attached is None:
             attached = AttachedContainer(self._start_for(job, limits, labels))

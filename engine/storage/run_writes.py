@@ -54,10 +54,10 @@ RESULT_COLUMNS = (
     "status",
     "score",
     "score_num",
+    "duration_ms",
     "explanation",
     "error",
     "output",
-    "duration_ms",
     "passed",
     "result_metadata",
     "model",
@@ -104,45 +104,18 @@ class ResultValues:
     ) -> None:
         """One result; ``extras`` holds its explanation, error, output, pass flag, metadata
         and serving model (RowResult's names), each absent or None when it has none."""
-        if extras:
-            model = extras.get("model")
-            metadata = extras.get("metadata")
-            self.rows.append(
-                (
-                    self.run_id,
-                    check_index,
-                    row_index,
-                    status,
-                    _score_json(score),
-                    None if score is None else float(score),
-                    _text(extras.get("explanation")),
-                    _text(extras.get("error")),
-                    _text(extras.get("output")),
-                    float(duration_ms),
-                    extras.get("passed"),
-                    "null" if metadata is None else json.dumps(metadata),
-                    # PostgreSQL refuses a longer value, which would fail the whole write
-                    None if model is None else str(model)[:MODEL_CHARS],
-                )
+        self.rows.append(
+            (
+                self.run_id,
+                check_index,
+                row_index,
+                status,
+                _score_json(score),
+                None if score is None else float(score),
+                float(duration_ms),
+                *(_extras(extras) if extras else _NO_EXTRAS),
             )
-        else:
-            self.rows.append(
-                (
-                    self.run_id,
-                    check_index,
-                    row_index,
-                    status,
-                    _score_json(score),
-                    None if score is None else float(score),
-                    None,
-                    None,
-                    None,
-                    float(duration_ms),
-                    None,
-                    "null",
-                    None,
-                )
-            )
+        )
 
     def add_columns(
         self,
@@ -170,19 +143,33 @@ class ResultValues:
                 st,
                 constants[sc] if sc is None or sc is True or sc is False else json.dumps(sc),
                 None if sc is None else float(sc),
-                None,
-                None,
-                None,
                 float(du),
-                None,
-                "null",
-                None,
+                *_NO_EXTRAS,
             )
             for ri, st, sc, du in zip(row_index, status, score, duration_ms, strict=True)
         )
 
 
 _NONE: Mapping[str, Any] = {}
+
+#: The extras part of a result that has none: explanation, error, output, pass flag,
+#: metadata (JSON ``null``) and model.
+_NO_EXTRAS: tuple[Any, ...] = (None, None, None, None, "null", None)
+
+
+def _extras(extras: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The extras part of a result's row, in :data:`RESULT_COLUMNS` order."""
+    model = extras.get("model")
+    metadata = extras.get("metadata")
+    return (
+        _text(extras.get("explanation")),
+        _text(extras.get("error")),
+        _text(extras.get("output")),
+        extras.get("passed"),
+        "null" if metadata is None else json.dumps(metadata),
+        # PostgreSQL refuses a longer value, which would fail the whole write
+        None if model is None else str(model)[:MODEL_CHARS],
+    )
 
 
 def insert_results(conn: Connection, values: ResultValues) -> int:
@@ -212,10 +199,10 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
     if dialect == "postgresql":
         sql = (
             f"INSERT INTO row_results ({names}) "  # nosec B608
-            "SELECT %s, ci, ri, st, sc::json, sn, ex, er, ou, du, pa, me::json, mo FROM unnest("
-            "%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::text[], "
-            "%s::text[], %s::text[], %s::float8[], %s::bool[], %s::text[], %s::text[]"
-            ") AS t(ci, ri, st, sc, sn, ex, er, ou, du, pa, me, mo) "
+            "SELECT %s, ci, ri, st, sc::json, sn, du, ex, er, ou, pa, me::json, mo FROM unnest("
+            "%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::float8[], "
+            "%s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::text[]"
+            ") AS t(ci, ri, st, sc, sn, du, ex, er, ou, pa, me, mo) "
             "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
         )
         for start in range(0, len(rows), ROWS_PER_ARRAY):

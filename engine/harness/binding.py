@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from engine import contract
@@ -130,10 +130,19 @@ class Calls:
             if name in bound
         ]
 
-    def lacking(self, k: int) -> list[str]:
-        """The required inputs row ``start + k`` lacks (absent or null)."""
-        at = self.start + k
-        return [name for name, values in self.required if values is None or values[at] is None]
+    def lacking(self) -> dict[int, list[str]]:
+        """The rows (``k`` from ``start``) that lack a required input (absent or null), each
+        with what it lacks: read once for the job, a column at a time."""
+        rows: dict[int, list[str]] = {}
+        for name, values in self.required:
+            if values is None:
+                lack: Iterable[int] = range(self.stop - self.start)
+            else:
+                part = values[self.start : self.stop]
+                lack = [k for k, value in enumerate(part) if value is None]
+            for k in lack:
+                rows.setdefault(k, []).append(name)
+        return rows
 
     def __iter__(self) -> Iterator[tuple[tuple[Any, ...] | list[Any], dict[str, Any]]]:
         """(args, kwargs) of each row in turn."""

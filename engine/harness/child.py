@@ -16,6 +16,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from typing import Any
 
 from engine import contract
@@ -43,6 +44,8 @@ _INT_KIND = KIND_OF[contract.OutputType.INT]
 CHECK_FILENAME = "<check>"
 CHECK_MODULE = "scorebox_check"
 MAX_ERROR_CHARS = 4000
+#: The error of a row whose scorer returned None (a format whose tool skips such a row).
+_RETURNED_NONE = "the scorer returned None: the row is skipped (as Braintrust does)"
 TRACEBACK_FRAMES = 8
 
 
@@ -247,23 +250,142 @@ def serve_rows(
     ``budget`` is what the job may still print; the job's score type, when it names none,
     is set by the first row that scores (later rows must agree).
     """
-    expected: contract.OutputType | None = (
-        contract.OutputType(job["output_type"]) if job.get("output_type") else None
-    )
-    too_much = f"the check printed more than {job['max_output_bytes']} characters in this job"
     detected = entry.detected
-    awaits = detected is not None and detected.format in formats.ASYNC_FORMATS
-    func = entry.func
     reward_kit = detected is not None and detected.format is formats.Format.REWARD_KIT
     calls = Calls(entry, job, start, stop, _message_type() if reward_kit else None)
-    required = bool(calls.required)
     capture = Capture(budget, int(job.get("max_row_output_chars", 4096)))
+    sys.stdout = sys.stderr = capture
+    try:
+        _score_rows(
+            calls,
+            _caller_for(entry),
+            _scorer_for(detected),
+            _finisher_for(out_fd, start, block),
+            capture,
+            contract.OutputType(job["output_type"]) if job.get("output_type") else None,
+            f"the check printed more than {job['max_output_bytes']} characters in this job",
+        )
+    finally:
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    if block is not None:
+        _emit(out_fd, {"t": "end"})
+
+
+#: (row k, status, ms, error, what it printed, score): one row's result on its way out.
+Finish = Callable[[int, str, float, "str | None", "str | None", "contract.Score | None"], None]
+#: What the entry returned, as a Score (InvalidScore naming the fix, or Skipped).
+Scorer = Callable[[Any, "contract.OutputType | None"], "contract.Score"]
+
+
+class Skipped(Exception):
+    """What the entry returned skips its row (a format whose tool skips on None)."""
+
+
+def _score_rows(
+    calls: Calls,
+    call: Callable[..., Any],
+    score_of: Scorer,
+    finish: Finish,
+    capture: Capture,
+    expected: contract.OutputType | None,
+    too_much: str,
+) -> None:
+    """The row loop: call the entry on each row, read what it returned, ``finish`` the row.
+
+    Every per-job choice (how to call, how to read a value, where a row's result goes) is
+    made before the loop, so a row costs the check's call and little else.
+    """
+    lacking = calls.lacking()
     clock = time.perf_counter
+    error: str | None
+    value: Any
+    score: contract.Score | None = None
+    for k, (args, kwargs) in enumerate(calls):
+        if k in lacking:
+            error = f"the row has no {', '.join(lacking[k])}, which the check requires"
+            finish(k, _SKIPPED, 0.0, error, None, None)
+            continue
+        sys.stdout = sys.stderr = capture  # as cheap as asking whether an earlier row moved them
+        status, error, score = _OK, None, None
+        started = clock()
+        try:
+            value = call(*args, **kwargs)
+        except OutputLimit:
+            status, error = _OUTPUT_LIMIT, too_much
+        except MemoryError:
+            status, error = _OOM, "MemoryError: out of memory"
+        except BaseException as exc:
+            status, error = _ERROR, describe_exception(exc)
+        ms = round((clock() - started) * 1000, 3)
+        if status != _OK:
+            pass  # the call failed: its status stands
+        elif capture.exceeded:  # it printed past the budget and caught OutputLimit itself
+            status, error = _OUTPUT_LIMIT, too_much
+        else:
+            try:
+                score = score_of(value, expected)
+                expected = expected or score.output_type  # the first score sets the job's type
+            except contract.InvalidScore as exc:
+                status, error = _INVALID_SCORE, str(exc)
+            except OutputLimit:  # printed while its result was read (a __float__)
+                status, error = _OUTPUT_LIMIT, too_much
+            except Skipped:
+                status, error = _SKIPPED, _RETURNED_NONE
+        finish(k, status, ms, error, capture.take(), score)
+
+
+def _caller_for(entry: Entry) -> Callable[..., Any]:
+    """How the job calls its entry: the entry itself, or for a format whose tool awaits
+    an ``async def`` entry, a call that runs what it returns to completion."""
+    func = entry.func
+    detected = entry.detected
+    if detected is None or detected.format not in formats.ASYNC_FORMATS:
+        return func  # type: ignore[no-any-return]
+
+    def awaiting(*args: Any, **kwargs: Any) -> Any:
+        value = func(*args, **kwargs)
+        return await_value(value) if hasattr(value, "__await__") else value
+
+    return awaiting
+
+
+def _scorer_for(detected: formats.Detected | None) -> Scorer:
+    """How the job reads what its entry returned: an Okareo check's value is coerced; another
+    format's adapter may first find it skips the row (:class:`Skipped`)."""
+    if detected is None:
+        return contract.coerce_score
+    adapter = formats.ADAPTERS[detected.format]
+    skips, coerce = adapter.skips, adapter.coerce
+
+    def score_of(value: Any, expected: contract.OutputType | None) -> contract.Score:
+        if skips(value):
+            raise Skipped()
+        return coerce(value, expected)
+
+    return score_of
+
+
+def _finisher_for(out_fd: int, start: int, block: Block | None) -> Finish:
+    """Where the job's row results go: one ``row`` record each on ``out_fd``, or, with a
+    ``block``, into its columns (extras on ``out_fd``)."""
+    if block is None:
+
+        def to_records(
+            k: int,
+            status: str,
+            ms: float,
+            error: str | None,
+            output: str | None,
+            score: contract.Score | None,
+        ) -> None:
+            _emit(out_fd, row_record(start + k, status, ms, error, output, score))
+
+        return to_records
 
     def emit(record: dict[str, Any]) -> None:
         _emit(out_fd, record)
 
-    def finish(
+    def to_block(
         k: int,
         status: str,
         ms: float,
@@ -271,60 +393,9 @@ def serve_rows(
         output: str | None,
         score: contract.Score | None,
     ) -> None:
-        if block is None:
-            emit(row_record(start + k, status, ms, error, output, score))
-        else:
-            into_block(block, k, status, ms, error, output, score, emit)
+        into_block(block, k, status, ms, error, output, score, emit)
 
-    error: str | None
-    value: Any
-    score: contract.Score | None
-    sys.stdout = sys.stderr = capture
-    try:
-        for k, (args, kwargs) in enumerate(calls):
-            if required and (lacking := calls.lacking(k)):
-                error = f"the row has no {', '.join(lacking)}, which the check requires"
-                finish(k, _SKIPPED, 0.0, error, None, None)
-                continue
-            if sys.stdout is not capture or sys.stderr is not capture:
-                sys.stdout = sys.stderr = capture  # an earlier row moved them
-            status, error, value, score = _OK, None, None, None
-            started = clock()
-            try:
-                value = func(*args, **kwargs)
-                if awaits and hasattr(value, "__await__"):
-                    value = await_value(value)
-            except OutputLimit:
-                status, error = _OUTPUT_LIMIT, too_much
-            except MemoryError:
-                status, error = _OOM, "MemoryError: out of memory"
-            except BaseException as exc:
-                status, error = _ERROR, describe_exception(exc)
-            ms = round((clock() - started) * 1000, 3)
-            if capture.exceeded and status == _OK:
-                status, error = _OUTPUT_LIMIT, too_much
-            if status == _OK:
-                if detected is not None and formats.skips(detected.format, value):
-                    status = _SKIPPED
-                    error = "the scorer returned None: the row is skipped (as Braintrust does)"
-                else:
-                    try:
-                        if detected is None:
-                            score = contract.coerce_score(value, expected)
-                        else:
-                            score = formats.coerce(detected.format, value, expected)
-                    except contract.InvalidScore as exc:
-                        status, error = _INVALID_SCORE, str(exc)
-                    except OutputLimit:  # printed while its result was read (a __float__)
-                        status, error = _OUTPUT_LIMIT, too_much
-                    else:
-                        if expected is None:
-                            expected = score.output_type
-            finish(k, status, ms, error, capture.take(), score)
-    finally:
-        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    if block is not None:
-        emit({"t": "end"})
+    return to_block
 
 
 def row_record(

@@ -205,6 +205,14 @@ class BlockWatch:
         self.seen = count
         return moved
 
+    def look(self) -> bool:
+        """The parent's look (:meth:`take`): whether rows finished since the last; taken
+        twice when the child is gone, so its counter is read after its last line."""
+        moved = self.take()
+        if self.reader.eof and not self.ended:
+            moved = self.take() or moved
+        return moved
+
     @property
     def confirmed(self) -> int:
         """Rows that may go to the host: counted, with every line written before them read

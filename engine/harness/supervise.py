@@ -10,7 +10,6 @@ child runs.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
@@ -27,11 +26,10 @@ from engine.harness.child import run_child, short
 from engine.harness.fork import fork_check, kill_child, oom_kills
 from engine.harness.gateway import Gateway, read_reply
 from engine.harness.reset import Tasks, reset
+from engine.harness.watchdog import WATCHDOG_GRACE_SECONDS, Watchdog, stop_child
 
 #: Statuses a check's own process may report; the others only the parent or the host know.
 CHILD_STATUSES = frozenset(status.value for status in contract.CHECK_STATUSES)
-#: Extra seconds past a row's time limit before the parent kills a silent child.
-WATCHDOG_GRACE_SECONDS = 0.5
 #: The end of what a check wrote to its raw descriptors, kept for crash messages.
 OUTPUT_TAIL_BYTES = 4096
 
@@ -225,62 +223,51 @@ class JobRun:
         """Relay the child's records: (fault, whether it finished its work)."""
         loaded = False
         capped = False
-        step_started = time.monotonic()
-        called_model = False  # whether the row (or the load) in flight called the model
-        deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        clock = Watchdog(self.load_seconds, self.row_allowance, self.gateway_allowance)
         while self.pos < self.n or not loaded:
             raw = reader.line()
             if raw is None:
                 if capped:
-                    error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
-                    return (contract.Status.OUTPUT_LIMIT.value, error), False
+                    return self.output_fault(), False
                 if reader.eof:
                     return None, False
-                remaining = deadline - time.monotonic()
+                remaining = clock.deadline - time.monotonic()
                 if remaining <= 0:
-                    return self.timeout(loaded, called_model), False
-                due = self.channel.due_in()
-                if due is not None and due <= 0:
-                    self.channel.flush()  # the oldest queued record has waited long enough
-                    due = None
-                watched = [reader.fd] if output.eof else [reader.fd, output.fd]
-                watched += self.gateway.fds()
-                if self.stdin is not None and not self.stdin.eof:
-                    watched.append(self.stdin.fd)
-                wait = remaining if due is None else min(remaining, due)
-                ready, _, _ = select.select(watched, [], [], wait)
-                if self.serve_gateway(ready) and self.gateway_allowance is not None:
-                    # Model calls count against the row, within the gateway's larger bound.
-                    deadline = max(deadline, step_started + self.gateway_allowance)
-                    called_model = True
-                if output.fd in ready and not self.count_output(output):
-                    # Past the cap: stop the check at once, then take the records it
-                    # finished before, so the row in flight is the one that gets the blame.
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, 0)
-                    while not reader.eof and reader.fill(0):
-                        pass
-                    capped = True
-                elif reader.fd in ready:
-                    reader.fill(0)
+                    return self.timeout(loaded, clock.called_model), False
+                capped = self.wait_for_records(reader, output, pid, clock, remaining)
                 continue
             try:
                 if loaded:
                     check_record(raw, self.pos)
                     self.channel.relay(raw)
                     self.pos += 1
-                else:
-                    loaded = self.on_loaded(raw)
-                    if not loaded:
-                        return None, True
+                elif not (loaded := self.on_loaded(raw)):
+                    return None, True
             except ValueError as exc:
                 what = f"the check corrupted the harness's result records ({short(str(exc), 200)})"
                 return (contract.Status.CRASHED.value, what), False
-            step_started = time.monotonic()
-            called_model = False
-            deadline = step_started + self.row_allowance
+            clock.step(time.monotonic())
         return None, True
+
+    def wait_for_records(
+        self, reader: Reader, output: Reader, pid: int, clock: Watchdog, remaining: float
+    ) -> bool:
+        """Wait (up to ``remaining`` seconds) for the child's next records, serving model
+        requests and counting what it prints meanwhile; whether it passed the output cap."""
+        due = self.due_in()
+        ready = self.wait_ready(reader, output, remaining if due is None else min(remaining, due))
+        if self.serve_gateway(ready):
+            clock.model_called()
+        if output.fd in ready and not self.count_output(output):
+            # Past the cap: stop the check at once, then take the records it finished
+            # before, so the row in flight is the one that gets the blame.
+            stop_child(pid)
+            while not reader.eof and reader.fill(0):
+                pass
+            return True
+        if reader.fd in ready:
+            reader.fill(0)
+        return False
 
     def watch_block(
         self, reader: Reader, output: Reader, pid: int, block: Block
@@ -288,76 +275,103 @@ class JobRun:
         """Block mode's :meth:`watch`: the child's progress counter is the watchdog's clock,
         finished rows travel as blocks; (fault, whether the child finished its work)."""
         watch = BlockWatch(self, block, reader)
-        capped = False
-        was_loaded = False
-        now = last_flush = step_started = time.monotonic()
-        called_model = False
-        deadline = step_started + self.load_seconds + WATCHDOG_GRACE_SECONDS
+        capped = was_loaded = False
+        last_flush = time.monotonic()
+        clock = Watchdog(self.load_seconds, self.row_allowance, self.gateway_allowance)
         gateway_ready: list[int] = []
         while True:
             try:
-                moved = watch.take()
-                if reader.eof and not watch.ended:  # the child is gone: its counter is final
-                    moved = watch.take() or moved
+                moved = watch.look()
             except ValueError as exc:
-                good = watch.confirmed  # rows counted while a bad line was partial: suspects
-                watch.flush(good)
-                if block.rows > 1:
-                    # Which of the rows since the last good look wrote it is unknown: they
-                    # run again one per child, and the one that does it alone is blamed.
-                    self.suspect_end = self.pos + max(1, min(block.count(), block.rows) - good)
-                    self.retry = True
-                    return None, False
-                what = f"the check corrupted the harness's result block ({short(str(exc), 200)})"
-                return (contract.Status.CRASHED.value, what), False
+                return self.block_fault(watch, block, exc), False
             if watch.failed_load:
                 return None, True
             now = time.monotonic()
             if moved or (watch.loaded and not was_loaded):
                 was_loaded = True
-                step_started, called_model = now, False
-                deadline = step_started + self.row_allowance
+                clock.step(now)
             if watch.ended or capped or reader.eof:
-                watch.flush(watch.seen, final=True)
-                if watch.ended:
-                    return None, True
-                if capped:
-                    error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
-                    return (contract.Status.OUTPUT_LIMIT.value, error), False
-                return None, False
-            if gateway_ready:
-                # Rows finished before a model request go first: the host charges the
-                # request to the row in flight.
-                watch.flush(watch.confirmed)
-                if self.serve_gateway(gateway_ready) and self.gateway_allowance is not None:
-                    deadline = max(deadline, step_started + self.gateway_allowance)
-                    called_model = True
-                gateway_ready = []
+                return self.block_end(watch, capped)
+            self.serve_block_gateway(watch, gateway_ready, clock)
             if watch.confirmed > watch.sent and now - last_flush >= BLOCK_FLUSH_SECONDS:
                 watch.flush(watch.confirmed)
                 last_flush = now
-            due = self.channel.due_in()
-            if due is not None and due <= 0:
-                self.channel.flush()  # what an earlier child left queued has waited enough
-                due = None
-            remaining = deadline - now
+            due = self.due_in()
+            remaining = clock.deadline - now
             if remaining <= 0:
                 watch.flush(watch.seen)
-                return self.timeout(watch.loaded, called_model), False
-            watched = [reader.fd] if output.eof else [reader.fd, output.fd]
-            watched += self.gateway.fds()
-            if self.stdin is not None and not self.stdin.eof:
-                watched.append(self.stdin.fd)
-            wait = min(remaining, POLL_SECONDS) if due is None else min(remaining, due)
-            ready, _, _ = select.select(watched, [], [], wait)
-            gateway_ready = [
-                fd for fd in ready if self.gateway.owns(fd) or (self.stdin and fd == self.stdin.fd)
-            ]
+                return self.timeout(watch.loaded, clock.called_model), False
+            ready = self.wait_ready(
+                reader, output, min(remaining, POLL_SECONDS if due is None else due)
+            )
+            gateway_ready = [fd for fd in ready if self.from_gateway(fd)]
             if output.fd in ready and not self.count_output(output):
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                stop_child(pid)
                 capped = True
+
+    def serve_block_gateway(self, watch: BlockWatch, ready: list[int], clock: Watchdog) -> None:
+        """Relay the model requests and replies ``ready`` (if any) in block mode: the rows
+        finished before a request go first, since the host charges it to the row in flight."""
+        if not ready:
+            return
+        watch.flush(watch.confirmed)
+        if self.serve_gateway(ready):
+            clock.model_called()
+
+    def block_fault(
+        self, watch: BlockWatch, block: Block, exc: ValueError
+    ) -> tuple[str, str] | None:
+        """A block-mode child broke the protocol: its rows confirmed before the bad line go to
+        the host; with more than one row in its block, the rows since run again one per
+        child (None: no fault yet), else the row is ``crashed``."""
+        good = watch.confirmed  # rows counted while a bad line was partial: suspects
+        watch.flush(good)
+        if block.rows > 1:
+            # Which of the rows since the last good look wrote it is unknown: they run
+            # again one per child, and the one that does it alone is blamed.
+            self.suspect_end = self.pos + max(1, min(block.count(), block.rows) - good)
+            self.retry = True
+            return None
+        what = f"the check corrupted the harness's result block ({short(str(exc), 200)})"
+        return contract.Status.CRASHED.value, what
+
+    def block_end(self, watch: BlockWatch, capped: bool) -> tuple[tuple[str, str] | None, bool]:
+        """A block-mode child ended, was stopped at the output cap, or died: its rows seen
+        go to the host; (fault, whether it finished its work)."""
+        watch.flush(watch.seen, final=True)
+        if watch.ended:
+            return None, True
+        if capped:
+            return self.output_fault(), False
+        return None, False
+
+    def output_fault(self) -> tuple[str, str]:
+        """The fault of a child stopped for writing past the job's output cap."""
+        error = f"the check wrote more than {self.job['max_output_bytes']} bytes"
+        return contract.Status.OUTPUT_LIMIT.value, error
+
+    def due_in(self) -> float | None:
+        """Seconds until the queued records must travel (None: nothing queued), flushing
+        them first when the oldest has waited long enough."""
+        due = self.channel.due_in()
+        if due is not None and due <= 0:
+            self.channel.flush()
+            return None
+        return due
+
+    def wait_ready(self, reader: Reader, output: Reader, wait: float) -> list[int]:
+        """The descriptors ready within ``wait`` seconds, of the child's pipes, the model
+        gateway's and (for the gateway's replies) the host's stdin."""
+        watched = [reader.fd] if output.eof else [reader.fd, output.fd]
+        watched += self.gateway.fds()
+        if self.stdin is not None and not self.stdin.eof:
+            watched.append(self.stdin.fd)
+        ready, _, _ = select.select(watched, [], [], wait)
+        return ready
+
+    def from_gateway(self, fd: int) -> bool:
+        """Whether ``fd`` carries a model request or a reply (the gateway's, or stdin)."""
+        return self.gateway.owns(fd) or (self.stdin is not None and fd == self.stdin.fd)
 
     def timeout(self, loaded: bool, called_model: bool) -> tuple[str, str]:
         """The fault of a child that passed its watchdog's deadline: loading, or a row."""

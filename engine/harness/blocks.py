@@ -163,39 +163,55 @@ class BlockWatch:
         before their count); whether rows finished since the last call. ValueError: the
         child broke the block protocol."""
         count = self.block.count()
-        drained = False
-        for _ in range(16):  # bounded: a child that floods its pipe cannot hold the watchdog
-            if self.reader.eof or not self.reader.fill(0):
-                drained = True
-                break
+        drained = self.drain()
         while (raw := self.reader.line()) is not None:
             self.consumed += len(raw) + 1
             if len(raw) > MAX_RECORD_BYTES:
                 raise ValueError(f"a result record of {len(raw)} bytes")
-            if not self.loaded:
-                self.loaded = self.run.on_loaded(raw)
-                if not self.loaded:
-                    self.failed_load = True
-                    return False
-                continue
-            record = json.loads(raw)
-            if not isinstance(record, dict):
-                raise ValueError("not a record")
-            kind = record.pop("t", None)
-            if kind == "end":
-                self.ended = True
-                count = self.block.count()  # written before "end": final
-                continue
-            k = record.pop("i", None)
-            if kind != "x" or type(k) is not int or not self.sent <= k < self.block.rows:
-                raise ValueError(f"an extras record for row {k!r}")
-            self.extras[k] = record
+            if self.loaded:
+                count = self.read_record(raw, count)
+            elif not self.read_loaded(raw):
+                return False
         if count < self.seen or count > self.block.rows:
             raise ValueError(f"progress {count} after {self.seen}, of {self.block.rows} rows")
         if self.ended and count != self.block.rows:
             raise ValueError(f"the end after {count} of {self.block.rows} rows")
         if not drained and not self.ended:
             return False  # rows count as finished only once every line before them is read
+        return self.count_to(count)
+
+    def drain(self) -> bool:
+        """Read what the child wrote to its pipe; whether all of it (bounded: a child that
+        floods its pipe cannot hold the watchdog)."""
+        reader = self.reader
+        return any(reader.eof or not reader.fill(0) for _ in range(16))
+
+    def read_loaded(self, raw: bytes) -> bool:
+        """The child's load record (the job's, through :meth:`JobSide.on_loaded`); whether
+        the check loaded."""
+        self.loaded = self.run.on_loaded(raw)
+        self.failed_load = not self.loaded
+        return self.loaded
+
+    def read_record(self, raw: bytes, count: int) -> int:
+        """A record after the load: a row's extras, kept until its row travels, or the end
+        (the counter is final then: read again); the counter as it now stands."""
+        record = json.loads(raw)
+        if not isinstance(record, dict):
+            raise ValueError("not a record")
+        kind = record.pop("t", None)
+        if kind == "end":
+            self.ended = True
+            return self.block.count()  # written before "end": final
+        k = record.pop("i", None)
+        if kind != "x" or type(k) is not int or not self.sent <= k < self.block.rows:
+            raise ValueError(f"an extras record for row {k!r}")
+        self.extras[k] = record
+        return count
+
+    def count_to(self, count: int) -> bool:
+        """Rows up to ``count`` are finished, every line before them read; whether any is
+        new. A line still partial holds the rows counted from here on."""
         if self.held is not None and self.consumed > self.held[0]:
             self.held = None  # the line is whole, and was good
         moved = count > self.seen

@@ -185,44 +185,54 @@ def decode_traces(body: bytes, encoding: str) -> Decoded:
     """An ``ExportTraceServiceRequest``'s spans; 400 when the body cannot be read at all."""
     out = Decoded()
     if encoding == PROTOBUF:
-        request = ExportTraceServiceRequest()
-        try:
-            request.ParseFromString(body)
-        except DecodeError as exc:
-            raise OtlpError(400, f"the body is not an ExportTraceServiceRequest: {exc}") from None
-        for rs in request.resource_spans:
-            resource = attributes(rs.resource.attributes)
-            for ss in rs.scope_spans:
-                for pb in ss.spans:
-                    try:
-                        out.spans.append(_span(pb, resource, ss.scope))
-                    except ValueError as exc:
-                        out.reject(str(exc))
-        return out
-    document = _json_object(body)
-    for rs in _list(document, "resourceSpans"):
-        scopes = _list(rs, "scopeSpans")
-        try:
-            resource_pb = Resource()
-            _parse_dict(rs.get("resource", {}), resource_pb)
-            resource = attributes(resource_pb.attributes)
-        except (json_format.ParseError, AttributeError) as exc:
-            for ss in scopes:
-                for _ in _list(ss, "spans"):
-                    out.reject(f"resource: {exc}")
-            continue
-        for ss in scopes:
-            scope = InstrumentationScope()
-            try:
-                _parse_dict(ss.get("scope", {}), scope)
-            except (json_format.ParseError, AttributeError):
-                scope = InstrumentationScope()
-            for raw in _list(ss, "spans"):
-                try:
-                    out.spans.append(_span(_json_span(raw), resource, scope))
-                except (ValueError, json_format.ParseError, AttributeError) as exc:
-                    out.reject(str(exc))
+        _protobuf_traces(body, out)
+    else:
+        for rs in _list(_json_object(body), "resourceSpans"):
+            _json_resource_spans(rs, out)
     return out
+
+
+def _protobuf_traces(body: bytes, out: Decoded) -> None:
+    """A protobuf request's spans into ``out``, each rejected alone when its ids are wrong."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError as exc:
+        raise OtlpError(400, f"the body is not an ExportTraceServiceRequest: {exc}") from None
+    for rs in request.resource_spans:
+        resource = attributes(rs.resource.attributes)
+        for ss in rs.scope_spans:
+            for pb in ss.spans:
+                try:
+                    out.spans.append(_span(pb, resource, ss.scope))
+                except ValueError as exc:
+                    out.reject(str(exc))
+
+
+def _json_resource_spans(rs: Any, out: Decoded) -> None:
+    """One OTLP/JSON ``resourceSpans`` entry's spans into ``out``: every one rejected when its
+    resource is malformed, else each decoded (or rejected) alone."""
+    scopes = _list(rs, "scopeSpans")
+    try:
+        resource_pb = Resource()
+        _parse_dict(rs.get("resource", {}), resource_pb)
+        resource = attributes(resource_pb.attributes)
+    except (json_format.ParseError, AttributeError) as exc:
+        for ss in scopes:
+            for _ in _list(ss, "spans"):
+                out.reject(f"resource: {exc}")
+        return
+    for ss in scopes:
+        scope = InstrumentationScope()
+        try:
+            _parse_dict(ss.get("scope", {}), scope)
+        except (json_format.ParseError, AttributeError):
+            scope = InstrumentationScope()
+        for raw in _list(ss, "spans"):
+            try:
+                out.spans.append(_span(_json_span(raw), resource, scope))
+            except (ValueError, json_format.ParseError, AttributeError) as exc:
+                out.reject(str(exc))
 
 
 def _list(document: Any, key: str) -> list[Any]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from engine.runs.cells import escape_cell
 from engine.storage.score_sql import score_store
-from engine.storage.span_sql import SpanFilter, SpanStore, StoredSpan
+from engine.storage.span_reads import SpanFilter, StoredSpan
+from engine.storage.span_sql import SpanStore
 
 __all__ = ["CSV", "EXPORT_TYPES", "FIELDS", "NDJSON", "export_stream", "records"]
 

@@ -16,7 +16,7 @@ from engine.storage.database import SqlSessions, once_per_engine, one_or_404
 from engine.storage.records import aware, new_id, utcnow
 from engine.storage.rule_records import Backfill, BackfillStatus, ScoreStatus, SpanView
 from engine.storage.rule_tables import RuleBackfillRow, SpanScoreRow
-from engine.storage.span_sql import view_of
+from engine.storage.span_reads import view_of
 from engine.storage.tables import SpanRow
 
 __all__ = ["BackfillStore", "backfill_store"]

@@ -16,7 +16,8 @@ from fastapi.responses import HTMLResponse
 
 from engine.errors import InvalidRequestError, NotFoundError
 from engine.storage.score_sql import score_store
-from engine.storage.span_sql import MAX_PAGE, SpanFilter, StoredSpan, span_store
+from engine.storage.span_reads import MAX_PAGE, SpanFilter, StoredSpan
+from engine.storage.span_sql import span_store
 from engine.web.pages import not_found, page_router, render, services_of, who
 
 router = page_router()

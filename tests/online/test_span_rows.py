@@ -15,7 +15,9 @@ from sqlalchemy import Engine, insert, select
 from engine.online.mapping import Event, Span, map_span
 from engine.storage import open_store
 from engine.storage.database import alembic_config, create_db_engine, current_revision, upgrade
-from engine.storage.span_sql import MAX_VALUE_CHARS, SpanFilter, span_store
+from engine.storage.span_bounds import MAX_VALUE_CHARS
+from engine.storage.span_reads import SpanFilter
+from engine.storage.span_sql import span_store
 from engine.storage.tables import SpanRow, TenantRow
 from engine.tenancy import auth
 

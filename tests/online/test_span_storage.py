@@ -11,8 +11,9 @@ import pytest
 
 from engine.online.mapping import Span
 from engine.storage import bulk_insert, open_store
+from engine.storage.span_bounds import MAX_ATTRIBUTES_CHARS, MAX_VALUE_CHARS, bounded
 from engine.storage.span_rows import TRUNCATED
-from engine.storage.span_sql import MAX_ATTRIBUTES_CHARS, MAX_VALUE_CHARS, bounded, span_store
+from engine.storage.span_sql import span_store
 from engine.tenancy import auth
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from engine.storage.span_sql import StoredSpan
+from engine.storage.span_reads import StoredSpan
 from engine.web.traces import span_tree
 from tests.api.conftest import Api
 from tests.online.otlp_requests import PROTOBUF, new_ids, span, traces

@@ -35,7 +35,8 @@ from engine.online.span_quota import SpanQuota
 from engine.storage.rule_records import ScoreStatus, SpanScore
 from engine.storage.rule_sql import rule_store
 from engine.storage.score_sql import score_store
-from engine.storage.span_sql import MAX_PAGE, SpanFilter, SpanStore, StoredSpan, span_store
+from engine.storage.span_reads import MAX_PAGE, SpanFilter, StoredSpan
+from engine.storage.span_sql import SpanStore, span_store
 from engine.tenancy.quotas import Quotas
 
 log = logging.getLogger("scorebox.api")

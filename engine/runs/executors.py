@@ -14,7 +14,8 @@ from engine.judging.model_check import run_model_check
 from engine.llm.client import LLMClient
 from engine.models import IndexedRow, Limits, ResultCallback
 from engine.sandbox.backend import BackendHealth
-from engine.sandbox.runner import BlockCallback, CodeCheck, SandboxRunner
+from engine.sandbox.jobs import BlockCallback
+from engine.sandbox.runner import CodeCheck, SandboxRunner
 from engine.settings import Settings
 
 

@@ -1,55 +1,29 @@
-"""Scoring rows with code checks in the sandbox: batching, parallel jobs, fault recovery.
+"""Scoring rows with code checks in the sandbox: the API, its batching and parallel jobs.
 
 :class:`SandboxRunner` is the Python API behind ``engine.run_check`` (whose shared runners
-live in :mod:`engine.sandbox.notebook`); it talks to a
-:class:`~engine.sandbox.backend.SandboxBackend` and never to Docker directly. The rules a
-job's records must keep are the job stream's (:mod:`engine.sandbox.jobstream`).
+live in :mod:`engine.sandbox.notebook`); it splits the caller's rows into jobs, which
+:mod:`engine.sandbox.jobs` runs on a :class:`~engine.sandbox.backend.SandboxBackend`
+(never on Docker directly), recovering from container deaths.
 """
 
 from __future__ import annotations
 
 import contextvars
-import logging
-import secrets
-import threading
-import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
-from engine.contract import OutputType, Policy, Status
+from engine.contract import OutputType, Policy
 from engine.errors import InvalidRequestError, SandboxError
-from engine.gateway.service import current_session
 from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.rows import as_row, as_rows, row_chunks
-from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
-from engine.sandbox.blocks import BlockRecord, ResultBlock
+from engine.sandbox.backend import SandboxBackend
 from engine.sandbox.columns import IndexedColumns, RowColumns, column_chunks, is_columns
-from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
+from engine.sandbox.jobs import BlockCallback, JobRunner
 from engine.sandbox.table import ScoreTable, TableColumns, TablePart, assemble
 from engine.settings import Settings
-
-log = logging.getLogger(__name__)
-
-#: Called with a block of consecutive rows' results and those rows (with their indices):
-#: the fast path, where no :class:`RowResult` is made per row (``score_table``, the service).
-BlockCallback: TypeAlias = Callable[[Sequence[IndexedRow], ResultBlock], None]
-
-#: How often a batch asks whether an unreachable engine is back.
-ENGINE_POLL_SECONDS = 0.5
-
-_TERMINATION_STATUS: Mapping[Termination, Status] = {
-    Termination.TIMEOUT: Status.TIMEOUT,
-    Termination.OOM: Status.OOM,
-    Termination.OUTPUT_LIMIT: Status.OUTPUT_LIMIT,
-    Termination.CRASHED: Status.CRASHED,
-    # Only code inside the container can break the protocol (a forged or partial record,
-    # a sabotaged json.dumps): the check's fault, never the infrastructure's.
-    Termination.PROTOCOL_ERROR: Status.CRASHED,
-    Termination.SANDBOX_ERROR: Status.SANDBOX_ERROR,
-}
 
 
 @dataclass(frozen=True)
@@ -109,7 +83,7 @@ class SandboxRunner:
         if backend is None:
             backend = _configured_backend(self.settings)
         self.backend = backend
-        self._slots = threading.BoundedSemaphore(self.settings.max_parallel_jobs)
+        self._jobs = JobRunner(self.settings, backend)
         self._executor = ThreadPoolExecutor(
             max_workers=self.settings.max_parallel_jobs * 2, thread_name_prefix="scorebox-job"
         )
@@ -340,172 +314,9 @@ class SandboxRunner:
         get the check's status and are not run; ``sandbox_error`` is only for
         failures of the sandbox itself, bounded the same way. A check that
         fails while loading without killing its container gives every row that
-        cause.
+        cause. (:mod:`engine.sandbox.jobs` runs it.)
         """
-        pending = rows if isinstance(rows, IndexedColumns) else list(rows)
-        engine_wait_until: float | None = None  # while the engine is away: how long to wait
-        failures = 0  # consecutive sandbox errors without a row scored
-        deaths = 0  # consecutive containers the check ended without a row scored
-        suspect = False  # the next job runs the first pending row alone
-        retries = self.settings.job_retries
-        while pending:
-            batch = pending[:1] if suspect else pending
-            done, end, loaded = self._run_once(check, batch, limits, labels, deliver, deliver_block)
-            pending = pending[done:]
-            if done:
-                failures = deaths = 0
-                engine_wait_until = None
-            if done == len(batch):
-                suspect = False
-                continue
-            if end.termination is Termination.DONE:
-                end = JobEnd(Termination.PROTOCOL_ERROR, "the harness finished without every row")
-            if end.termination is Termination.SANDBOX_ERROR:
-                # Our failure, not the check's or the row's: every row without a result
-                # runs again. While the engine is away (stopped, restarting) that waits for
-                # it to come back, without spending the retry budget.
-                if end.engine_down or not self.backend.health().engine_ok:
-                    now = time.monotonic()
-                    if engine_wait_until is None:
-                        engine_wait_until = now + self.settings.engine_wait_seconds
-                        log.warning(
-                            "the sandbox engine is away (%s): waiting up to %.0f s for it",
-                            end.detail,
-                            self.settings.engine_wait_seconds,
-                        )
-                    if now < engine_wait_until:
-                        self._wait_for_engine(engine_wait_until)
-                        continue
-                failures += 1
-                if failures > retries:
-                    self._fail_rows(check, pending, end, end.detail, deliver)
-                    return
-                continue
-            deaths += 1
-            died = end.termination in (Termination.CRASHED, Termination.OOM)
-            if died and len(batch) > 1 and deaths <= retries:
-                suspect = True
-                continue
-            if not loaded and not died:
-                # The check cannot even load (it hangs, floods or breaks the protocol at
-                # import): every row gets that cause, retrying cannot help.
-                detail = f"while loading the check: {end.detail or end.termination.value}"
-                self._fail_rows(check, pending, end, detail, deliver)
-                return
-            self._fail_rows(check, pending[:1], end, end.detail, deliver)
-            pending = pending[1:]
-            suspect = False
-            if deaths > retries and pending:
-                detail = (
-                    f"not run: the check ended its sandbox {deaths} times in a row without "
-                    f"a row scored (last: {end.detail or end.termination.value})"
-                )
-                self._fail_rows(check, pending, end, detail, deliver)
-                return
-
-    def _wait_for_engine(self, until: float) -> None:
-        """Sleep at least one poll, then until the engine answers or ``until`` passes."""
-        while True:
-            time.sleep(ENGINE_POLL_SECONDS)
-            if time.monotonic() >= until or self.backend.health().engine_ok:
-                return
-
-    def _run_once(
-        self,
-        check: CodeCheck,
-        pending: Sequence[IndexedRow],
-        limits: Limits,
-        labels: Mapping[str, str],
-        deliver: ResultCallback,
-        deliver_block: BlockCallback | None = None,
-    ) -> tuple[int, JobEnd, bool]:
-        """One container over ``pending``: (rows delivered, how it ended, whether it loaded)."""
-        session = current_session()
-        job = Job(
-            nonce=secrets.token_hex(16),
-            source=check.source,
-            policy=check.policy,
-            output_type=check.output_type,
-            entry=check.entry,
-            config=dict(check.config) if check.config else None,
-            row_timeout_seconds=limits.row_timeout_seconds,
-            max_output_bytes=limits.max_output_bytes,
-            gateway_row_timeout_seconds=(
-                max(session.row_timeout_seconds, limits.row_timeout_seconds) if session else None
-            ),
-            gateway_concurrency=session.container_concurrency if session else 4,
-            max_request_bytes=max(512, limits.max_record_bytes - 256),
-            result_blocks=self.settings.result_blocks,
-            max_block_bytes=limits.max_record_bytes,
-            rows=pending.rows if isinstance(pending, IndexedColumns) else [r for _, r in pending],
-        )
-        done = 0
-        loaded = False
-        with self._slots:
-            events = self.backend.execute(job, limits, labels)
-            try:
-                for event in events:
-                    if isinstance(event, LoadedRecord):
-                        loaded = True
-                    elif isinstance(event, RowRecord):
-                        index, row = pending[event.i]
-                        deliver(index, self._row_result(check, row, event))
-                        done += 1
-                    elif isinstance(event, BlockRecord):
-                        rows = pending[event.i : event.i + event.n]
-                        if deliver_block is not None:
-                            deliver_block(rows, event.block)
-                        else:
-                            block = event.block
-                            for k, (index, row) in enumerate(rows):
-                                deliver(
-                                    index, block.row_result(k, row.id, check.name, check.version)
-                                )
-                        done += event.n
-                    else:
-                        return done, event, loaded
-            finally:
-                close = getattr(events, "close", None)
-                if close is not None:
-                    close()
-        return done, JobEnd(Termination.SANDBOX_ERROR, "the backend ended without a reason"), loaded
-
-    @staticmethod
-    def _fail_rows(
-        check: CodeCheck,
-        rows: Sequence[IndexedRow],
-        end: JobEnd,
-        detail: str,
-        deliver: ResultCallback,
-    ) -> None:
-        for index, row in rows:
-            deliver(
-                index,
-                RowResult(
-                    row_id=row.id,
-                    check=check.name,
-                    version=check.version,
-                    status=_TERMINATION_STATUS[end.termination],
-                    error=detail or end.termination.value,
-                ),
-            )
-
-    @staticmethod
-    def _row_result(check: CodeCheck, row: Row, record: RowRecord) -> RowResult:
-        return RowResult(
-            row_id=row.id,
-            check=check.name,
-            version=check.version,
-            status=record.status,
-            score=record.score if record.status is Status.OK else None,
-            explanation=record.explanation,
-            error=record.error,
-            output=record.output,
-            duration_ms=record.ms,
-            model=record.served_by,
-            passed=record.passed,
-            metadata=record.metadata,
-        )
+        self._jobs.run(check, rows, limits, labels, deliver, deliver_block)
 
 
 def _configured_backend(settings: Settings) -> SandboxBackend:

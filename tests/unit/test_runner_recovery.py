@@ -242,7 +242,7 @@ class EngineRestartBackend(ScriptedBackend):
 def test_an_engine_outage_is_waited_out_and_no_row_is_blamed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("engine.sandbox.runner.ENGINE_POLL_SECONDS", 0.001)
+    monkeypatch.setattr("engine.sandbox.jobs.ENGINE_POLL_SECONDS", 0.001)
     backend = EngineRestartBackend(down_polls=5)
     got = score(backend, ["a", "bb", "ccc", "dddd"], job_retries=0, engine_wait_seconds=5)
     # the row in flight is not blamed, the retry budget (0) is not spent: all rows score
@@ -254,7 +254,7 @@ def test_an_engine_outage_is_waited_out_and_no_row_is_blamed(
 def test_an_engine_that_stays_away_gives_sandbox_error_after_the_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("engine.sandbox.runner.ENGINE_POLL_SECONDS", 0.001)
+    monkeypatch.setattr("engine.sandbox.jobs.ENGINE_POLL_SECONDS", 0.001)
     backend = EngineRestartBackend(down_polls=10**9)
     got = score(backend, ["a", "bb", "ccc"], job_retries=0, engine_wait_seconds=0.05)
     assert got == [(Status.OK, 1), (Status.OK, 2), (Status.SANDBOX_ERROR, None)]
@@ -272,7 +272,7 @@ def test_an_engine_that_answers_pings_while_shutting_down_is_still_waited_for(
 ) -> None:
     """dockerd stopping still answers a ping while it refuses to start containers: jobs
     that end with ``engine_down`` are waited out (a poll each) without spending retries."""
-    monkeypatch.setattr("engine.sandbox.runner.ENGINE_POLL_SECONDS", 0.001)
+    monkeypatch.setattr("engine.sandbox.jobs.ENGINE_POLL_SECONDS", 0.001)
 
     class Stopping(ScriptedBackend):
         refusals = 3

@@ -68,27 +68,37 @@ def reset() -> bool:
     while True:
         with contextlib.suppress(Exception):
             os.kill(-1, signal.SIGKILL)  # every process we may signal but PID 1 and us
-        while True:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        reap()
         if not strays():
             break
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.002)
     for directory in SCRATCH_DIRS:
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            with contextlib.suppress(Exception):
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
+        empty(directory)
     return True
+
+
+def reap() -> None:
+    """Reap every child that has exited (the harness is the subreaper of every orphan)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def empty(directory: str) -> None:
+    """Remove everything in ``directory`` (a scratch space a job may have written)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        with contextlib.suppress(Exception):
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)

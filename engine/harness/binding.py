@@ -1,6 +1,7 @@
 """A job's rows as columns, bound to the check's calls once per job (in the check's process).
 
-A job carries its rows as ``columns`` (field name -> one JSON list, one value per row) and
+A job carries its rows as ``columns`` (field name, one of the contract's row fields
+:data:`~engine.contract.formats.table.ROW_FIELDS` -> one JSON list, one value per row) and
 its row count ``n``; a field no column gives has its default in every row (None;
 ``metadata``: an empty dict of the row's own). :class:`Calls` reads the check's signature
 once per job and yields each row's arguments from the columns: for an ``evaluate`` whose
@@ -18,22 +19,8 @@ from typing import Any
 
 from engine import contract
 from engine.contract import formats
+from engine.contract.formats.table import ROW_FIELDS
 
-#: A job row's fields, in the order the host's rows have them (engine.models.Row, less its
-#: id): the order in which a format that reads every field of a row sees them.
-ROW_FIELDS = (
-    "model_output",
-    "scenario_input",
-    "scenario_result",
-    "model_input",
-    "metadata",
-    "messages",
-    "item",
-    "sample",
-    "vars",
-    "ground_truth",
-    "output",
-)
 _NO_ARGS: dict[str, Any] = {}
 
 

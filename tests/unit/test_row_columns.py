@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.contract import Status
+from engine.contract import PARAMETER_NAMES, Status, formats
+from engine.contract.formats.table import ROW_FIELDS
 from engine.errors import InvalidRequestError
-from engine.harness.binding import ROW_FIELDS, ColumnRow, check_columns
+from engine.harness.binding import ColumnRow, check_columns
 from engine.models import Limits, Row, RowResult
 from engine.sandbox.backend import BackendHealth, JobEnd, JobEvent, Termination
 from engine.sandbox.columns import (
@@ -132,8 +133,18 @@ def test_a_job_carries_the_columns_given_and_leaves_out_the_rest() -> None:
     assert json.loads(dump_row_columns([Row(model_output="c")])) == {"model_output": ["c"]}
 
 
-def test_the_harness_reads_a_row_field_order_as_the_host_has_it() -> None:
-    assert tuple(name for name in Row.__pydantic_fields__ if name != "id") == ROW_FIELDS
+def test_the_harness_reads_the_row_fields_the_host_has_from_the_contract() -> None:
+    """One list of row fields, the contract's: Okareo's parameters and the other formats'
+    fields. A field the host's Row gains (or loses) that the contract does not fails here,
+    as does a contract field that is not a Row's."""
+    assert (*PARAMETER_NAMES, *formats.FORMAT_ROW_FIELDS) == ROW_FIELDS
+    assert len(set(ROW_FIELDS)) == len(ROW_FIELDS)  # no parameter is another format's field
+    assert sorted(ROW_FIELDS) == sorted(name for name in Row.__pydantic_fields__ if name != "id")
+    # The harness reads (and accepts as columns) exactly these.
+    assert list(ColumnRow({"model_output": ["a"]}, 0)) == list(ROW_FIELDS)
+    assert check_columns({"n": 1, "columns": {name: [None] for name in ROW_FIELDS}}) == 1
+    with pytest.raises(ValueError, match="column 'answer'"):
+        check_columns({"n": 1, "columns": {"model_output": ["a"], "answer": ["b"]}})
 
 
 def test_one_rows_mapping_is_not_columns() -> None:

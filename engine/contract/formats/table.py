@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from engine.contract.formats import braintrust, grader, langsmith, okareo, promptfoo, reward_kit
 from engine.contract.formats.spec import Format, FormatAdapter, FormatSpec
+from engine.contract.params import PARAMETER_NAMES
 
 #: Each format's adapter, in the order detection tries their entry names.
 ADAPTERS: Mapping[Format, FormatAdapter] = {
@@ -42,6 +43,10 @@ FORMAT_ROW_FIELDS: tuple[str, ...] = (
     "ground_truth",
     "output",
 )
+#: Every field a job's row may carry besides its id: Okareo's parameters, then the other
+#: formats' own fields. The harness reads a job's columns by these names; the host's
+#: ``engine.models.Row`` has the same fields (tests/unit/test_row_columns.py holds it).
+ROW_FIELDS: tuple[str, ...] = (*PARAMETER_NAMES, *FORMAT_ROW_FIELDS)
 
 #: Formats the generator writes (``--format``), in the order it offers them.
 GENERATOR_FORMATS: tuple[Format, ...] = (

@@ -30,7 +30,8 @@ from engine.runs.summary import store_summary
 from engine.settings import Settings
 from engine.storage import open_store
 from engine.storage.repository import new_id, utcnow
-from engine.storage.tables import ResultRow, RunInputRow, RunRow
+from engine.storage.run_blocks import row_blocks
+from engine.storage.tables import ResultRow, RunRow, RunRowBlock
 from engine.tenancy.auth import create_tenant
 from engine.web import table
 
@@ -78,15 +79,7 @@ def build(database_url: str, rows: int, seed: int = 7) -> tuple[str, str]:
             status = rng.choice(STATUSES)
             score = round(rng.random(), 4) if status == "ok" else None
             inputs.append(
-                {
-                    "run_id": run_id,
-                    "row_index": i,
-                    "data": {
-                        "id": f"r{i}",
-                        "model_output": f"answer number {i}",
-                        "scenario_input": f"q{i}",
-                    },
-                }
+                {"id": f"r{i}", "model_output": f"answer number {i}", "scenario_input": f"q{i}"}
             )
             results.append(
                 {
@@ -103,7 +96,11 @@ def build(database_url: str, rows: int, seed: int = 7) -> tuple[str, str]:
                 }
             )
         with store.engine.begin() as conn:
-            conn.execute(insert(RunInputRow), inputs)
+            blocks = [
+                {"run_id": run_id, "row_start": start + a, "row_stop": start + b, "rows": text}
+                for a, b, text in row_blocks(inputs)
+            ]
+            conn.execute(insert(RunRowBlock), blocks)
             conn.execute(insert(ResultRow), results)
     t0 = time.perf_counter()
     store_summary(store, store.get_run(tenant_id, run_id))  # what the run's finish does, once

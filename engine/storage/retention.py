@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from engine.errors import InvalidRequestError
 from engine.storage.database import database_error
 from engine.storage.records import RunStatus
-from engine.storage.tables import ResultRow, RunInputRow, RunRow, TenantRow
+from engine.storage.tables import ResultRow, RunRow, RunRowBlock, TenantRow
 
 #: runs deleted per transaction, so a big prune holds no long lock
 BATCH = 200
@@ -87,16 +87,15 @@ def prune_runs(
         for start in range(0, len(ids), BATCH):
             batch = ids[start : start + BATCH]
             with engine.begin() as conn:
-                rows += int(
-                    conn.scalar(select(func.count()).where(RunInputRow.run_id.in_(batch))) or 0
-                )
+                stored = func.coalesce(func.sum(RunRowBlock.row_stop - RunRowBlock.row_start), 0)
+                rows += int(conn.scalar(select(stored).where(RunRowBlock.run_id.in_(batch))) or 0)
                 results += int(
                     conn.scalar(select(func.count()).where(ResultRow.run_id.in_(batch))) or 0
                 )
                 if not dry_run:
                     # explicit, not only the foreign keys' cascade: the biggest tables first
                     conn.execute(delete(ResultRow).where(ResultRow.run_id.in_(batch)))
-                    conn.execute(delete(RunInputRow).where(RunInputRow.run_id.in_(batch)))
+                    conn.execute(delete(RunRowBlock).where(RunRowBlock.run_id.in_(batch)))
                     conn.execute(delete(RunRow).where(RunRow.id.in_(batch)))
     except SQLAlchemyError as exc:
         raise database_error(exc) from exc

@@ -22,13 +22,9 @@ from engine.storage.records import (
     aware,
     utcnow,
 )
-from engine.storage.run_writes import (
-    ResultValues,
-    insert_input_rows,
-    insert_results,
-    read_input_rows,
-)
-from engine.storage.tables import ResultRow, RunInputRow, RunRow, TenantRow
+from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
+from engine.storage.run_writes import ResultValues, insert_results
+from engine.storage.tables import ResultRow, RunRow, RunRowBlock, TenantRow
 
 #: Rows per statement when storing a run's rows (SQLite; see ``run_writes``).
 BULK_CHUNK = 2000
@@ -111,8 +107,8 @@ class SqlRuns(SqlSessions):
                     )
                     or 0
                 )
-            # encoded once and handed to the driver: no SQLAlchemy work per row
-            insert_input_rows(s.connection(), run.id, rows)
+            # a block of rows a database row, encoded once: no SQLAlchemy work per row
+            insert_row_blocks(s.connection(), run.id, rows)
         return run
 
     def get_run(self, tenant_id: str, run_id: str) -> Run:
@@ -215,22 +211,20 @@ class SqlRuns(SqlSessions):
     def load_rows(self, run_id: str, indices: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not indices:
             return {}
-        wanted = set(indices)
         with self._session() as s:
-            found = read_input_rows(s.connection(), run_id, min(indices), max(indices))
-            return {i: d for i, d in found if i in wanted}
+            return read_rows_at(s.connection(), run_id, indices)
 
     def missing_rows(self, run_id: str, check_index: int) -> list[int]:
         with self._session() as s:
-            done = select(ResultRow.row_index).where(
-                ResultRow.run_id == run_id, ResultRow.check_index == check_index
+            stored = stored_row_ranges(s.connection(), run_id)
+            done = set(
+                s.scalars(
+                    select(ResultRow.row_index).where(
+                        ResultRow.run_id == run_id, ResultRow.check_index == check_index
+                    )
+                )
             )
-            rows = s.scalars(
-                select(RunInputRow.row_index)
-                .where(RunInputRow.run_id == run_id, RunInputRow.row_index.not_in(done))
-                .order_by(RunInputRow.row_index)
-            )
-            return list(rows)
+            return [i for start, stop in stored for i in range(start, stop) if i not in done]
 
     def result_rows(self, run_id: str, check_index: int, start: int, stop: int) -> list[int]:
         """Row indices in ``[start, stop)`` that already have a result for the check."""
@@ -438,5 +432,5 @@ class SqlRuns(SqlSessions):
         """Remove a run with its rows and results (operator clean-up)."""
         with self._session() as s:
             s.execute(delete(ResultRow).where(ResultRow.run_id == run_id))
-            s.execute(delete(RunInputRow).where(RunInputRow.run_id == run_id))
+            s.execute(delete(RunRowBlock).where(RunRowBlock.run_id == run_id))
             s.execute(delete(RunRow).where(RunRow.id == run_id))

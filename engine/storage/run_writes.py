@@ -1,10 +1,10 @@
-"""A run's input rows and results written and read on the driver's own terms.
+"""A run's results written on the driver's own terms.
 
-The service path stores every input row of a run and every result of every check: at
-100,000 rows, SQLAlchemy's parameter processing (a dict a row, a bind processor a value,
-``insertmanyvalues`` rebuilding the rows it batches) cost more server CPU than the
-database's own work. Here each value is encoded once, in Python's C JSON encoder, and
-the rows go to the driver without a dict apiece:
+The service path stores every result of every check: at 100,000 rows, SQLAlchemy's
+parameter processing (a dict a row, a bind processor a value, ``insertmanyvalues``
+rebuilding the rows it batches) cost more server CPU than the database's own work. Here
+each value is encoded once, in Python's C JSON encoder, and the rows go to the driver
+without a dict apiece:
 
 - SQLite: a multi-row ``INSERT ... VALUES (...), (...)`` of up to :data:`ROWS_PER_STATEMENT`
   rows, one step of SQLite each (an ``executemany`` takes the GIL back at every row, and
@@ -16,14 +16,15 @@ the rows go to the driver without a dict apiece:
 Statements go through ``Connection.exec_driver_sql``: the session's transaction, and its
 error translation, without SQLAlchemy's per-value processing. The stored values are what
 the ORM stored (JSON text from ``json.dumps``, ``null`` for a missing score or metadata):
-the tables, their indexes and every reader are unchanged.
+``row_results``, its indexes and every reader are unchanged. A run's input rows are
+stored in blocks (``engine/storage/run_blocks.py``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
@@ -34,15 +35,11 @@ from engine.nul import without_nul
 __all__ = [
     "RESULT_COLUMNS",
     "ResultValues",
-    "insert_input_rows",
     "insert_results",
-    "read_input_rows",
 ]
 
 #: Rows a SQLite statement at most (its variable limit is read from the connection too).
 ROWS_PER_STATEMENT = 500
-#: Input rows a SQLite statement at most (three columns a row).
-INPUT_ROWS_PER_STATEMENT = 2000
 #: Rows a PostgreSQL statement at most: arrays of this many values each.
 ROWS_PER_ARRAY = 5000
 
@@ -211,66 +208,6 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
             inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
         return inserted
     raise StorageError(f"unsupported database dialect {dialect}")  # pragma: no cover
-
-
-def insert_input_rows(conn: Connection, run_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
-    """Store a run's input rows (indexed from 0, in order) in ``conn``'s transaction, each
-    as ``json.dumps`` of its mapping; returns how many."""
-    dialect = conn.dialect.name
-    count = 0
-    if dialect == "sqlite":
-        per = max(1, min(INPUT_ROWS_PER_STATEMENT, _sqlite_variables(conn) // 3))
-        for batch in _batches(rows, per):
-            placeholders = ", ".join(["(?, ?, ?)"] * len(batch))
-            sql = f"INSERT INTO run_rows (run_id, row_index, data) VALUES {placeholders}"  # nosec B608 (placeholders only)
-            params: list[Any] = []
-            for row in batch:
-                params.extend((run_id, count, json.dumps(_plain(row))))
-                count += 1
-            conn.exec_driver_sql(sql, tuple(params))
-        return count
-    if dialect == "postgresql":
-        sql = (
-            "INSERT INTO run_rows (run_id, row_index, data) "
-            "SELECT %s, %s + n - 1, d::json FROM unnest(%s::text[]) WITH ORDINALITY AS t(d, n)"
-        )
-        for batch in _batches(rows, ROWS_PER_ARRAY):
-            texts = [json.dumps(_plain(row)) for row in batch]
-            conn.exec_driver_sql(sql, (run_id, count, texts))
-            count += len(texts)
-        return count
-    raise StorageError(f"unsupported database dialect {dialect}")  # pragma: no cover
-
-
-def read_input_rows(
-    conn: Connection, run_id: str, low: int, high: int
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """A run's input rows with ``low <= row_index <= high``, decoded, by index."""
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-    found = conn.exec_driver_sql(
-        "SELECT row_index, data FROM run_rows "  # nosec B608 (marks only)
-        f"WHERE run_id = {mark} AND row_index >= {mark} AND row_index <= {mark}",
-        (run_id, low, high),
-    )
-    loads = json.loads
-    for index, data in found:
-        # SQLite hands back the stored text; psycopg has decoded a json column already
-        yield index, (loads(data) if isinstance(data, str | bytes) else data)
-
-
-def _plain(row: Mapping[str, Any]) -> Any:
-    return row if isinstance(row, dict) else dict(row)
-
-
-def _batches(rows: Iterable[Mapping[str, Any]], size: int) -> Iterator[list[Mapping[str, Any]]]:
-    batch: list[Mapping[str, Any]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _count(rowcount: int | None) -> int:

@@ -141,14 +141,17 @@ class RunRow(Base):
     summary: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
-class RunInputRow(Base):
-    """One input row of a run, stored at submission."""
+class RunRowBlock(Base):
+    """A block of a run's input rows, stored at submission (migration 0019): ``rows`` is
+    the JSON array of rows ``row_start`` to ``row_stop - 1`` (``engine/storage/run_blocks.py``).
+    Rows are read back by index only."""
 
-    __tablename__ = "run_rows"
+    __tablename__ = "run_row_blocks"
 
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    row_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    row_start: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_stop: Mapped[int] = mapped_column(Integer)
+    rows: Mapped[str] = mapped_column(Text)
 
 
 class ResultRow(Base):

@@ -17,8 +17,8 @@ from engine.storage.tables import (
     ApiKeyRow,
     CheckVersionRow,
     ResultRow,
-    RunInputRow,
     RunRow,
+    RunRowBlock,
     TenantRow,
 )
 
@@ -124,7 +124,14 @@ class SqlTenants(SqlSessions):
                     s, select(CheckVersionRow.id).where(CheckVersionRow.tenant_id == tenant_id)
                 ),
                 runs=_count(s, runs),
-                rows=_count(s, select(RunInputRow.run_id).where(RunInputRow.run_id.in_(runs))),
+                rows=int(
+                    s.scalar(
+                        select(
+                            func.coalesce(func.sum(RunRowBlock.row_stop - RunRowBlock.row_start), 0)
+                        ).where(RunRowBlock.run_id.in_(runs))
+                    )
+                    or 0
+                ),
                 results=_count(s, select(ResultRow.run_id).where(ResultRow.run_id.in_(runs))),
             )
 

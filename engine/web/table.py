@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, and_, or_, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from engine.runs.export import FIELDS, record
-from engine.storage.tables import ResultRow, RunInputRow
+from engine.storage.run_blocks import ROWS_PER_BLOCK, read_rows_at
+from engine.storage.tables import ResultRow
 
 SORTS = ("row", "score_asc", "score_desc")
 PAGE_SIZE = 50
@@ -93,14 +94,9 @@ class TablePage:
     searched: int | None = None
 
 
-def _text(columns: Any, text: str) -> ColumnElement[bool]:
-    """Where ``text`` occurs in a result's text or its row's model output (joined on the row)."""
-    return or_(
-        columns.explanation.icontains(text, autoescape=True),
-        columns.error.icontains(text, autoescape=True),
-        columns.output.icontains(text, autoescape=True),
-        RunInputRow.data["model_output"].as_string().icontains(text, autoescape=True),
-    )
+def _contains(text: str, *values: object) -> bool:
+    """Whether ``text`` (lower case) occurs in any of ``values`` that is a string, in any case."""
+    return any(isinstance(v, str) and text in v.lower() for v in values)
 
 
 def _where(run_id: str, f: TableFilter) -> list[ColumnElement[bool]]:
@@ -166,24 +162,7 @@ def _results(
             rows = list(s.scalars(scan.limit(limit)))
             s.expunge_all()
             return rows, None
-        window = scan.limit(SEARCH_WINDOW).subquery()
-        found = aliased(ResultRow, window)
-        orders: dict[str, list[Any]] = {
-            "row": [found.row_index],
-            "score_asc": [found.score_num.asc(), found.row_index],
-            "score_desc": [found.score_num.desc(), found.row_index],
-        }
-        query = (
-            select(found)
-            .outerjoin(
-                RunInputRow,
-                and_(RunInputRow.run_id == found.run_id, RunInputRow.row_index == found.row_index),
-            )
-            .where(_text(found, f.text))
-            .order_by(*orders[f.sort])
-            .limit(limit)
-        )
-        rows = list(s.scalars(query))
+        rows = _search(s, run_id, f, cursor, limit)
         s.expunge_all()
         last = s.execute(
             select(ResultRow.row_index, ResultRow.score_num)
@@ -195,16 +174,56 @@ def _results(
     return rows, None if last is None else _cursor(f, int(last[0]), last[1])
 
 
+def _search(
+    s: Session, run_id: str, f: TableFilter, cursor: str | None, limit: int
+) -> list[ResultRow]:
+    """Up to ``limit`` results of the window after ``cursor`` whose text or row's model
+    output holds ``f.text`` in any case, in table order.
+
+    The input rows are stored in blocks of JSON (``engine/storage/run_blocks.py``), which
+    SQL does not look inside: the model outputs are read a block at a time, only for the
+    results whose own text does not match, and not past the page's last match.
+    """
+    text = (f.text or "").lower()
+    window = s.execute(
+        select(ResultRow.row_index, ResultRow.explanation, ResultRow.error, ResultRow.output)
+        .where(*_where(run_id, f), *_after(f, cursor))
+        .order_by(*_order(f))
+        .limit(SEARCH_WINDOW)
+    ).all()
+    blocks: dict[int, dict[int, dict[str, Any]]] = {}
+    matched: list[int] = []
+    for index, explanation, error, output in window:
+        if not _contains(text, explanation, error, output):
+            start = index - index % ROWS_PER_BLOCK
+            if start not in blocks:
+                span = range(start, start + ROWS_PER_BLOCK)
+                blocks[start] = read_rows_at(s.connection(), run_id, span)
+            if not _contains(text, blocks[start].get(index, {}).get("model_output")):
+                continue
+        matched.append(index)
+        if len(matched) >= limit:
+            break
+    if not matched:
+        return []
+    found = {
+        r.row_index: r
+        for r in s.scalars(
+            select(ResultRow).where(
+                ResultRow.run_id == run_id,
+                ResultRow.check_index == f.check_index,
+                ResultRow.row_index.in_(matched),
+            )
+        )
+    }
+    return [found[i] for i in matched if i in found]
+
+
 def _inputs(db: Engine, run_id: str, indices: list[int]) -> dict[int, dict[str, Any]]:
     if not indices:
         return {}
     with db.connect() as conn:
-        found = conn.execute(
-            select(RunInputRow.row_index, RunInputRow.data).where(
-                RunInputRow.run_id == run_id, RunInputRow.row_index.in_(indices)
-            )
-        )
-        return {int(i): dict(d) for i, d in found}
+        return read_rows_at(conn, run_id, indices)
 
 
 def read_page(

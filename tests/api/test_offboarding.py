@@ -105,7 +105,10 @@ def test_delete_removes_the_tenants_data_and_is_audited(
             )
             assert left == 0, table
         assert (
-            conn.scalar(text("SELECT count(*) FROM run_rows WHERE run_id = :r"), {"r": run.id}) == 0
+            conn.scalar(
+                text("SELECT count(*) FROM run_row_blocks WHERE run_id = :r"), {"r": run.id}
+            )
+            == 0
         )
     assert api.client.get("/v1/checks", headers=kept).json()  # the other tenant keeps its check
     deleted = [d for a, d in _events(api.store, gone_id) if a == "tenant.deleted"]
@@ -142,7 +145,8 @@ def test_prune_deletes_finished_runs_past_their_age_and_dry_run_only_counts(
     assert done.output.startswith("deleted 2 runs (4 rows, 0 results) finished before ")
     with api.store.engine.connect() as conn:
         ids = set(conn.scalars(text("SELECT id FROM runs")))
-        assert conn.scalar(text("SELECT count(*) FROM run_rows")) == 4
+        stored = "SELECT coalesce(sum(row_stop - row_start), 0) FROM run_row_blocks"
+        assert conn.scalar(text(stored)) == 4
     assert ids == {running, recent}
     assert old not in ids and old_failed not in ids
 

@@ -1,6 +1,7 @@
-"""A run's input rows and results written straight to the driver (``engine.storage.run_writes``)
-read back as they were given, on SQLite and PostgreSQL: awkward text, JSON the dashboard's
-SQL reads, batches past one statement, duplicates left out and counted out."""
+"""A run's input rows (in blocks, ``engine.storage.run_blocks``) and results written straight
+to the driver (``engine.storage.run_writes``) read back as they were given, on SQLite and
+PostgreSQL: awkward text, blocks and batches past one statement, duplicates left out and
+counted out."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 from sqlalchemy import select
 
 from engine.contract import Status
-from engine.models import ResultColumns, RowResult
+from engine.models import ResultColumns, Row, RowResult
 from engine.storage import new_id, open_store
-from engine.storage.run_writes import MODEL_CHARS, ROWS_PER_ARRAY, ROWS_PER_STATEMENT
-from engine.storage.tables import ResultRow, RunInputRow
+from engine.storage.run_blocks import ROWS_PER_BLOCK
+from engine.storage.run_writes import MODEL_CHARS, ROWS_PER_ARRAY
+from engine.storage.tables import ResultRow, RunRowBlock
 from tests.conftest import queued_run
 
 AWKWARD = "tab\there, newline\nthere, back\\slash, quote \" and ', é, 日本, 🙂"
@@ -34,22 +36,43 @@ def test_input_rows_read_back_as_given(database_url: str) -> None:
     store = open_store(database_url)
     try:
         tenant = store.create_tenant(f"writes-{new_id('t')}")
-        rows = _rows(2 * ROWS_PER_STATEMENT * 4 + 3)  # past one SQLite statement of rows
+        rows = _rows(2 * ROWS_PER_BLOCK + 3)  # two whole blocks and a short one
         run = queued_run(tenant.id, len(rows))
         store.create_run(run, iter(rows), None)
         every = store.load_rows(run.id, list(range(len(rows))))
         assert every == dict(enumerate(rows))
-        assert store.load_rows(run.id, [3, 4001, 7]) == {3: rows[3], 7: rows[7], 4001: rows[4001]}
+        wanted = [3, 2001, 7, 1999, 2002, 1000]
+        assert store.load_rows(run.id, wanted) == {i: rows[i] for i in wanted}
+        assert store.load_rows(run.id, [len(rows), 10**6]) == {}  # past the run's rows
         assert store.load_rows(run.id, []) == {}
-        # stored as JSON the database reads: the dashboard's text search looks inside it
         with store.engine.connect() as conn:
-            outputs = conn.scalars(
-                select(RunInputRow.data["model_output"].as_string()).where(
-                    RunInputRow.run_id == run.id, RunInputRow.row_index == 5
-                )
+            blocks = conn.execute(
+                select(RunRowBlock.row_start, RunRowBlock.row_stop)
+                .where(RunRowBlock.run_id == run.id)
+                .order_by(RunRowBlock.row_start)
             ).all()
-        assert outputs == [rows[5]["model_output"]]
+        assert [tuple(b) for b in blocks] == [(0, 1000), (1000, 2000), (2000, 2003)]
         assert store.missing_rows(run.id, 0) == list(range(len(rows)))
+        store.save_results(
+            run.id, [(0, i, RowResult(status=Status.OK, score=True)) for i in (0, 1500)]
+        )
+        missing = store.missing_rows(run.id, 0)
+        assert len(missing) == len(rows) - 2 and 0 not in missing and 1500 not in missing
+    finally:
+        store.engine.dispose()
+
+
+def test_validated_rows_read_back_as_the_rows_they_were(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        given = [Row.model_validate(r) for r in _rows(5)]
+        run = queued_run(tenant.id, len(given))
+        store.create_run(run, (r.model_dump(mode="json") for r in given), None)  # as the service
+        assert store.load_rows(run.id, range(5)) == {
+            i: r.model_dump(mode="json") for i, r in enumerate(given)
+        }
+        assert [Row.stored(d) for d in store.load_rows(run.id, range(5)).values()] == given
     finally:
         store.engine.dispose()
 

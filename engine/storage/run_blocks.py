@@ -1,0 +1,119 @@
+"""A run's input rows stored a block at a time (``run_row_blocks``, migration 0019).
+
+One database row holds up to :data:`ROWS_PER_BLOCK` consecutive input rows of a run as one
+JSON array (``rows``, text), rows ``row_start`` to ``row_stop - 1``. A 100,000-row run is
+100 database rows: a block is encoded by one ``json.dumps`` and decoded by one
+``json.loads``, where a row a database row cost an encode, a decode and three bound values
+a row on the service path. Rows are read by index only (a chunk's rows, a page of the
+dashboard's table, an export's batch): no reader looks inside them in SQL.
+
+A block never holds more than :data:`ROWS_PER_BLOCK` rows and never skips an index inside
+it, so the blocks holding rows ``low..high`` start after ``low - ROWS_PER_BLOCK`` and at or
+before ``high``: both bounds are on the primary key.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from sqlalchemy import Connection
+
+from engine.errors import StorageError
+
+__all__ = [
+    "ROWS_PER_BLOCK",
+    "insert_row_blocks",
+    "read_rows_at",
+    "row_blocks",
+    "stored_row_ranges",
+]
+
+#: Input rows a block at most (migration 0019 moved older runs' rows in blocks of this size).
+ROWS_PER_BLOCK = 1000
+#: Blocks a SQLite statement at most (four values a block).
+BLOCKS_PER_STATEMENT = 50
+
+
+def row_blocks(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[int, int, str]]:
+    """``(row_start, row_stop, JSON text)`` of each block of ``rows``, indexed from 0."""
+    start = 0
+    block: list[Any] = []
+    for row in rows:
+        block.append(row if isinstance(row, dict) else dict(row))
+        if len(block) >= ROWS_PER_BLOCK:
+            yield start, start + len(block), json.dumps(block)
+            start += len(block)
+            block = []
+    if block:
+        yield start, start + len(block), json.dumps(block)
+
+
+def insert_row_blocks(conn: Connection, run_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Store a run's input rows (indexed from 0, in order) in ``conn``'s transaction, a
+    block of :data:`ROWS_PER_BLOCK` a database row; returns how many rows."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        mark = "(?, ?, ?, ?)"
+    elif dialect == "postgresql":
+        mark = "(%s, %s, %s, %s)"
+    else:  # pragma: no cover
+        raise StorageError(f"unsupported database dialect {dialect}")
+    count = 0
+    pending: list[tuple[int, int, str]] = []
+
+    def flush() -> None:
+        sql = (
+            "INSERT INTO run_row_blocks (run_id, row_start, row_stop, rows) VALUES "  # nosec B608 (marks only)
+            + ", ".join([mark] * len(pending))
+        )
+        conn.exec_driver_sql(sql, tuple(v for b in pending for v in (run_id, *b)))
+        pending.clear()
+
+    for block in row_blocks(rows):
+        pending.append(block)
+        count = block[1]
+        if len(pending) >= BLOCKS_PER_STATEMENT:
+            flush()
+    if pending:
+        flush()
+    return count
+
+
+def read_rows_at(
+    conn: Connection, run_id: str, indices: Iterable[int]
+) -> dict[int, dict[str, Any]]:
+    """A run's input rows at ``indices`` (those it has), decoded, by index."""
+    wanted = sorted(set(indices))
+    if not wanted:
+        return {}
+    low, high = wanted[0], wanted[-1]
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    found = conn.exec_driver_sql(
+        "SELECT row_start, row_stop, rows FROM run_row_blocks "  # nosec B608 (marks only)
+        f"WHERE run_id = {mark} AND row_start > {mark} AND row_start <= {mark} "
+        "ORDER BY row_start",
+        (run_id, low - ROWS_PER_BLOCK, high),
+    )
+    out: dict[int, dict[str, Any]] = {}
+    loads = json.loads
+    for start, stop, text in found:
+        taken = wanted[bisect_left(wanted, start) : bisect_left(wanted, stop)]
+        if taken:
+            block = loads(text)
+            for i in taken:
+                out[i] = block[i - start]
+    return out
+
+
+def stored_row_ranges(conn: Connection, run_id: str) -> list[tuple[int, int]]:
+    """``(row_start, row_stop)`` of a run's blocks, in order."""
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    found = conn.exec_driver_sql(
+        "SELECT row_start, row_stop FROM run_row_blocks "  # nosec B608 (marks only)
+        f"WHERE run_id = {mark} ORDER BY row_start",
+        (run_id,),
+    )
+    return [(int(a), int(b)) for a, b in found]

@@ -109,12 +109,13 @@ class Calls:
         self.start = start
         self.stop = stop
         self.columns: Mapping[str, list[Any]] = job["columns"]
-        bound: tuple[str, ...] = entry.signature.bound
-        #: The inputs whose absence skips the row, and their values (None: no column).
+        named: tuple[str, ...] = entry.signature.parameters
+        #: The inputs whose absence skips the row, and their values (None: no column): the
+        #: ones ``evaluate`` names (``**kwargs`` takes the others as they are, null or not).
         self.required = [
             (name, self.columns.get(name))
             for name in contract.REQUIRABLE_PARAMETERS
-            if name in bound
+            if name in named
         ]
 
     def lacking(self) -> dict[int, list[str]]:

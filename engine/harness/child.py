@@ -134,8 +134,9 @@ class Entry:
 
     @property
     def parameters(self) -> list[str]:
-        """What the loaded record declares (the requirable inputs the host checks)."""
-        return list(self.signature.bound)
+        """What the loaded record declares (the requirable inputs the host checks): the
+        parameters ``evaluate`` names, not those ``**kwargs`` takes."""
+        return list(self.signature.parameters)
 
 
 def load_check(job: dict[str, Any]) -> Entry:

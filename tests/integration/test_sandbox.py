@@ -90,6 +90,22 @@ def test_missing_required_input_is_skipped(runner: SandboxRunner) -> None:
     assert "scenario_input" in (results[0].error or "")
 
 
+def test_kwargs_takes_the_inputs_a_row_lacks_as_null(runner: SandboxRunner) -> None:
+    # ``**fields`` requires nothing beyond what evaluate names: a row without a scenario is
+    # scored, with the scenario's inputs passed as None; one it names is still required.
+    source = (
+        "def evaluate(model_output, **fields):\n"
+        "    scenario = ('scenario_input', 'scenario_result')\n"
+        "    return all(k in fields and fields[k] is None for k in scenario)\n"
+    )
+    results = runner.run_check(CodeCheck(source=source), [{"model_output": "a"}], FAST)
+    assert (results[0].status, results[0].score) == (Status.OK, True), results[0].error
+    named = "def evaluate(model_output, scenario_result, **fields):\n    return True\n"
+    results = runner.run_check(CodeCheck(source=named), [{"model_output": "a"}], FAST)
+    assert results[0].status is Status.SKIPPED
+    assert "scenario_result" in (results[0].error or "")
+
+
 def test_printed_output_is_returned_with_the_row(runner: SandboxRunner) -> None:
     results = run(
         runner, "def evaluate(model_output):\n    print('saw', model_output)\n    return 1\n"

@@ -202,6 +202,30 @@ _MODULE_NAMES = frozenset(
 _TYPE_PARAMS = frozenset({"TypeVar", "ParamSpec", "TypeVarTuple"})
 
 
+def _imported(node: ast.Import | ast.ImportFrom) -> tuple[list[str], bool]:
+    """The names an import binds, and whether it is an ``import *``."""
+    names = [alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*"]
+    return names, len(names) < len(node.names)
+
+
+def _defined(node: ast.AST) -> tuple[str, ...]:
+    """The names a node other than a name or an import binds: a definition, an argument,
+    an ``except ... as``, a ``global``/``nonlocal``, a match capture or a type parameter."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return (node.name,)
+    if isinstance(node, ast.arg):
+        return (node.arg,)
+    if isinstance(node, ast.Global | ast.Nonlocal):
+        return tuple(node.names)
+    if isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar):
+        return (node.name,) if node.name else ()
+    if isinstance(node, ast.MatchMapping):
+        return (node.rest,) if node.rest else ()
+    if type(node).__name__ in _TYPE_PARAMS:  # PEP 695 (Python 3.12+)
+        return (str(getattr(node, "name", "")),)
+    return ()
+
+
 def _bound_and_used(tree: ast.AST) -> tuple[set[str], dict[str, int], bool]:
     """Names bound anywhere, names read (with their first line), whether ``import *`` occurs."""
     bound: set[str] = set()
@@ -214,25 +238,11 @@ def _bound_and_used(tree: ast.AST) -> tuple[set[str], dict[str, int], bool]:
             else:
                 bound.add(node.id)
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                if alias.name == "*":
-                    star = True
-                else:
-                    bound.add(alias.asname or alias.name.split(".")[0])
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            bound.update(node.names)
-        elif isinstance(node, ast.MatchAs | ast.MatchStar) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, ast.MatchMapping) and node.rest:
-            bound.add(node.rest)
-        elif type(node).__name__ in _TYPE_PARAMS:  # PEP 695 (Python 3.12+)
-            bound.add(str(getattr(node, "name", "")))
+            names, starred = _imported(node)
+            bound.update(names)
+            star = star or starred
+        else:
+            bound.update(_defined(node))
     return bound, used, star
 
 

@@ -22,7 +22,7 @@ from engine.web import table
 from tests.api.conftest import AppFactory
 
 BEFORE = "0018"
-ROWS = 2503  # three blocks, the last one short
+ROWS = 2503  # blocks of 100, the last one short
 
 _RUN_ROWS = sa.table(
     "run_rows", sa.column("run_id"), sa.column("row_index"), sa.column("data", sa.JSON)
@@ -35,7 +35,7 @@ def _row(i: int) -> dict[str, Any]:
         "model_output": f"output {i}" + (" needle" if i in (17, 2502) else ""),
         "scenario_input": {"q": i, "text": 'tab\t"quote" é'},
         "scenario_result": None,
-        "metadata": {},
+        "metadata": {"big": 2**70 + i},  # past 64 bits: read back exactly after the move
     }
 
 
@@ -95,7 +95,7 @@ def test_a_run_stored_before_is_browsed_and_exported_after(
             blocks = conn.execute(
                 sa.text("SELECT row_start, row_stop FROM run_row_blocks ORDER BY row_start")
             ).all()
-        assert [tuple(b) for b in blocks] == [(0, 1000), (1000, 2000), (2000, ROWS)]
+        assert [tuple(b) for b in blocks] == [(s, min(s + 100, ROWS)) for s in range(0, ROWS, 100)]
 
         api = make_api()
         headers = {"Authorization": f"Bearer {issue_key(api.store, 'ten_1').secret}"}

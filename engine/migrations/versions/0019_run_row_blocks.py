@@ -1,7 +1,7 @@
 """run row blocks: a run's input rows stored a block of rows at a time
 
 ``run_rows`` (one row a database row) becomes ``run_row_blocks``: one JSON array of up
-to 1,000 consecutive input rows a database row (``engine/storage/run_blocks.py``). Each
+to 100 consecutive input rows a database row (``engine/storage/run_blocks.py``). Each
 stored row moves as its stored JSON text, unchanged; results (``row_results``) and their
 indexes stay as they are. Going down makes the rows one a database row again.
 
@@ -25,7 +25,7 @@ branch_labels = None
 depends_on = None
 
 #: Rows a block (engine.storage.run_blocks.ROWS_PER_BLOCK when this migration was written).
-ROWS_PER_BLOCK = 1000
+ROWS_PER_BLOCK = 100
 #: Rows read a statement when moving a run's rows.
 READ = 10_000
 
@@ -84,7 +84,10 @@ def _blocks(bind: Any, run_id: str) -> Iterator[dict[str, Any]]:
 
 
 def _block(run_id: str, start: int, stop: int, texts: list[str]) -> dict[str, Any]:
-    return {"run_id": run_id, "row_start": start, "row_stop": stop, "rows": f"[{','.join(texts)}]"}
+    # "[ " marks a block written by json (engine.storage.run_blocks.JSON_MARK): its rows'
+    # stored text may hold integers past 64 bits, which only json reads back exactly
+    rows = f"[ {','.join(texts)}]"
+    return {"run_id": run_id, "row_start": start, "row_stop": stop, "rows": rows}
 
 
 def downgrade() -> None:

@@ -48,13 +48,13 @@ def _plain_scalar(value: Any) -> Any:
     return value
 
 
-def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
-    """Turn what ``evaluate`` returned into a :class:`Score`, or raise :class:`InvalidScore`.
+#: Scores of exactly these types are the common case: nothing to unwrap or convert.
+_PLAIN_SCORE_TYPES = frozenset({bool, int, float})
 
-    ``bool`` is recognised before ``int``. An ``int`` is accepted where ``float``
-    is expected (widened); nothing else changes type. NaN, infinities and ints
-    outside the signed 64-bit range are invalid.
-    """
+
+def _unwrap(value: Any) -> tuple[Any, Any, Any]:
+    """A ``(score, explanation)`` tuple, a ``CheckResponse`` or a score mapping to its
+    score, explanation and metadata; the score made a plain Python scalar."""
     explanation: Any = None
     metadata: Any = None
     if isinstance(value, tuple):
@@ -80,8 +80,44 @@ def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
         explanation = value.get("explanation")
         metadata = value.get("metadata")
         value = value["score"]
+    return _plain_scalar(value), explanation, metadata
 
-    value = _plain_scalar(value)
+
+def _widened(
+    value: bool | int | float, actual: OutputType, expected: OutputType
+) -> tuple[float, OutputType]:
+    """A score of another type than ``expected``: an int widened to the float expected,
+    anything else refused."""
+    if expected is OutputType.FLOAT and actual is OutputType.INT:
+        return float(value), OutputType.FLOAT
+    raise InvalidScore(f"expected a {expected.value} score, got {_describe(value)}")
+
+
+def _annotated(
+    value: bool | int | float, actual: OutputType, explanation: Any, metadata: Any
+) -> Score:
+    """The score with its explanation (made text, cut to length) and metadata (a dict)."""
+    if explanation is not None and not isinstance(explanation, str):
+        explanation = str(explanation)
+    if explanation is not None and len(explanation) > MAX_EXPLANATION_CHARS:
+        explanation = explanation[: MAX_EXPLANATION_CHARS - 3] + "..."
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidScore(f"CheckResponse.metadata must be a dict, got {_describe(metadata)}")
+    return Score(value, actual, explanation, metadata)
+
+
+def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
+    """Turn what ``evaluate`` returned into a :class:`Score`, or raise :class:`InvalidScore`.
+
+    ``bool`` is recognised before ``int``. An ``int`` is accepted where ``float``
+    is expected (widened); nothing else changes type. NaN, infinities and ints
+    outside the signed 64-bit range are invalid.
+    """
+    explanation: Any = None
+    metadata: Any = None
+    # Runs once a row in the container: a plain bool, int or float takes no helper call.
+    if type(value) not in _PLAIN_SCORE_TYPES:
+        value, explanation, metadata = _unwrap(value)
     if isinstance(value, bool):
         actual = OutputType.BOOL
     elif isinstance(value, int):
@@ -96,15 +132,7 @@ def coerce_score(value: Any, expected: OutputType | None = None) -> Score:
         raise InvalidScore(f"score must be bool, int or float, got {_describe(value)}")
 
     if expected is not None and actual is not expected:
-        if expected is OutputType.FLOAT and actual is OutputType.INT:
-            value, actual = float(value), OutputType.FLOAT
-        else:
-            raise InvalidScore(f"expected a {expected.value} score, got {_describe(value)}")
-
-    if explanation is not None and not isinstance(explanation, str):
-        explanation = str(explanation)
-    if explanation is not None and len(explanation) > MAX_EXPLANATION_CHARS:
-        explanation = explanation[: MAX_EXPLANATION_CHARS - 3] + "..."
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidScore(f"CheckResponse.metadata must be a dict, got {_describe(metadata)}")
-    return Score(value, actual, explanation, metadata)
+        value, actual = _widened(value, actual, expected)
+    if explanation is None and metadata is None:
+        return Score(value, actual)
+    return _annotated(value, actual, explanation, metadata)

@@ -82,6 +82,15 @@ def http_response(
     return head.encode("latin-1") + body
 
 
+def header_map(lines: list[str]) -> dict[str, str]:
+    """Header lines to a map of lower-cased names to stripped values (the last one wins)."""
+    headers = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers
+
+
 class Conn:
     """One accepted connection: reading its request, then waiting for the host's reply."""
 
@@ -186,47 +195,69 @@ class Gateway:
     def parse(self, conn: Conn) -> list[dict[str, Any]]:
         """Read what ``conn`` has of its request; once whole, hold it for a slot (records
         for the host that go at once), or refuse it with an HTTP error."""
-        if conn.head is None:
-            end = conn.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                if len(conn.buffer) > MAX_HEADER_BYTES:
-                    self.refuse(conn, 413, "request headers too large")
-                return []
-            if end > MAX_HEADER_BYTES:
-                self.refuse(conn, 413, "request headers too large")
-                return []
-            lines = bytes(conn.buffer[:end]).decode("latin-1").split("\r\n")
-            parts = lines[0].split(" ")
-            if len(parts) != 3:
-                self.refuse(conn, 400, "malformed request line")
-                return []
-            method, path = parts[0], parts[1]
-            headers = {}
-            for line in lines[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
-            if "chunked" in headers.get("transfer-encoding", "").lower():
-                self.refuse(conn, 411, "send the request with a Content-Length, not chunked")
-                return []
-            try:
-                length = int(headers.get("content-length", "0"))
-            except ValueError:
-                self.refuse(conn, 400, "bad Content-Length")
-                return []
-            if length < 0 or length > self.max_request_bytes:
-                self.refuse(
-                    conn,
-                    413,
-                    f"a model request of {length} bytes is over the gateway's limit of "
-                    f"{self.max_request_bytes} bytes (the operator's max_record_bytes)",
-                )
-                return []
-            conn.head = (method, path, length)
-            conn.body_at = end + 4
-            conn.keep = parts[2] == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        method, path, length = conn.head
+        head = conn.head or self.read_head(conn)
+        if head is None:
+            return []
+        method, path, length = head
         if len(conn.buffer) - conn.body_at < length:
             return []
+        record = self.take_body(conn, method, path, length)
+        if record is None:
+            return []
+        conn.held = True
+        self.held.append((conn, record))
+        return self.release()
+
+    def read_head(self, conn: Conn) -> tuple[str, str, int] | None:
+        """The request line and headers, once whole, into ``conn.head`` (and returned):
+        None while more is to come, or when refused (too large, malformed, no usable
+        length)."""
+        end = conn.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(conn.buffer) > MAX_HEADER_BYTES:
+                self.refuse(conn, 413, "request headers too large")
+            return None
+        if end > MAX_HEADER_BYTES:
+            self.refuse(conn, 413, "request headers too large")
+            return None
+        lines = bytes(conn.buffer[:end]).decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            self.refuse(conn, 400, "malformed request line")
+            return None
+        headers = header_map(lines[1:])
+        length = self.body_length(conn, headers)
+        if length is None:
+            return None
+        conn.head = (parts[0], parts[1], length)
+        conn.body_at = end + 4
+        conn.keep = parts[2] == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+        return conn.head
+
+    def body_length(self, conn: Conn, headers: dict[str, str]) -> int | None:
+        """The request body's length from its Content-Length, or None (refused) when it is
+        chunked, unreadable or over the gateway's limit."""
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            self.refuse(conn, 411, "send the request with a Content-Length, not chunked")
+            return None
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            self.refuse(conn, 400, "bad Content-Length")
+            return None
+        if length < 0 or length > self.max_request_bytes:
+            self.refuse(
+                conn,
+                413,
+                f"a model request of {length} bytes is over the gateway's limit of "
+                f"{self.max_request_bytes} bytes (the operator's max_record_bytes)",
+            )
+            return None
+        return length
+
+    def take_body(self, conn: Conn, method: str, path: str, length: int) -> dict[str, Any] | None:
+        """The whole body taken from the buffer into an ``llm`` record (its id set when it
+        is sent), or None (refused) when it is not UTF-8 or the record is over the limit."""
         body = bytes(conn.buffer[conn.body_at : conn.body_at + length])
         if len(conn.buffer) > conn.body_at + length:
             conn.keep = False  # no pipelining: the rest is dropped with the connection
@@ -235,7 +266,7 @@ class Gateway:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             self.refuse(conn, 400, "the request body is not UTF-8")
-            return []
+            return None
         record = {"t": "llm", "id": self.next_id + 1, "method": method[:16], "path": path[:512]}
         record["body"] = text
         if len(json.dumps(record, ensure_ascii=False).encode()) > self.max_request_bytes:
@@ -245,10 +276,8 @@ class Gateway:
                 f"a model request over the gateway's limit of {self.max_request_bytes} bytes "
                 "(the operator's max_record_bytes)",
             )
-            return []
-        conn.held = True
-        self.held.append((conn, record))
-        return self.release()
+            return None
+        return record
 
     def release(self) -> list[dict[str, Any]]:
         """Held requests sent on, oldest first, while slots are free: records for the host."""

@@ -17,7 +17,7 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
@@ -90,6 +90,124 @@ def _update_each(s: Session, values: Sequence[dict[str, Any]]) -> None:
         s.execute(statement, [{f"b_{k}": x for k, x in v.items()} for v in rows])
 
 
+def _existing_scores(
+    s: Session, tenant_id: str, version_id: str, keys: set[tuple[str, str]]
+) -> dict[tuple[str, str, str], tuple[str, str]]:
+    """The scores of rule version ``version_id`` already stored for the (trace, span)
+    ``keys``: (trace, span, check key) to (score id, status)."""
+    existing: dict[tuple[str, str, str], tuple[str, str]] = {}
+    # by trace ids on the (tenant, trace) index, the spans picked out here: SQLite
+    # reads a (trace, span) IN list through the index's first column alone, which
+    # here is every score of the rule version
+    for chunk in chunks(sorted({t for t, _ in keys})):
+        rows = s.execute(
+            select(
+                SpanScoreRow.id,
+                SpanScoreRow.trace_id,
+                SpanScoreRow.span_id,
+                SpanScoreRow.check_key,
+                SpanScoreRow.status,
+            ).where(
+                SpanScoreRow.tenant_id == tenant_id,
+                SpanScoreRow.trace_id.in_(chunk),
+                SpanScoreRow.rule_version_id == version_id,
+            )
+        )
+        for row_id, trace_id, span_id, key, status in rows:
+            if (trace_id, span_id) in keys:
+                existing[(trace_id, span_id, key)] = (row_id, status)
+    return existing
+
+
+def _span_status(span: SpanRef, backlog_full: bool) -> ScoreStatus:
+    """The status a new score of ``span`` starts in: a typed skip, or pending."""
+    if span.no_content:
+        return ScoreStatus.NO_CONTENT
+    if backlog_full:
+        return ScoreStatus.BACKLOG
+    return ScoreStatus.PENDING
+
+
+@dataclass
+class _ScorePlan:
+    """What enqueueing does: the scores to insert (span, check index, check, key, status),
+    the stored ones queued again, and the counts by what happened."""
+
+    new: list[tuple[SpanRef, int, dict[str, Any], str, ScoreStatus]] = field(default_factory=list)
+    revived: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+
+def _plan_scores(
+    spans: Sequence[SpanRef],
+    version: RuleVersion,
+    existing: dict[tuple[str, str, str], tuple[str, str]],
+    *,
+    backlog_full: bool,
+    revive: Sequence[ScoreStatus],
+) -> _ScorePlan:
+    """For each span and pinned check once: a new score, a stored one queued again (its
+    status in ``revive``, or ``no_content`` and the span now has content), or left as it
+    is (``already``)."""
+    plan = _ScorePlan()
+    seen: set[tuple[str, str, str]] = set()
+    for span in spans:
+        status = _span_status(span, backlog_full)
+        for index, check in enumerate(version.checks):
+            key = check_key(check)
+            ident = (span.trace_id, span.span_id, key)
+            if ident in seen:
+                continue
+            seen.add(ident)
+            found = existing.get(ident)
+            if found is None:
+                plan.counts[status.value if status is not ScoreStatus.PENDING else "queued"] += 1
+                plan.new.append((span, index, check, key, status))
+                continue
+            row_id, old = found
+            wakes = old in revive or (old == ScoreStatus.NO_CONTENT and not span.no_content)
+            if wakes and status is ScoreStatus.PENDING:
+                plan.revived.append(row_id)
+                plan.counts["queued"] += 1
+            else:
+                plan.counts["already"] += 1
+    return plan
+
+
+def _new_score_rows(
+    new: Sequence[tuple[SpanRef, int, dict[str, Any], str, ScoreStatus]],
+    tenant_id: str,
+    rule_id: str,
+    version: RuleVersion,
+    origin: str,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The planned new scores as rows to insert."""
+    # one random part per call and a counter: ids as unique as new_id's, without a
+    # call for random bytes per row (a backfill page makes thousands)
+    base = f"score_{secrets.token_hex(7)}"
+    return [
+        {
+            "id": f"{base}{number:06x}",
+            "tenant_id": tenant_id,
+            "rule_id": rule_id,
+            "rule_version_id": version.id,
+            "rule_version": version.version,
+            "trace_id": span.trace_id,
+            "span_id": span.span_id,
+            "span_start_unix_nano": span.start_unix_nano,
+            "check_index": index,
+            "check_name": str(check.get("name", ""))[:200],
+            "check_version": check.get("version"),
+            "check_key": key,
+            "status": status.value,
+            "origin": origin[:40],
+            "created_at": now,
+        }
+        for number, (span, index, check, key, status) in enumerate(new)
+    ]
+
+
 class ScoreQueue(SqlSessions):
     """The queue of span scores, its batches and runs, per tenant."""
 
@@ -121,84 +239,15 @@ class ScoreQueue(SqlSessions):
         keys = {(s.trace_id, s.span_id) for s in spans}
         now = utcnow()
         with self._session() as s:
-            existing: dict[tuple[str, str, str], tuple[str, str]] = {}
-            # by trace ids on the (tenant, trace) index, the spans picked out here: SQLite
-            # reads a (trace, span) IN list through the index's first column alone, which
-            # here is every score of the rule version
-            for chunk in chunks(sorted({t for t, _ in keys})):
-                rows = s.execute(
-                    select(
-                        SpanScoreRow.id,
-                        SpanScoreRow.trace_id,
-                        SpanScoreRow.span_id,
-                        SpanScoreRow.check_key,
-                        SpanScoreRow.status,
-                    ).where(
-                        SpanScoreRow.tenant_id == tenant_id,
-                        SpanScoreRow.trace_id.in_(chunk),
-                        SpanScoreRow.rule_version_id == version.id,
-                    )
-                )
-                for row_id, trace_id, span_id, key, status in rows:
-                    if (trace_id, span_id) in keys:
-                        existing[(trace_id, span_id, key)] = (row_id, status)
-            values: list[dict[str, Any]] = []
-            revived: list[str] = []
-            seen: set[tuple[str, str, str]] = set()
-            # one random part per call and a counter: ids as unique as new_id's, without a
-            # call for random bytes per row (a backfill page makes thousands)
-            base = f"score_{secrets.token_hex(7)}"
-            for span in spans:
-                if span.no_content:
-                    status = ScoreStatus.NO_CONTENT
-                elif backlog_full:
-                    status = ScoreStatus.BACKLOG
-                else:
-                    status = ScoreStatus.PENDING
-                for index, check in enumerate(version.checks):
-                    key = check_key(check)
-                    ident = (span.trace_id, span.span_id, key)
-                    if ident in seen:
-                        continue
-                    seen.add(ident)
-                    found = existing.get(ident)
-                    if found is not None:
-                        row_id, old = found
-                        wakes = old in revive or (
-                            old == ScoreStatus.NO_CONTENT and not span.no_content
-                        )
-                        if wakes and status is ScoreStatus.PENDING:
-                            revived.append(row_id)
-                            counts["queued"] += 1
-                        else:
-                            counts["already"] += 1
-                        continue
-                    counts[status.value if status is not ScoreStatus.PENDING else "queued"] += 1
-                    values.append(
-                        {
-                            "id": f"{base}{len(values):06x}",
-                            "tenant_id": tenant_id,
-                            "rule_id": rule_id,
-                            "rule_version_id": version.id,
-                            "rule_version": version.version,
-                            "trace_id": span.trace_id,
-                            "span_id": span.span_id,
-                            "span_start_unix_nano": span.start_unix_nano,
-                            "check_index": index,
-                            "check_name": str(check.get("name", ""))[:200],
-                            "check_version": check.get("version"),
-                            "check_key": key,
-                            "status": status.value,
-                            "origin": origin[:40],
-                            "created_at": now,
-                        }
-                    )
-            if values:
+            existing = _existing_scores(s, tenant_id, version.id, keys)
+            plan = _plan_scores(spans, version, existing, backlog_full=backlog_full, revive=revive)
+            if plan.new:
+                rows = _new_score_rows(plan.new, tenant_id, rule_id, version, origin, now)
                 statement = self._insert(SpanScoreRow.__table__).on_conflict_do_nothing(
                     index_elements=["rule_version_id", "check_key", "trace_id", "span_id"]
                 )
-                s.execute(statement, values)
-            for chunk in chunks(revived):
+                s.execute(statement, rows)
+            for chunk in chunks(plan.revived):
                 s.execute(
                     update(SpanScoreRow)
                     .where(SpanScoreRow.id.in_(chunk))
@@ -210,7 +259,7 @@ class ScoreQueue(SqlSessions):
                         created_at=now,
                     )
                 )
-        return counts
+        return plan.counts
 
     def backlog(self, tenant_id: str | None = None, rule_id: str | None = None) -> int:
         """Scores waiting: pending, or queued in a run whose results are not back yet."""

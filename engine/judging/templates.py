@@ -56,6 +56,60 @@ def model_check_type(output_type: OutputType | str) -> ModelCheckType:
     return ModelCheckType.SCORE
 
 
+#: An issue found in a template, before its position is known: severity, code, message.
+_Problem = tuple[Literal["error", "warning"], str, str]
+
+
+def _read_token(match: re.Match[str], allowed: str) -> tuple[str, str | None, list[_Problem]]:
+    """One brace token of a template: the text it becomes, the placeholder it names (legacy
+    names rewritten), and what is wrong with it."""
+    token = match.group(0)
+    if token in {"{{", "}}"}:
+        return token, None, []
+    inner = match.group(1)
+    if inner is None:
+        message = f"unmatched {token!r}; write a literal brace as {token * 2!r}"
+        return token, None, [("error", "unbalanced-brace", message)]
+    problems: list[_Problem] = []
+    name = inner.strip()
+    if name in LEGACY_PLACEHOLDERS:
+        new = LEGACY_PLACEHOLDERS[name]
+        message = f"{{{name}}} is a legacy name, rewritten to {{{new}}}"
+        problems.append(("warning", "legacy-placeholder", message))
+        name = new
+    if name in MODEL_CHECK_PLACEHOLDERS:
+        return "{" + name + "}", name, problems
+    hint = (
+        f"unknown placeholder {{{inner}}}; use one of {allowed}"
+        if _IDENTIFIER.match(name)
+        else f"{{{inner}}} is not a placeholder; use one of {allowed}"
+    )
+    problems.append(("error", "unknown-placeholder", hint + ", or write literal braces as {{ }}"))
+    return token, None, problems
+
+
+def _whole_template_problems(
+    template: str, names: list[str], declared: dict[str, bool | None]
+) -> list[_Problem]:
+    """What is wrong with the template as a whole: empty, no ``{model_output}``, or a
+    placeholder used (or not) against its declared ``requires_*`` flag."""
+    problems: list[_Problem] = []
+    if not template.strip():
+        problems.append(("error", "empty-template", "the template is empty"))
+    elif "model_output" not in names:
+        message = "the template never shows the judge {model_output}, the output being judged"
+        problems.append(("error", "missing-model-output", message))
+    for param, flag in declared.items():
+        if flag is None or flag == (param in names):
+            continue
+        if flag:
+            message = f"requires_{param} is declared but the template never uses {{{param}}}"
+        else:
+            message = f"the template uses {{{param}}} but requires_{param} is declared false"
+        problems.append(("error", "requires-mismatch", message))
+    return problems
+
+
 def validate_template(
     template: str,
     *,
@@ -69,77 +123,28 @@ def validate_template(
     last = 0
     allowed = ", ".join("{" + p + "}" for p in MODEL_CHECK_PLACEHOLDERS)
 
-    def issue(severity: Literal["error", "warning"], code: str, msg: str, offset: int) -> None:
+    def issue(problem: _Problem, offset: int) -> None:
         line, col = _position(template, offset)
-        issues.append(Issue(severity=severity, code=code, message=msg, line=line, col=col))
+        severity, code, message = problem
+        issues.append(Issue(severity=severity, code=code, message=message, line=line, col=col))
 
     for match in _TOKEN.finditer(template):
         out.append(template[last : match.start()])
         last = match.end()
-        token = match.group(0)
-        if token in {"{{", "}}"}:
-            out.append(token)
-            continue
-        inner = match.group(1)
-        if inner is None:
-            issue(
-                "error",
-                "unbalanced-brace",
-                f"unmatched {token!r}; write a literal brace as {token * 2!r}",
-                match.start(),
-            )
-            out.append(token)
-            continue
-        name = inner.strip()
-        if name in LEGACY_PLACEHOLDERS:
-            new = LEGACY_PLACEHOLDERS[name]
-            issue(
-                "warning",
-                "legacy-placeholder",
-                f"{{{name}}} is a legacy name, rewritten to {{{new}}}",
-                match.start(),
-            )
-            name = new
-        if name in MODEL_CHECK_PLACEHOLDERS:
-            out.append("{" + name + "}")
-            if name not in names:
-                names.append(name)
-            continue
-        hint = (
-            f"unknown placeholder {{{inner}}}; use one of {allowed}"
-            if _IDENTIFIER.match(name)
-            else f"{{{inner}}} is not a placeholder; use one of {allowed}"
-        )
-        issue(
-            "error",
-            "unknown-placeholder",
-            hint + ", or write literal braces as {{ }}",
-            match.start(),
-        )
-        out.append(token)
+        text, name, problems = _read_token(match, allowed)
+        out.append(text)
+        for problem in problems:
+            issue(problem, match.start())
+        if name is not None and name not in names:
+            names.append(name)
     out.append(template[last:])
 
-    if not template.strip():
-        issue("error", "empty-template", "the template is empty", 0)
-    elif "model_output" not in names:
-        issue(
-            "error",
-            "missing-model-output",
-            "the template never shows the judge {model_output}, the output being judged",
-            0,
-        )
     declared = {
         "scenario_input": requires_scenario_input,
         "scenario_result": requires_scenario_result,
     }
-    for param, flag in declared.items():
-        if flag is None or flag == (param in names):
-            continue
-        if flag:
-            message = f"requires_{param} is declared but the template never uses {{{param}}}"
-        else:
-            message = f"the template uses {{{param}}} but requires_{param} is declared false"
-        issue("error", "requires-mismatch", message, 0)
+    for problem in _whole_template_problems(template, names, declared):
+        issue(problem, 0)
     return TemplateReport("".join(out), tuple(names), tuple(issues))
 
 

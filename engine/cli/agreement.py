@@ -31,26 +31,24 @@ def _fig(fig: Mapping[str, Any] | None) -> str:
     return f"{fig['value']:.3f}{ci}"
 
 
-def render_report(report: Mapping[str, Any]) -> str:
-    """The report as text: counts, the confusion matrix, figures with intervals, verdict."""
-    lines = [
-        f"{report['check']} against labels {report['labels']!r} ({report['label_type']}): "
-        f"n = {report['n']}, " + ", ".join(f"{k}: {v}" for k, v in report["per_class"].items()),
-    ]
-    confusion = report.get("confusion")
-    if confusion:
-        cols = confusion.get("check_labels", confusion["labels"])
-        width = max(8, *(len(str(c)) + 2 for c in cols))
-        lines.append("confusion (rows: people, columns: the check)")
-        lines.append(" " * 10 + "".join(f"{c:>{width}}" for c in cols))
-        for label, row in zip(confusion["labels"], confusion["matrix"], strict=True):
-            lines.append(f"{label:>10}" + "".join(f"{v:>{width}}" for v in row))
+def _confusion_lines(confusion: Mapping[str, Any]) -> list[str]:
+    """The confusion matrix: people's labels as rows, the check's as columns."""
+    cols = confusion.get("check_labels", confusion["labels"])
+    width = max(8, *(len(str(c)) + 2 for c in cols))
+    lines = ["confusion (rows: people, columns: the check)"]
+    lines.append(" " * 10 + "".join(f"{c:>{width}}" for c in cols))
+    for label, row in zip(confusion["labels"], confusion["matrix"], strict=True):
+        lines.append(f"{label:>10}" + "".join(f"{v:>{width}}" for v in row))
+    return lines
+
+
+def _figure_lines(report: Mapping[str, Any]) -> list[str]:
+    """The agreement figures the report has, each with its interval, and the suggested
+    threshold with how it does on the rows it was not chosen on."""
     names = [
         "tpr", "tnr", "accuracy", "f1", "mcc", "kappa", "auc", "spearman", "kendall_tau_b", "mae",
     ]  # fmt: skip
-    for name in names:
-        if name in report:
-            lines.append(f"  {name:<14}{_fig(report[name])}")
+    lines = [f"  {name:<14}{_fig(report[name])}" for name in names if name in report]
     for kind, fig in (report.get("weighted_kappa") or {}).items():
         lines.append(f"  {kind + ' kappa':<14}{_fig(fig)}")
     chosen = report.get("suggested_threshold")
@@ -61,33 +59,56 @@ def render_report(report: Mapping[str, Any]) -> str:
             f"on the {chosen['split']['test']} others: tpr {_fig(test.get('tpr'))}, "
             f"tnr {_fig(test.get('tnr'))})"
         )
+    return lines
+
+
+def _annotator_lines(annotators: Mapping[str, Any]) -> list[str]:
+    """Agreement among the people: alpha, the check against each, and each pair's kappa."""
+    lines = [f"  alpha         {_fig(annotators['alpha'])} ({len(annotators['names'])} people)"]
+    for each in annotators.get("check_vs_each", []):
+        figure = "kappa" if "kappa" in each else "spearman"
+        lines.append(
+            f"    the check against {each['annotator']} (n = {each['n']}): "
+            f"{figure} {_fig(each[figure])}"
+        )
+    for pair in annotators["pairwise_kappa"]:
+        lines.append(
+            f"    kappa {pair['a']} / {pair['b']} (n = {pair['n']}): {_fig(pair['kappa'])}"
+        )
+    return lines
+
+
+def _disagreement_lines(dis: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The first ten rows where the check and the people disagree, most confident first."""
+    lines = [f"disagreements ({len(dis)}, most confident first):"]
+    for d in dis[:10]:
+        lines.append(
+            f"  run {d['target']['run']} row {d['target']['row']}: people {d['human']!r}, "
+            f"check {d['check']!r}  {d.get('link') or ''}"
+        )
+    return lines
+
+
+def render_report(report: Mapping[str, Any]) -> str:
+    """The report as text: counts, the confusion matrix, figures with intervals, verdict."""
+    lines = [
+        f"{report['check']} against labels {report['labels']!r} ({report['label_type']}): "
+        f"n = {report['n']}, " + ", ".join(f"{k}: {v}" for k, v in report["per_class"].items()),
+    ]
+    confusion = report.get("confusion")
+    if confusion:
+        lines.extend(_confusion_lines(confusion))
+    lines.extend(_figure_lines(report))
     annotators = report.get("annotators")
     if annotators:
-        lines.append(
-            f"  alpha         {_fig(annotators['alpha'])} ({len(annotators['names'])} people)"
-        )
-        for each in annotators.get("check_vs_each", []):
-            figure = "kappa" if "kappa" in each else "spearman"
-            lines.append(
-                f"    the check against {each['annotator']} (n = {each['n']}): "
-                f"{figure} {_fig(each[figure])}"
-            )
-        for pair in annotators["pairwise_kappa"]:
-            lines.append(
-                f"    kappa {pair['a']} / {pair['b']} (n = {pair['n']}): {_fig(pair['kappa'])}"
-            )
+        lines.extend(_annotator_lines(annotators))
     if report.get("holdout"):
         held = report["holdout"]
         lines.append(f"on the held-back rows only ({held['fraction']:g}, seed {held['seed']})")
     lines.append(f"verdict: {report['message']}")
     dis = report.get("disagreements") or []
     if dis:
-        lines.append(f"disagreements ({len(dis)}, most confident first):")
-        for d in dis[:10]:
-            lines.append(
-                f"  run {d['target']['run']} row {d['target']['row']}: people {d['human']!r}, "
-                f"check {d['check']!r}  {d.get('link') or ''}"
-            )
+        lines.extend(_disagreement_lines(dis))
     lines.append(f"seed {report['seed']} (pass --seed to reproduce)")
     return "\n".join(lines)
 

@@ -142,48 +142,68 @@ class KeyGate:
         return f"session:{session.key_hash}" if session is not None else ANONYMOUS
 
     async def _metered(self, bucket: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the app with its body metered against ``bucket``: a declared length taken
+        up front (refused at once past the budget), a streamed body as it is read."""
         declared = declared_length(scope)
-        held = 0
-        answered = False
-        started = False
+        meter = _Meter(self.budget, bucket, metered=declared is None, receive=receive, send=send)
         if declared is not None:
             try:
                 self.budget.take(bucket, declared)
             except QuotaExceededError as exc:
                 await refuse(send, exc)
                 return
-            held = declared
-
-        async def metered_receive() -> Message:
-            nonlocal held, answered
-            if answered:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if declared is None and message["type"] == "http.request":
-                size = len(message.get("body", b""))
-                try:
-                    self.budget.take(bucket, size, held)
-                except QuotaExceededError as exc:
-                    answered = True
-                    if not started:
-                        await refuse(send, exc)
-                    raise _Refused from exc
-                held += size
-            return message
-
-        async def watched_send(message: Message) -> None:
-            nonlocal started
-            if answered:
-                return  # the refusal was the answer; the app's late reply goes nowhere
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+            meter.held = declared
         try:
-            await self.app(scope, metered_receive, watched_send)
+            await self.app(scope, meter.receive, meter.send)
         except Exception:
-            if not answered:
+            if not meter.answered:
                 raise
             # the app failed because its body was refused; the client has its 429
         finally:
-            self.budget.give(bucket, held)
+            self.budget.give(bucket, meter.held)
+
+
+class _Meter:
+    """One request's body metered as the app reads it: the bytes it holds of its bucket,
+    whether the gate answered (refused it), and whether the app began its response."""
+
+    def __init__(
+        self, budget: BodyBudget, bucket: str, *, metered: bool, receive: Receive, send: Send
+    ) -> None:
+        self.budget = budget
+        self.bucket = bucket
+        self.metered = metered  # no declared length: each chunk is taken as it comes
+        self.held = 0
+        self.answered = False
+        self.started = False
+        self._receive = receive
+        self._send = send
+
+    async def receive(self) -> Message:
+        """The app's next message, its body chunk taken from the budget first."""
+        if self.answered:
+            return {"type": "http.disconnect"}
+        message = await self._receive()
+        if self.metered and message["type"] == "http.request":
+            await self._take(len(message.get("body", b"")))
+        return message
+
+    async def _take(self, size: int) -> None:
+        """Hold ``size`` more bytes, or answer 429 (unless the app began its response)
+        and unwind the app."""
+        try:
+            self.budget.take(self.bucket, size, self.held)
+        except QuotaExceededError as exc:
+            self.answered = True
+            if not self.started:
+                await refuse(self._send, exc)
+            raise _Refused from exc
+        self.held += size
+
+    async def send(self, message: Message) -> None:
+        """The app's message sent on, unless the gate's refusal was the answer."""
+        if self.answered:
+            return  # the refusal was the answer; the app's late reply goes nowhere
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self._send(message)

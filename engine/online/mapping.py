@@ -122,23 +122,23 @@ def _tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     }
 
 
-def _parts_message(raw: Any, default_role: str | None = None) -> dict[str, Any]:
-    """One GenAI-convention message (``{role, parts: [...]}``) as a chat message.
-
-    Also takes a message already in chat shape (``{role, content}``)."""
+def _message_role(raw: Any, default_role: str | None) -> str:
+    """A message's role (``default_role`` when it names none); raises when it is not an
+    object or has no role."""
     if not isinstance(raw, dict):
         raise _Malformed(f"a message is an object, not {type(raw).__name__}")
     role = raw.get("role", default_role)
     if not isinstance(role, str) or not role:
         raise _Malformed("a message has no role")
-    parts = raw.get("parts")
-    if parts is None:
-        return _chat_message(raw, role)
-    if not isinstance(parts, list):
-        raise _Malformed("a message's parts are a list")
+    return role
+
+
+def _read_parts(parts: list[Any]) -> tuple[list[str], list[dict[str, Any]], str | None]:
+    """A message's parts as the chat message has them: its texts (a tool's response among
+    them), its tool calls, and the id of the tool call it answers (the last one)."""
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
-    out: dict[str, Any] = {"role": role}
+    answers: str | None = None
     for part in parts:
         if not isinstance(part, dict):
             continue  # one odd part: the message's other parts still count
@@ -148,11 +148,28 @@ def _parts_message(raw: Any, default_role: str | None = None) -> dict[str, Any]:
         elif kind == "tool_call":
             calls.append(_tool_call(part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == "tool_call_response":
-            out["tool_call_id"] = "" if part.get("id") is None else str(part.get("id"))
+            answers = "" if part.get("id") is None else str(part.get("id"))
             result = part.get("response", part.get("result"))
             if result is not None:
                 texts.append(_text(result))
         # reasoning, blob, uri, file parts: not text a check reads as content
+    return texts, calls, answers
+
+
+def _parts_message(raw: Any, default_role: str | None = None) -> dict[str, Any]:
+    """One GenAI-convention message (``{role, parts: [...]}``) as a chat message.
+
+    Also takes a message already in chat shape (``{role, content}``)."""
+    role = _message_role(raw, default_role)
+    parts = raw.get("parts")
+    if parts is None:
+        return _chat_message(raw, role)
+    if not isinstance(parts, list):
+        raise _Malformed("a message's parts are a list")
+    texts, calls, answers = _read_parts(parts)
+    out: dict[str, Any] = {"role": role}
+    if answers is not None:
+        out["tool_call_id"] = answers
     out["content"] = "\n".join(texts) if texts or not calls else None
     if calls:
         out["tool_calls"] = calls

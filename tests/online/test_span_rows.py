@@ -139,7 +139,7 @@ def test_migration_0018_keeps_rows_stored_before_and_makes_compact_rows_whole_go
                     received_at=now,
                 )
             )
-        upgrade(db)
+        upgrade(db, "0018")
         assert current_revision(db) == "0018"
         spans = span_store(db)
         after = _span(2, "stored after")

@@ -150,27 +150,28 @@ def _plan_scores(
     status in ``revive``, or ``no_content`` and the span now has content), or left as it
     is (``already``)."""
     plan = _ScorePlan()
+    counts, new, revived = plan.counts, plan.new, plan.revived  # locals: once a row
+    pinned = [(index, check, check_key(check)) for index, check in enumerate(version.checks)]
     seen: set[tuple[str, str, str]] = set()
     for span in spans:
         status = _span_status(span, backlog_full)
-        for index, check in enumerate(version.checks):
-            key = check_key(check)
+        for index, check, key in pinned:
             ident = (span.trace_id, span.span_id, key)
             if ident in seen:
                 continue
             seen.add(ident)
             found = existing.get(ident)
             if found is None:
-                plan.counts[status.value if status is not ScoreStatus.PENDING else "queued"] += 1
-                plan.new.append((span, index, check, key, status))
+                counts[status.value if status is not ScoreStatus.PENDING else "queued"] += 1
+                new.append((span, index, check, key, status))
                 continue
             row_id, old = found
             wakes = old in revive or (old == ScoreStatus.NO_CONTENT and not span.no_content)
             if wakes and status is ScoreStatus.PENDING:
-                plan.revived.append(row_id)
-                plan.counts["queued"] += 1
+                revived.append(row_id)
+                counts["queued"] += 1
             else:
-                plan.counts["already"] += 1
+                counts["already"] += 1
     return plan
 
 

@@ -17,7 +17,7 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
@@ -34,9 +34,9 @@ from engine.storage.rule_records import (
     RunResult,
     ScoreStatus,
     SpanRef,
-    check_key,
 )
 from engine.storage.rule_tables import RuleRunRow, SpanScoreRow
+from engine.storage.score_plan import new_score_rows, plan_scores
 from engine.storage.tables import TenantRow
 
 __all__ = ["BATCH_LABEL", "PendingGroup", "ScoreQueue", "score_queue"]
@@ -119,96 +119,6 @@ def _existing_scores(
     return existing
 
 
-def _span_status(span: SpanRef, backlog_full: bool) -> ScoreStatus:
-    """The status a new score of ``span`` starts in: a typed skip, or pending."""
-    if span.no_content:
-        return ScoreStatus.NO_CONTENT
-    if backlog_full:
-        return ScoreStatus.BACKLOG
-    return ScoreStatus.PENDING
-
-
-@dataclass
-class _ScorePlan:
-    """What enqueueing does: the scores to insert (span, check index, check, key, status),
-    the stored ones queued again, and the counts by what happened."""
-
-    new: list[tuple[SpanRef, int, dict[str, Any], str, ScoreStatus]] = field(default_factory=list)
-    revived: list[str] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
-
-
-def _plan_scores(
-    spans: Sequence[SpanRef],
-    version: RuleVersion,
-    existing: dict[tuple[str, str, str], tuple[str, str]],
-    *,
-    backlog_full: bool,
-    revive: Sequence[ScoreStatus],
-) -> _ScorePlan:
-    """For each span and pinned check once: a new score, a stored one queued again (its
-    status in ``revive``, or ``no_content`` and the span now has content), or left as it
-    is (``already``)."""
-    plan = _ScorePlan()
-    counts, new, revived = plan.counts, plan.new, plan.revived  # locals: once a row
-    pinned = [(index, check, check_key(check)) for index, check in enumerate(version.checks)]
-    seen: set[tuple[str, str, str]] = set()
-    for span in spans:
-        status = _span_status(span, backlog_full)
-        for index, check, key in pinned:
-            ident = (span.trace_id, span.span_id, key)
-            if ident in seen:
-                continue
-            seen.add(ident)
-            found = existing.get(ident)
-            if found is None:
-                counts[status.value if status is not ScoreStatus.PENDING else "queued"] += 1
-                new.append((span, index, check, key, status))
-                continue
-            row_id, old = found
-            wakes = old in revive or (old == ScoreStatus.NO_CONTENT and not span.no_content)
-            if wakes and status is ScoreStatus.PENDING:
-                revived.append(row_id)
-                counts["queued"] += 1
-            else:
-                counts["already"] += 1
-    return plan
-
-
-def _new_score_rows(
-    new: Sequence[tuple[SpanRef, int, dict[str, Any], str, ScoreStatus]],
-    tenant_id: str,
-    rule_id: str,
-    version: RuleVersion,
-    origin: str,
-    now: datetime,
-) -> list[dict[str, Any]]:
-    """The planned new scores as rows to insert."""
-    # one random part per call and a counter: ids as unique as new_id's, without a
-    # call for random bytes per row (a backfill page makes thousands)
-    base = f"score_{secrets.token_hex(7)}"
-    return [
-        {
-            "id": f"{base}{number:06x}",
-            "tenant_id": tenant_id,
-            "rule_id": rule_id,
-            "rule_version_id": version.id,
-            "rule_version": version.version,
-            "trace_id": span.trace_id,
-            "span_id": span.span_id,
-            "span_start_unix_nano": span.start_unix_nano,
-            "check_index": index,
-            "check_name": str(check.get("name", ""))[:200],
-            "check_version": check.get("version"),
-            "check_key": key,
-            "status": status.value,
-            "origin": origin[:40],
-            "created_at": now,
-        }
-        for number, (span, index, check, key, status) in enumerate(new)
-    ]
-
-
 class ScoreQueue(SqlSessions):
     """The queue of span scores, its batches and runs, per tenant."""
 
@@ -241,9 +151,9 @@ class ScoreQueue(SqlSessions):
         now = utcnow()
         with self._session() as s:
             existing = _existing_scores(s, tenant_id, version.id, keys)
-            plan = _plan_scores(spans, version, existing, backlog_full=backlog_full, revive=revive)
+            plan = plan_scores(spans, version, existing, backlog_full=backlog_full, revive=revive)
             if plan.new:
-                rows = _new_score_rows(plan.new, tenant_id, rule_id, version, origin, now)
+                rows = new_score_rows(plan.new, tenant_id, rule_id, version, origin, now)
                 statement = self._insert(SpanScoreRow.__table__).on_conflict_do_nothing(
                     index_elements=["rule_version_id", "check_key", "trace_id", "span_id"]
                 )

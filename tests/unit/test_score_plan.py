@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from engine.storage.rule_records import RuleVersion, ScoreStatus, SpanRef, check_key
 from engine.storage.score_plan import new_score_rows, plan_scores
 
-CHECKS = [{"id": "chv_a", "name": "a"}, {"kind": "builtin", "name": "b", "params": {"x": 1}}]
+CHECKS: list[dict[str, Any]] = [
+    {"id": "chv_a", "name": "a"},
+    {"kind": "builtin", "name": "b", "params": {"x": 1}},
+]
 VERSION = RuleVersion("rv_1", "rule_1", 3, CHECKS, {}, 1.0, None, datetime(2026, 1, 1, tzinfo=UTC))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import Connection
@@ -60,6 +61,9 @@ RESULT_COLUMNS = (
     "model",
 )
 
+#: The values of a row up to its extras part (run_id to duration_ms).
+BARE = 7
+
 #: The width of ``row_results.model`` (migration 0010).
 MODEL_CHARS = 200
 
@@ -81,11 +85,14 @@ def _text(value: Any) -> str | None:
 class ResultValues:
     """Results of a run, one tuple a row in :data:`RESULT_COLUMNS` order, encoded once."""
 
-    __slots__ = ("rows", "run_id")
+    __slots__ = ("extras", "rows", "run_id")
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
         self.rows: list[tuple[Any, ...]] = []
+        #: Whether any row has an extras part: without, only the first :data:`BARE` values
+        #: of each row are sent (the statement writes the constant rest).
+        self.extras = False
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -101,6 +108,8 @@ class ResultValues:
     ) -> None:
         """One result; ``extras`` holds its explanation, error, output, pass flag, metadata
         and serving model (RowResult's names), each absent or None when it has none."""
+        if extras:
+            self.extras = True
         self.rows.append(
             (
                 self.run_id,
@@ -179,9 +188,9 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
     dialect = conn.dialect.name
     inserted = 0
     if dialect == "sqlite":
-        width = len(RESULT_COLUMNS)
+        width = len(RESULT_COLUMNS) if values.extras else BARE
         per = max(1, min(ROWS_PER_STATEMENT, _sqlite_variables(conn) // width))
-        group = "(" + ", ".join("?" * width) + ")"
+        group = "(" + ", ".join("?" * width) + ("" if values.extras else _SQLITE_NO_EXTRAS) + ")"
         for start in range(0, len(rows), per):
             batch = rows[start : start + per]
             # names are this module's constants; every value is a bound parameter
@@ -190,24 +199,41 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
                 + ", ".join([group] * len(batch))
                 + " ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
             )
-            params = tuple(v for row in batch for v in row)
+            bound = batch if values.extras else (row[:BARE] for row in batch)
+            params = tuple(chain.from_iterable(bound))
             inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
         return inserted
     if dialect == "postgresql":
         sql = (
-            f"INSERT INTO row_results ({names}) "  # nosec B608
-            "SELECT %s, ci, ri, st, sc::json, sn, du, ex, er, ou, pa, me::json, mo FROM unnest("
-            "%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::float8[], "
-            "%s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::text[]"
-            ") AS t(ci, ri, st, sc, sn, du, ex, er, ou, pa, me, mo) "
-            "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
+            _PG_NO_EXTRAS
+            if not values.extras
+            else (
+                f"INSERT INTO row_results ({names}) "  # nosec B608
+                "SELECT %s, ci, ri, st, sc::json, sn, du, ex, er, ou, pa, me::json, mo FROM unnest("
+                "%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::float8[], "
+                "%s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::text[]"
+                ") AS t(ci, ri, st, sc, sn, du, ex, er, ou, pa, me, mo) "
+                "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
+            )
         )
         for start in range(0, len(rows), ROWS_PER_ARRAY):
             columns = list(zip(*rows[start : start + ROWS_PER_ARRAY], strict=True))
-            params = (values.run_id, *(list(c) for c in columns[1:]))
+            sent = columns[1:] if values.extras else columns[1:BARE]
+            params = (values.run_id, *(list(c) for c in sent))
             inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
         return inserted
     raise StorageError(f"unsupported database dialect {dialect}")  # pragma: no cover
+
+
+#: The extras part of a row without one (:data:`_NO_EXTRAS`), written by the statement.
+_SQLITE_NO_EXTRAS = ", NULL, NULL, NULL, NULL, 'null', NULL"
+_PG_NO_EXTRAS = (
+    f"INSERT INTO row_results ({', '.join(RESULT_COLUMNS)}) "  # nosec B608 (constants)
+    "SELECT %s, ci, ri, st, sc::json, sn, du, NULL, NULL, NULL, NULL, 'null'::json, NULL "
+    "FROM unnest(%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::float8[]) "
+    "AS t(ci, ri, st, sc, sn, du) "
+    "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
+)
 
 
 def _count(rowcount: int | None) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, select
 
 from engine.contract import Status
 from engine.models import ResultColumns, Row, RowResult
@@ -152,6 +152,25 @@ def test_result_columns_past_one_statement(database_url: str) -> None:
             (1, None, "e"),
             (2, True, None),
             (3, 3, None),
+        ]
+        # a block without extras stores what one with them stores for a bare result
+        with store.engine.connect() as conn:
+            stored = conn.execute(
+                select(
+                    ResultRow.row_index,
+                    ResultRow.score_num,
+                    ResultRow.duration_ms,
+                    ResultRow.explanation,
+                    ResultRow.passed,
+                    ResultRow.model,
+                    cast(ResultRow.result_metadata, Text),
+                )
+                .where(ResultRow.run_id == run.id, ResultRow.row_index.in_((2, 3)))
+                .order_by(ResultRow.row_index)
+            ).all()
+        assert [tuple(r) for r in stored] == [
+            (2, 1.0, 0.1, None, None, None, "null"),  # the bare block's
+            (3, 3.0, 0.2, None, None, None, "null"),  # the block with extras'
         ]
     finally:
         store.engine.dispose()

@@ -144,9 +144,9 @@ def test_columns_in_and_rows_records_agree(
 
 
 #: Checks that answer with what they were given: a digest of their arguments as JSON. One
-#: takes every field by keyword (``**fields``), one names them all (bound by position),
-#: and both are skipped where scenario_input or scenario_result is absent; one names only
-#: fields no row needs, so every row is scored.
+#: takes every field by keyword (``**fields``: it requires none, and gets an absent one as
+#: None), one names them all (bound by position: skipped where scenario_input or
+#: scenario_result is absent); one names only fields no row needs, so every row is scored.
 ECHO_CHECKS = {
     "keywords": "def evaluate(model_output, **fields):\n    return echo(model_output, fields)\n",
     "named": (
@@ -179,7 +179,9 @@ def echoed(row: dict[str, object], shape: str) -> tuple[Status, int | None, str 
     }
     if shape == "optional":
         del fields["scenario_input"], fields["scenario_result"]
-    elif fields["scenario_input"] is None or fields["scenario_result"] is None:
+    elif shape == "named" and (
+        fields["scenario_input"] is None or fields["scenario_result"] is None
+    ):
         return Status.SKIPPED, None, None
     seen = json.dumps([row["model_output"], fields], sort_keys=True)
     return Status.OK, len(seen), hashlib.sha256(seen.encode()).hexdigest()

@@ -47,6 +47,8 @@ from engine.sandbox.relay import GatewayLink
 
 #: Row statuses after which a harness is not trusted with another job.
 DIRTY_STATUSES = frozenset({"timeout", "oom", "output_limit", "crashed"})
+#: A process killed by SIGKILL exits with this code (128 + 9).
+KILLED_EXIT_CODE = 128 + signal.SIGKILL
 #: Extra seconds the host allows past the harness's own per-row timer.
 ROW_GRACE_SECONDS = 2.0
 #: Output the container may write beyond the check's cap (harness messages, tracebacks).
@@ -292,6 +294,15 @@ class JobStream:
             return self._end(Termination.SANDBOX_ERROR, state.lost, engine_down=True)
         if state.oom_killed:
             detail = f"the check passed the memory limit of {self.limits.memory_mb} MiB"
+            return self._end(Termination.OOM, detail, exit_code=state.exit_code)
+        if state.exit_code == KILLED_EXIT_CODE:
+            # Nothing here killed it (a kill of ours ends the job before the output does),
+            # so the kernel's OOM killer most likely did: under gVisor the engine misses
+            # some of those kills (the exit comes before the OOM event), and says 137 alone.
+            detail = (
+                "the sandbox was killed (SIGKILL) without a kill from scorebox: most likely "
+                f"the check passed the memory limit of {self.limits.memory_mb} MiB"
+            )
             return self._end(Termination.OOM, detail, exit_code=state.exit_code)
         tail = self.stderr_tail.decode(errors="replace")
         detail = describe_exit(state.exit_code, tail)

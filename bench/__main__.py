@@ -102,7 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM acts as Ctrl-C: what was measured is written, the serve child and this
     # run's containers are removed
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    previous = report.read_previous(out)
     results = Bench(config, log=lambda line: print(line, file=sys.stderr, flush=True)).run()
+    results.previous = previous
     for path in report.write(results, out, with_chart=with_chart):
         print(path)
     return 1 if results.failures and config.strict else 0

@@ -3,30 +3,31 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.measure import Figure
+from bench.cells import (
+    COMMAND,
+    DASH,
+    HOST_CPU_SYSTEMS,
+    LATENCY_ORDER,
+    SYSTEMS,
+    TIMES,
+    batch_line,
+    figure_of,
+    ms,
+    rate,
+    rate_cell,
+    us_per_row,
+)
+from bench.chart import chart
 from bench.suite import (
-    EPICBOX_BATCH,
     IN_PROCESS,
-    LAT_ECHO,
-    LAT_EPICBOX,
     LAT_FRESH,
     LAT_GATEWAY,
-    LAT_GATEWAY_DIRECT,
-    LAT_HEALTHZ,
-    LAT_IN_PROCESS,
-    LAT_LLM_SANDBOX,
-    LAT_RUN_CHECK,
-    LAT_SCORE,
-    LAT_SCORE_BUILTIN,
     LAT_SCORE_CONCURRENT,
     LATENCY,
-    LLM_SANDBOX_BATCH,
     REUSE_CHECK,
-    REUSE_NEVER,
     RUNTIMES,
     SCORE_TABLE,
     SERVICE,
@@ -34,246 +35,7 @@ from bench.suite import (
     THROUGHPUT,
     Results,
 )
-
-SYSTEMS = (IN_PROCESS, REUSE_CHECK, SCORE_TABLE, REUSE_NEVER, EPICBOX_BATCH, LLM_SANDBOX_BATCH)
-PEER_BATCHES = (EPICBOX_BATCH, LLM_SANDBOX_BATCH)
-#: the lines whose host CPU per row is reported
-HOST_CPU_SYSTEMS = (REUSE_CHECK, SCORE_TABLE)
-SERVICE_CPU_US = 5.0  # host CPU per row on the service path, at most
-DISTRIBUTED_SHARE = 0.9  # a worker's rows/s per core, at least this share of embedded's
-LATENCY_ORDER = (
-    LAT_IN_PROCESS,
-    LAT_RUN_CHECK,
-    LAT_ECHO,
-    LAT_HEALTHZ,
-    LAT_SCORE_BUILTIN,
-    LAT_SCORE,
-    LAT_SCORE_CONCURRENT,
-    LAT_FRESH,
-    LAT_EPICBOX,
-    LAT_LLM_SANDBOX,
-    LAT_GATEWAY,
-    LAT_GATEWAY_DIRECT,
-)
-COMMAND = "python -m bench"
-TIMES = "\u00d7"  # the multiplication sign
-DASH = "\u2013"  # an en dash, for ranges and empty cells
-
-
-def ms(value: float) -> str:
-    if value < 0.1:
-        return f"{value * 1000:.1f} µs"
-    if value < 10:
-        return f"{value:.2f} ms"
-    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
-
-
-def rate(figure: Figure) -> float:
-    """Rows per second at the median of a throughput figure."""
-    return float(figure.extra["rows"]) / figure.median
-
-
-def rate_cell(figure: Figure | None) -> str:
-    if figure is None:
-        return DASH
-    rows = float(figure.extra["rows"])
-    cell = f"{rate(figure):,.0f}"
-    if len(figure.samples) > 1:
-        cell += f" ({rows / figure.high:,.0f}{DASH}{rows / figure.low:,.0f})"
-    return cell
-
-
-def us_per_row(figure: Figure) -> float:
-    return figure.median / float(figure.extra["rows"]) * 1e6
-
-
-@dataclass
-class Target:
-    """One target and what this run measured for it."""
-
-    name: str
-    measured: str
-    met: bool | None  # None: not measured in this run
-
-
-def _figure(results: Results, section: str, name: str, **extra: Any) -> Figure | None:
-    return results.find(section, name, **extra)
-
-
-def scorebox_line(results: Results) -> str:
-    """The throughput line targets are judged on: REUSE=check, or the only one there is."""
-    if any(f.section == THROUGHPUT and f.name == REUSE_CHECK for f in results.figures):
-        return REUSE_CHECK
-    return REUSE_NEVER
-
-
-def request_path_targets(results: Results) -> list[Target]:
-    """The request path's targets, as the p50 over the bare FastAPI echo's of the same run
-    (only when the echo was measured: older results have no such line)."""
-    echo = _figure(results, LATENCY, LAT_ECHO)
-    if echo is None:
-        return []
-    out: list[Target] = []
-    for name, line, allowed in (
-        ("built-in", LAT_SCORE_BUILTIN, 1.0),
-        ("warm code check", LAT_SCORE, 3.0),
-    ):
-        title = f"/v1/score {name}, 1 row: p50 ≤ bare FastAPI echo + {allowed:g} ms"
-        figure = _figure(results, LATENCY, line)
-        if figure is None:
-            out.append(Target(title, "not measured", None))
-            continue
-        added = figure.median - echo.median
-        measured = f"echo + {added:.2f} ms ({ms(figure.median)} against {ms(echo.median)})"
-        out.append(Target(title, measured, added <= allowed))
-    many = _figure(results, LATENCY, LAT_SCORE_CONCURRENT)
-    title = "/v1/score, 8 concurrent clients: ≥ 300 requests/s (request path)"
-    if many is None:
-        out.append(Target(title, "not measured", None))
-    else:
-        per_s = float(many.extra["rate_per_s"])
-        out.append(Target(title, f"{per_s:,.0f} req/s", per_s >= 300))
-    return out
-
-
-def batch_line(results: Results) -> str:
-    """scorebox's line for many rows: score_table where measured, else :func:`scorebox_line`."""
-    if any(f.section == THROUGHPUT and f.name == SCORE_TABLE for f in results.figures):
-        return SCORE_TABLE
-    return scorebox_line(results)
-
-
-def _missing(name: str) -> Target:
-    return Target(name, "not measured", None)
-
-
-def peer_targets(results: Results) -> list[Target]:
-    """Trivial check, 100,000 and 1,000,000 rows: score_table ≥ the faster peer's one call."""
-    out: list[Target] = []
-    for size in (100_000, 1_000_000):
-        name = f"trivial, {size:,} rows: {SCORE_TABLE} rows/s ≥ the faster peer's one-call loop"
-        own = _figure(results, THROUGHPUT, SCORE_TABLE, kind="trivial", rows=size)
-        peers = [
-            f
-            for f in (
-                _figure(results, THROUGHPUT, p, kind="trivial", rows=size) for p in PEER_BATCHES
-            )
-            if f is not None
-        ]
-        if own is None or not peers:
-            out.append(_missing(name))
-            continue
-        best = max(peers, key=rate)
-        out.append(
-            Target(
-                name,
-                f"{rate(own):,.0f} rows/s against {rate(best):,.0f} ({best.name})",
-                rate(own) >= rate(best),
-            )
-        )
-    return out
-
-
-def service_target(results: Results) -> Target:
-    name = f"host CPU per row on the service path (POST /v1/runs) ≤ {SERVICE_CPU_US:g} µs"
-    run = _figure(results, SERVICE, SERVICE_RUN)
-    if run is None:
-        return _missing(name)
-    cpu = float(run.extra["server_cpu_us_per_row"])
-    measured = f"{cpu:.1f} µs/row (server process, {int(run.extra['rows']):,} rows)"
-    return Target(name, measured, cpu <= SERVICE_CPU_US)
-
-
-def distributed_target(results: Results) -> Target:
-    """A worker's rows/s per core within 10% of embedded's (one slot each), every kind."""
-    name = (
-        f"distributed: a worker's rows/s per core within {1 - DISTRIBUTED_SHARE:.0%} "
-        "of embedded (one slot each)"
-    )
-    found = results.distributed or {}
-    worker = found.get("per_core_rows_per_s") or {}
-    embedded = found.get("embedded_per_core_rows_per_s") or {}
-    kinds = [k for k in worker if embedded.get(k)]
-    if not kinds:
-        return _missing(name)
-    shares = {k: float(worker[k]) / float(embedded[k]) for k in kinds}
-    measured = "; ".join(
-        f"{k}: {float(worker[k]):,.0f} against {float(embedded[k]):,.0f} rows/s ({shares[k]:.0%})"
-        for k in kinds
-    )
-    return Target(name, measured, all(v >= DISTRIBUTED_SHARE for v in shares.values()))
-
-
-def targets(results: Results) -> list[Target]:
-    """The targets, each met, missed or not measured, from the figures of this run."""
-    out = peer_targets(results)
-    out.append(service_target(results))
-    name = f"realistic, 100,000 rows: {SCORE_TABLE} ≥ 1.5{TIMES} the in-process loop"
-    base = _figure(results, THROUGHPUT, IN_PROCESS, kind="realistic", rows=100_000)
-    own = _figure(results, THROUGHPUT, SCORE_TABLE, kind="realistic", rows=100_000)
-    if base and own:
-        ratio = rate(own) / rate(base)
-        out.append(Target(name, f"{ratio:.2f}{TIMES}", ratio >= 1.5))
-    else:
-        out.append(_missing(name))
-    name = "trivial, 1,000,000 rows through engine.score_table: < 10 s, peak RSS < 300 MB"
-    million = _figure(results, THROUGHPUT, SCORE_TABLE, kind="trivial", rows=1_000_000)
-    if million:
-        peak = float(million.extra.get("peak_rss_mb", 0))
-        out.append(
-            Target(
-                name,
-                f"{million.median:.1f} s, peak RSS {peak:,.0f} MB",
-                million.median < 10 and 0 < peak < 300,
-            )
-        )
-    else:
-        out.append(_missing(name))
-    out += request_path_targets(results)
-    out.append(distributed_target(results))
-    out.append(beats_peers(results))
-    return out
-
-
-def beats_peers(results: Results) -> Target:
-    """scorebox faster than both peers on every comparable line of the table (batch rows:
-    score_table where measured)."""
-    name = "faster than both peers on every line"
-    losses: list[str] = []
-    compared = 0
-    mine = [_figure(results, LATENCY, LAT_RUN_CHECK), _figure(results, LATENCY, LAT_SCORE)]
-    for peer_name in (LAT_EPICBOX, LAT_LLM_SANDBOX):
-        peer = _figure(results, LATENCY, peer_name)
-        for own in mine:
-            if peer is None or own is None:
-                continue
-            compared += 1
-            if own.median >= peer.median:
-                losses.append(f"{own.name} vs {peer_name}")
-    for figure in results.figures:
-        if figure.section != THROUGHPUT or figure.name not in (EPICBOX_BATCH, LLM_SANDBOX_BATCH):
-            continue
-        own = _figure(
-            results,
-            THROUGHPUT,
-            batch_line(results),
-            kind=figure.extra["kind"],
-            rows=figure.extra["rows"],
-        )
-        if own is None:
-            continue
-        compared += 1
-        if own.median >= figure.median:
-            losses.append(f"{figure.extra['kind']} {figure.extra['rows']:,} rows vs {figure.name}")
-    if not compared:
-        return Target(name, "not measured", None)
-    if losses:
-        return Target(
-            name,
-            f"{compared - len(losses)} of {compared} lines; behind on: " + "; ".join(losses),
-            False,
-        )
-    return Target(name, f"all {compared} lines", True)
+from bench.targets import targets
 
 
 def render(results: Results) -> str:
@@ -315,9 +77,9 @@ def render(results: Results) -> str:
         "| path | p50 | p95 | calls | vs a container per call (p50) |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
-    fresh = _figure(results, LATENCY, LAT_FRESH)
+    fresh = figure_of(results, LATENCY, LAT_FRESH)
     for name in LATENCY_ORDER:
-        figure = _figure(results, LATENCY, name)
+        figure = figure_of(results, LATENCY, name)
         if figure is None:
             continue
         label = name
@@ -417,7 +179,7 @@ def throughput_tables(results: Results) -> list[str]:
 
 def service_table(results: Results) -> list[str]:
     """The service path: one run of the trivial check through ``POST /v1/runs``."""
-    run = _figure(results, SERVICE, SERVICE_RUN)
+    run = figure_of(results, SERVICE, SERVICE_RUN)
     if run is None:
         return []
     rows = int(run.extra["rows"])
@@ -532,111 +294,13 @@ def notes(results: Results) -> list[str]:
     return lines
 
 
-def chart(results: Results, path: Path) -> None:
-    """latest.png: latency bars, throughput and cost per row as rows grow, peak memory."""
-    import matplotlib  # type: ignore[import-not-found, unused-ignore]
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
-
-    fig, axes = plt.subplots(2, 2, figsize=(14, 10))
-    ax = axes[0][0]
-    present = [f for f in (_figure(results, LATENCY, n) for n in LATENCY_ORDER) if f is not None]
-    present += [f for f in results.figures if f.section == RUNTIMES and f.kind == "latency"]
-    labels = [
-        f.name if f.section == LATENCY else f"{f.extra['runtime']}: {f.name}" for f in present
-    ]
-    p50 = [f.median for f in present]
-    p95 = [f.p95 for f in present]
-    y = list(range(len(present)))
-    ax.barh(y, p50, color="tab:blue", label="p50")
-    ax.scatter(p95, y, color="tab:red", marker="|", s=200, label="p95", zorder=3)
-    ax.set_yticks(y, labels, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlabel("ms per single-row call (log)")
-    ax.set_title("Single-row latency")
-    ax.legend(loc="lower right")
-    styles = {"trivial": "-", "realistic": "--"}
-    colors = dict(
-        zip(
-            SYSTEMS,
-            ("black", "tab:green", "tab:blue", "tab:olive", "tab:orange", "tab:purple"),
-            strict=True,
-        )
-    )
-    for kind, style in styles.items():
-        for system in SYSTEMS:
-            points = sorted(
-                (int(f.extra["rows"]), f)
-                for f in results.figures
-                if f.section == THROUGHPUT and f.name == system and f.extra["kind"] == kind
-            )
-            if not points:
-                continue
-            xs = [n for n, _ in points]
-            axes[0][1].plot(
-                xs,
-                [rate(f) for _, f in points],
-                style,
-                marker="o",
-                color=colors[system],
-                label=f"{system} ({kind})",
-            )
-            axes[1][0].plot(
-                xs,
-                [us_per_row(f) for _, f in points],
-                style,
-                marker="o",
-                color=colors[system],
-                label=f"{system} ({kind})",
-            )
-    for ax, title, unit in (
-        (axes[0][1], "Throughput", "rows/s (log)"),
-        (axes[1][0], "Cost per row as rows grow", "µs per row (log)"),
-    ):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("rows (log)")
-        ax.set_ylabel(unit)
-        ax.set_title(title)
-        ax.grid(True, which="both", alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-    ax = axes[1][1]
-    for system in (REUSE_CHECK, SCORE_TABLE, REUSE_NEVER, IN_PROCESS):
-        for kind, style in styles.items():
-            memory = sorted(
-                (int(f.extra["rows"]), float(f.extra["peak_rss_mb"]))
-                for f in results.figures
-                if f.section == THROUGHPUT
-                and f.name == system
-                and f.extra["kind"] == kind
-                and "peak_rss_mb" in f.extra
-            )
-            if memory:
-                ax.plot(
-                    [n for n, _ in memory],
-                    [mb for _, mb in memory],
-                    style,
-                    marker="o",
-                    color=colors[system],
-                    label=f"{system} ({kind})",
-                )
-    ax.set_xscale("log")
-    ax.set_xlabel("rows (log)")
-    ax.set_ylabel("peak RSS of the host process, MB")
-    ax.set_title("Host memory")
-    ax.grid(True, alpha=0.3)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7)
-    date = results.machine.get("date", "")
-    fig.suptitle(
-        f"scorebox `{COMMAND}`, {date}, {results.machine.get('cores', '?')} cores (shared)"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+def read_previous(out_dir: Path) -> dict[str, Any] | None:
+    """The last run's ``latest.json`` in ``out_dir`` (None: none, or not readable)."""
+    try:
+        found = json.loads((out_dir / "latest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("figures"), list) else None
 
 
 def write(results: Results, out_dir: Path, with_chart: bool = True) -> list[Path]:

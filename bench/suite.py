@@ -114,6 +114,8 @@ class Results:
     distributed: dict[str, Any] | None = None
     profile: dict[str, Any] | None = None
     online: dict[str, Any] = field(default_factory=dict)
+    #: The run before this one (its ``latest.json``: ``machine`` and ``figures``), if any.
+    previous: dict[str, Any] | None = None
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)

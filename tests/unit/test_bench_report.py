@@ -12,7 +12,7 @@ import pytest
 from bench import workload
 from bench.__main__ import parse
 from bench.measure import Figure, PeakRSS, percentile
-from bench.report import render, targets
+from bench.report import render
 from bench.sampler import Sampler
 from bench.suite import (
     EPICBOX_BATCH,
@@ -37,6 +37,7 @@ from bench.suite import (
     Config,
     Results,
 )
+from bench.targets import targets
 
 
 @pytest.mark.parametrize(
@@ -169,9 +170,35 @@ def _results(fast: bool) -> Results:
     return results
 
 
+def _as_previous(results: Results, commit: str) -> dict[str, object]:
+    """``results`` as the run before reads it back from its latest.json."""
+    return {"machine": {"commit": commit}, "figures": [f.to_dict() for f in results.figures]}
+
+
 def test_targets_met_when_scorebox_is_fast() -> None:
-    met = {t.name: t.met for t in targets(_results(fast=True))}
+    results = _results(fast=True)
+    results.previous = _as_previous(_results(fast=True), "abc1234")
+    met = {t.name: t.met for t in targets(results)}
     assert all(met.values()), met
+
+
+def test_a_line_slower_than_the_run_before_is_named_with_how_much() -> None:
+    results = _results(fast=False)
+    results.previous = _as_previous(_results(fast=True), "abc1234")
+    found = next(t for t in targets(results) if t.name.startswith("no line slower"))
+    assert found.met is False
+    assert "commit abc1234" in found.name
+    assert f"{LAT_RUN_CHECK} +1900%" in found.measured
+    assert f"{SCORE_TABLE} (trivial, 100,000) +3900%" in found.measured
+    assert EPICBOX_BATCH not in found.measured  # the peers' lines did not move
+    # within the tolerance is not slower
+    again = _results(fast=True)
+    again.previous = _as_previous(_results(fast=True), "abc1234")
+    for figure in again.figures:
+        figure.samples[:] = [v * 1.05 for v in figure.samples]
+    found = next(t for t in targets(again) if t.name.startswith("no line slower"))
+    assert found.met is True
+    assert found.measured.startswith("none of ")
 
 
 def test_targets_missed_when_scorebox_is_slow() -> None:

@@ -67,22 +67,15 @@ def chart(results: Results, path: Path) -> None:
             if not points:
                 continue
             xs = [n for n, _ in points]
-            axes[0][1].plot(
-                xs,
-                [rate(f) for _, f in points],
-                style,
-                marker="o",
-                color=colors[system],
-                label=f"{system} ({kind})",
-            )
-            axes[1][0].plot(
-                xs,
-                [us_per_row(f) for _, f in points],
-                style,
-                marker="o",
-                color=colors[system],
-                label=f"{system} ({kind})",
-            )
+            for ax, value in ((axes[0][1], rate), (axes[1][0], us_per_row)):
+                ax.plot(
+                    xs,
+                    [value(f) for _, f in points],
+                    style,
+                    marker="o",
+                    color=colors[system],
+                    label=f"{system} ({kind})",
+                )
     for ax, title, unit in (
         (axes[0][1], "Throughput", "rows/s (log)"),
         (axes[1][0], "Cost per row as rows grow", "µs per row (log)"),

@@ -83,7 +83,11 @@ class Row(BaseModel):
     def stored(cls, data: dict[str, Any]) -> Row:
         """A Row from what the service stored after validating it (``model_dump(mode="json")``
         of a Row): made without validating each field again, the way a run's chunks load
-        their rows. Anything else in ``data`` (an unknown key) is validated as usual."""
+        their rows. A whole dump (every field) becomes the Row's own values, not a copy: the
+        caller hands it over. Anything else in ``data`` (an unknown key) is validated as
+        usual."""
+        if data.keys() == _ROW_FIELDS:  # a whole dump, as the service stores one: taken as is
+            return unchecked(cls, data, set(_ROW_FIELDS))
         if not _ROW_FIELDS.issuperset(data):
             return cls.model_validate(data)
         values = {

@@ -13,6 +13,7 @@ made only where one row is asked for (a row's own record, a failed row).
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any, TypeGuard, overload
 
@@ -28,6 +29,8 @@ from engine.row_errors import request_row
 _FIELDS = Row.__pydantic_fields__
 #: The fields a job's row carries, in the order a Row's JSON has them (the id stays home).
 _JOB_FIELDS = tuple(name for name in _FIELDS if name != "id")
+#: A Row's job fields' values, as a tuple, from its ``__dict__``.
+_JOB_VALUES = operator.itemgetter(*_JOB_FIELDS)
 
 
 def _default(name: str) -> Any:
@@ -113,12 +116,14 @@ class RowColumns(Sequence[Row]):
 def dump_row_columns(rows: Sequence[Row]) -> bytes:
     """Row values as the job's columns (what :meth:`RowColumns.dump_columns` gives for the
     same rows): one list per field some row holds, in one encoding call."""
-    columns: dict[str, list[Any]] = {}
-    for name in _JOB_FIELDS:
-        values = [getattr(row, name) for row in rows]
+    # A Row holds every field in its __dict__: one itemgetter call a row takes its values,
+    # zip turns them into columns, all in C (half the time of a getattr a field and row).
+    taken = zip(*map(_JOB_VALUES, [row.__dict__ for row in rows]), strict=True)
+    columns: dict[str, tuple[Any, ...]] = {}
+    for name, values in zip(_JOB_FIELDS, taken, strict=False):
         # metadata's default is an empty dict, the others' None: a column of only defaults
         # says nothing the harness does not assume.
-        if any(values) if name == "metadata" else any(v is not None for v in values):
+        if any(values) if name == "metadata" else values.count(None) != len(values):
             columns[name] = values
     return to_json(columns, inf_nan_mode="null")
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Annotated, Any
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.responses import StreamingResponse
+from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 
 from engine.agreement.corrected import with_corrected
@@ -22,6 +23,7 @@ from engine.http.problems import responses
 from engine.json_limits import FreeJSON, json_problem
 from engine.row_errors import shape_problem
 from engine.runs.export import INPUTS, passed, record, to_csv
+from engine.runs.gc_pause import paused_gc
 from engine.storage import Run, RunStatus, RunStore
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -39,12 +41,41 @@ IgnoreAgreement = Annotated[
 ]
 
 
+class _BulkRoute(APIRoute):
+    """A route whose request carries a run's rows: the garbage collector is held off from
+    reading the body until the response (engine.runs.gc_pause says why)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def paused(request: Request) -> Response:
+            with paused_gc():
+                return await handler(request)
+
+        return paused
+
+
+_Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
+
+
+def _bulk_post(path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
+    """``router.post`` for a :class:`_BulkRoute`."""
+
+    def register(endpoint: _Endpoint) -> _Endpoint:
+        router.add_api_route(
+            path, endpoint, methods=["POST"], route_class_override=_BulkRoute, **options
+        )
+        return endpoint
+
+    return register
+
+
 def _accepted(run: Run, response: Response) -> RunOut:
     response.headers["Location"] = f"/v1/runs/{run.id}"
     return RunOut.of(run, 0)
 
 
-@router.post(
+@_bulk_post(
     "",
     response_model=RunOut,
     status_code=202,
@@ -137,7 +168,7 @@ def _ndjson_rows(data: bytes) -> list[dict[str, Any]]:
     return rows
 
 
-@router.post(
+@_bulk_post(
     "/upload",
     response_model=RunOut,
     status_code=202,

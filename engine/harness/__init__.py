@@ -30,7 +30,10 @@ A check's model calls reach the host through the parent's loopback endpoint
 (:mod:`~engine.harness.gateway`).
 
 Between jobs the parent kills every other process and empties /tmp and /dev/shm
-(:mod:`~engine.harness.reset`), so the next job starts from a clean slate. Only then does it
+(:mod:`~engine.harness.reset`), so the next job starts from a clean slate: it does so
+right after a job's ``done`` (sent once the job's last child is killed) and reads the
+next job only after it, exiting instead when a container it said was reusable cannot be
+cleaned. Only then does it
 fork the next job's child ahead, which loads the check and waits for its job
 (:mod:`~engine.harness.ahead`; killed, and the container reset again, if unused). With no
 job for IDLE_EXIT_SECONDS (the host died, say) it exits, and the container with it.

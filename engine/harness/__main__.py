@@ -15,6 +15,7 @@ from engine.harness.ahead import Spare, template_of, worth_forking
 from engine.harness.channel import Reader, read_job
 from engine.harness.confine import become_subreaper, deny_io_uring, make_undumpable
 from engine.harness.gateway import Gateway
+from engine.harness.reset import UNCLEAN_EXIT_CODE, Unclean
 from engine.harness.supervise import JobRun
 
 DEFAULT_IDLE_EXIT_SECONDS = 900.0
@@ -36,7 +37,21 @@ def main(argv: list[str]) -> int:
     # The model gateway's listener, bound once before any check runs (no check can take it).
     gateway = Gateway()
     gateway.listen()
-    stdin = Reader(0)
+    return serve(Reader(0), idle_exit, result_fd, gateway)
+
+
+def serve(stdin: Reader, idle_exit: float, result_fd: int, gateway: Gateway) -> int:
+    """The job loop, to the harness's exit code: 0 when stdin closed or no job came, or
+    ``UNCLEAN_EXIT_CODE`` when a reset failed where the container was promised clean (a
+    process of the last job outlived it), reading no other job."""
+    try:
+        return serve_jobs(stdin, idle_exit, result_fd, gateway)
+    except Unclean:
+        return UNCLEAN_EXIT_CODE
+
+
+def serve_jobs(stdin: Reader, idle_exit: float, result_fd: int, gateway: Gateway) -> int:
+    """Each job served, then (when worth it) the next one's child forked ahead."""
     spare: Spare | None = None
     while True:
         job = read_job(stdin, idle_exit, spare.wake if spare is not None else None)

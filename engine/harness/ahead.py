@@ -2,7 +2,8 @@
 
 A warm check container serves one check version, so once a job has ended and the
 container is clean again (every process of that job killed, /tmp and /dev/shm emptied:
-:func:`~engine.harness.reset.reset`), the parent forks the child of the next job at once.
+:func:`~engine.harness.reset.reset`, which runs after the job's ``done`` and before the
+parent reads anything more), the parent forks the child of the next job at once.
 That child is confined like any other (:func:`~engine.harness.fork.fork_check`), loads the
 check from the source the parent kept (never the last job's rows), sends its ``loaded``
 record, and waits on a pipe for its job. When the job comes, and it is of the same check
@@ -13,9 +14,10 @@ Nothing of the last job reaches it: it is forked after the reset, from the paren
 never runs check code. What its own load does (files, processes) is the next job's, as it
 would be had the job forked it. A child forked ahead and never used (another check, too
 many rows, stdin closed, the container retiring) is killed and the container reset again,
-so the job that comes instead finds none of its load. One whose load outlives the load
-bound while the container idles is killed the same way (the next job then loads again,
-under its own watchdog).
+so the job that comes instead finds none of its load (a reset that fails then raises
+:class:`~engine.harness.reset.Unclean`: the harness exits rather than serve that job).
+One whose load outlives the load bound while the container idles is killed the same way
+(the next job then loads again, under its own watchdog).
 
 Whether to fork ahead at all is :func:`worth_forking`'s call: only where the host may send
 the container another job, does not send it back to back, and the next job is likely to
@@ -35,7 +37,7 @@ from engine.harness.channel import Reader, encode_json
 from engine.harness.child import load_for, serve_rows
 from engine.harness.fork import Forked, fork_check, kill_child
 from engine.harness.gateway import Gateway
-from engine.harness.reset import reset
+from engine.harness.reset import reset_or_raise
 
 #: What loading a check depends on: a child forked ahead serves only a job equal in these.
 LOAD_KEYS = ("source", "policy", "entry", "max_output_bytes", "max_row_output_chars")
@@ -224,4 +226,5 @@ class Spare:
         self.memory.close()
         # A model request its load made waits in the gateway's backlog: closed unread.
         self.gateway.end()
-        reset()
+        reset_or_raise()  # a job must not find its load's processes: else Unclean, exit
+        self.gateway.end()  # what its load's processes left in the backlog until the reset

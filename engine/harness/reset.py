@@ -1,4 +1,10 @@
-"""Container hygiene between jobs: no process or scratch file a job made survives it."""
+"""Container hygiene between jobs: no process or scratch file a job made survives it.
+
+The reset runs after a job's ``done`` (the host has its results sooner) and before the
+parent reads another job, so nothing of one job reaches the next; where ``done`` said the
+container may serve again and the reset fails, :class:`Unclean` ends the harness
+(:data:`UNCLEAN_EXIT_CODE`) before it reads anything more.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,14 @@ import time
 SCRATCH_DIRS = ("/tmp", "/dev/shm")  # nosec B108: the container's own, emptied between jobs
 #: How long reset() may take to see every stray process gone.
 RESET_SECONDS = 2.0
+#: The harness's exit code when a reset after a job failed where the container had been
+#: promised clean (the ``done`` before it said ``reusable``): it reads no other job, and the
+#: host runs that job's rows again in a fresh container.
+UNCLEAN_EXIT_CODE = 75
+
+
+class Unclean(Exception):
+    """A process of the last job outlived the reset of a container promised clean."""
 
 
 class Tasks:
@@ -52,6 +66,20 @@ def owns_namespace() -> bool:
     return os.getpid() == 1
 
 
+def survey() -> None:
+    """Count the tasks the job created so far (:class:`Tasks`), before its ``done`` says
+    whether the container may serve another job; :func:`reset` kills them after."""
+    for pid in sorted(strays()):
+        Tasks.saw(pid, ours=False)
+
+
+def reset_or_raise() -> None:
+    """:func:`reset` where the container was promised clean; :class:`Unclean` when it
+    cannot be made so (the harness then exits, reading no other job)."""
+    if not reset() and owns_namespace():
+        raise Unclean(f"a process of the last job outlived {RESET_SECONDS} s of SIGKILL")
+
+
 def reset() -> bool:
     """Nothing a job started or wrote survives it: kill strays, empty scratch space.
 
@@ -63,8 +91,7 @@ def reset() -> bool:
     if not owns_namespace():
         return False
     deadline = time.monotonic() + RESET_SECONDS
-    for pid in sorted(strays()):
-        Tasks.saw(pid, ours=False)
+    survey()
     while True:
         with contextlib.suppress(Exception):
             os.kill(-1, signal.SIGKILL)  # every process we may signal but PID 1 and us

@@ -10,6 +10,7 @@ child runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -25,7 +26,7 @@ from engine.harness.channel import MAX_RECORD_BYTES, Channel, Reader
 from engine.harness.child import run_child, short
 from engine.harness.fork import fork_check, kill_child, oom_kills
 from engine.harness.gateway import Gateway, read_reply
-from engine.harness.reset import Tasks, reset
+from engine.harness.reset import Tasks, owns_namespace, reset, reset_or_raise, survey
 from engine.harness.watchdog import WATCHDOG_GRACE_SECONDS, Watchdog, stop_child
 
 #: Statuses a check's own process may report; the others only the parent or the host know.
@@ -122,6 +123,8 @@ class JobRun:
         self.suspect_end = 0
         #: The child was stopped to run its unconfirmed rows again (see ``suspect_end``).
         self.retry = False
+        #: The last child, killed once its work was in and reaped after the job's "done".
+        self.unreaped: int | None = None
 
     def run(self) -> bool:
         """Serve the job to its ``done`` record (after the reset, so reuse is decided);
@@ -140,14 +143,35 @@ class JobRun:
         if self.spare is not None:  # never reached: the first child takes or discards it
             self.spare.discard()
         self.gateway.end()
-        # Reset before "done": the host sends the next job only to a container that is clean.
-        reusable = reset()
-        budget = self.job.get("task_budget")
-        if isinstance(budget, int) and Tasks.created >= budget:
-            reusable = False
+        # "done" goes as soon as every row has its record and the last child is killed; the
+        # reset comes after it, and the parent reads the next job only once the reset is
+        # over (a reset that fails where "done" said reusable raises Unclean: the harness
+        # exits unread), so nothing of this job reaches the next.
+        reusable = self.may_serve_again()
         self.channel.send({"t": "done", "rows": self.n, "reusable": reusable})
         self.channel.flush()
+        if self.unreaped is not None:
+            kill_child(self.unreaped)
+            self.unreaped = None
+        if reusable:
+            reset_or_raise()
+        else:
+            reset()
+        # A process of this job may have connected to the gateway until the reset killed
+        # it: what it left in the listen backlog is closed unread, as the job's own.
+        self.gateway.end()
         return reusable
+
+    def may_serve_again(self) -> bool:
+        """Whether the container may serve another job once reset: it is its namespace's
+        init, and (under a task budget) the tasks its checks created are within it."""
+        if not owns_namespace():
+            return False
+        budget = self.job.get("task_budget")
+        if not isinstance(budget, int):
+            return True
+        survey()
+        return Tasks.created < budget
 
     def fail_rest(self, status: str, error: str) -> None:
         """Give every row without a record this fault."""
@@ -181,6 +205,13 @@ class JobRun:
                 fault, finished = self.watch(records, output, pid)
             else:
                 fault, finished = self.watch_block(records, output, pid, block)
+            if fault is None and finished and not self.retry:
+                # Its every record is in: killed, and reaped only after the job's "done"
+                # (its exit takes most of a millisecond under runc).
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                self.unreaped = pid
+                return None
             if fault is not None or finished or self.retry:
                 self.retry = False
                 kill_child(pid)

@@ -49,6 +49,10 @@ from engine.sandbox.relay import GatewayLink
 DIRTY_STATUSES = frozenset({"timeout", "oom", "output_limit", "crashed"})
 #: A process killed by SIGKILL exits with this code (128 + 9).
 KILLED_EXIT_CODE = 128 + signal.SIGKILL
+#: The harness exits with this code, reading no other job, when the reset after a job it
+#: said was reusable failed (engine/harness/reset.py's UNCLEAN_EXIT_CODE; a test keeps them
+#: equal): the job it was then sent is the sandbox's failure, its rows run again.
+UNCLEAN_EXIT_CODE = 75
 #: Extra seconds the host allows past the harness's own per-row timer.
 ROW_GRACE_SECONDS = 2.0
 #: Output the container may write beyond the check's cap (harness messages, tracebacks).
@@ -290,6 +294,12 @@ class JobStream:
     def _post_mortem(self) -> JobEnd:
         """The output ended without ``done``: the process died; say how."""
         state = self.channel.exit_state()
+        if state.exit_code == UNCLEAN_EXIT_CODE and self.expected_row == 0:
+            detail = (
+                "the sandbox could not be cleaned after its last job (a process outlived "
+                "the reset) and served no other; the rows run again in a fresh one"
+            )
+            return self._end(Termination.SANDBOX_ERROR, detail, exit_code=state.exit_code)
         if state.lost is not None:
             return self._end(Termination.SANDBOX_ERROR, state.lost, engine_down=True)
         if state.oom_killed:

@@ -116,3 +116,34 @@ def test_a_container_that_finished_before_its_job_was_sent_is_stale() -> None:
     assert not finished_before({"FinishedAt": "0001-01-01T00:00:00Z"}, sent)  # never ran
     assert not finished_before({}, sent)
     assert not finished_before({"FinishedAt": "garbage"}, sent)
+
+
+def test_a_harness_that_ended_itself_unclean_is_not_a_lost_engine() -> None:
+    import socket
+    import time
+    from types import SimpleNamespace
+
+    from engine.sandbox.docker.channel import AttachedContainer, DockerChannel
+    from engine.sandbox.jobstream import UNCLEAN_EXIT_CODE
+
+    lost: list[str] = []
+    for exit_code, stale in ((UNCLEAN_EXIT_CODE, False), (0, True)):
+        # It ended long before the job was sent (its reset failed after the last "done").
+        state = {"ExitCode": exit_code, "FinishedAt": "2026-11-25T18:00:00Z"}
+        container = SimpleNamespace(
+            id="c" * 64, wait=lambda timeout: None, reload=lambda: None, attrs={"State": state}
+        )
+        ours, theirs = socket.socketpair()
+        channel = DockerChannel(
+            AttachedContainer(container, ours),
+            None,  # type: ignore[arg-type]  # the job is not read here
+            release=lambda attached, reusable: None,
+            engine_lost=lost.append,
+        )
+        channel._sent_at = time.time()
+        exit_state = channel.exit_state()
+        assert (exit_state.lost is not None) is stale
+        assert exit_state.exit_code == (None if stale else UNCLEAN_EXIT_CODE)
+        for sock in (ours, theirs):
+            sock.close()
+    assert len(lost) == 1  # only the stale one counts as the engine going away

@@ -15,7 +15,7 @@ from engine.models import Limits, Row
 from engine.sandbox.backend import JobEnd, JobEvent, Termination
 from engine.sandbox.blocks import BlockRecord
 from engine.sandbox.channel import STDERR, STDOUT, ChannelError, ExitState, Pieces
-from engine.sandbox.jobstream import JobStream, execute_on
+from engine.sandbox.jobstream import UNCLEAN_EXIT_CODE, JobStream, execute_on
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 
 NONCE = "feedc0de"
@@ -399,6 +399,17 @@ def test_output_that_ends_without_done_is_judged_by_the_exit_state(
     assert words in end.detail
     assert end.engine_down is (termination is Termination.SANDBOX_ERROR)
     assert [e.i for e in events if isinstance(e, RowRecord)] == [0]  # kept, not re-run
+    assert channel.reusable is False
+
+
+def test_a_harness_that_could_not_clean_up_after_its_last_job_is_the_sandboxs_failure() -> None:
+    # It said its last job's container was reusable, then a process outlived the reset: it
+    # exits before reading this job, whose rows run again elsewhere (not the check's fault).
+    events, channel = play([], exit=ExitState(exit_code=UNCLEAN_EXIT_CODE))
+    end = ending(events)
+    assert end.termination is Termination.SANDBOX_ERROR
+    assert "could not be cleaned after its last job" in end.detail
+    assert end.engine_down is False  # the engine is fine: no wait for it
     assert channel.reusable is False
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engine.sandbox.channel import ExitState, Pieces
+from engine.sandbox.jobstream import UNCLEAN_EXIT_CODE
 from engine.sandbox.protocol import Job
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,9 @@ class DockerChannel:
                 lost="the sandbox ended and the Docker engine could not say how (it may have "
                 "stopped or restarted); the rows without a result run again"
             )
+        if state.get("ExitCode") == UNCLEAN_EXIT_CODE:
+            # It ended itself after its last job, unclean: no sign of a lost engine.
+            return ExitState(exit_code=UNCLEAN_EXIT_CODE)
         if self._sent_at is not None and finished_before(state, self._sent_at):
             self._engine_lost(f"{container.id[:12]} had stopped before its job")
             return ExitState(

@@ -59,9 +59,10 @@ def serve_jobs(stdin: Reader, idle_exit: float, result_fd: int, gateway: Gateway
             if spare is not None:  # forked ahead for a job that never came
                 spare.discard()
             return 0
-        reusable = JobRun(job, result_fd, gateway, stdin, spare).run()
+        run = JobRun(job, result_fd, gateway, stdin, spare)
+        reusable = run.run()
         spare = None
-        if reusable and worth_forking(job, stdin):
+        if reusable and worth_forking(job, stdin, run.done_at):
             # The container is clean again, and may get another job of this check only: its
             # child forks and loads now, from what loading needs (none of this job's rows).
             template = template_of(job)

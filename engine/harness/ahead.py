@@ -75,8 +75,9 @@ def fits(job: dict[str, Any]) -> bool:
     return job["n"] <= AHEAD_MAX_ROWS and len(payload_of(job)) <= AHEAD_MAX_JOB_BYTES
 
 
-def worth_forking(job: dict[str, Any], stdin: Reader) -> bool:
-    """After ``job`` (served, its ``done`` sent): whether to fork a child ahead of the next.
+def worth_forking(job: dict[str, Any], stdin: Reader, done_at: float | None = None) -> bool:
+    """After ``job`` (served, its ``done`` sent at ``done_at``, a monotonic time; None: just
+    now), and the reset after it: whether to fork a child ahead of the next.
 
     Forking holds the parent (about 1 ms under runc, 15 to 20 ms under gVisor, where the
     child's load takes tens of ms more). A host that sends jobs back to back gains nothing
@@ -86,7 +87,8 @@ def worth_forking(job: dict[str, Any], stdin: Reader) -> bool:
 
     - the host may send the container another job (``MORE_JOBS_KEY``);
     - no job comes within ``BACK_TO_BACK_SECONDS`` of the ``done`` (one that does is
-      served by a child forked for it, as without fork-ahead);
+      served by a child forked for it, as without fork-ahead); the reset after the
+      ``done`` takes part of that window, so the child forked ahead is not later for it;
     - the job just served would have fitted a child forked ahead: the next job of a check
       is most likely like the last (a run's chunks, a client's calls).
     """
@@ -94,7 +96,9 @@ def worth_forking(job: dict[str, Any], stdin: Reader) -> bool:
         return False
     if stdin.buffer or stdin.eof:
         return False
-    ready, _, _ = select.select([stdin.fd], [], [], BACK_TO_BACK_SECONDS)
+    since = 0.0 if done_at is None else time.monotonic() - done_at
+    wait = min(BACK_TO_BACK_SECONDS, max(0.0, BACK_TO_BACK_SECONDS - since))
+    ready, _, _ = select.select([stdin.fd], [], [], wait)
     return not ready and fits(job)
 
 

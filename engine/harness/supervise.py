@@ -125,6 +125,8 @@ class JobRun:
         self.retry = False
         #: The last child, killed once its work was in and reaped after the job's "done".
         self.unreaped: int | None = None
+        #: When the job's "done" was sent (a monotonic time; 0.0: not yet).
+        self.done_at = 0.0
 
     def run(self) -> bool:
         """Serve the job to its ``done`` record (after the reset, so reuse is decided);
@@ -150,6 +152,7 @@ class JobRun:
         reusable = self.may_serve_again()
         self.channel.send({"t": "done", "rows": self.n, "reusable": reusable})
         self.channel.flush()
+        self.done_at = time.monotonic()
         if self.unreaped is not None:
             kill_child(self.unreaped)
             self.unreaped = None

@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 
 from engine.contract import Status
-from engine.harness.ahead import AHEAD_MAX_ROWS, Spare, template_of, worth_forking
+from engine.harness import ahead
+from engine.harness.ahead import (
+    AHEAD_MAX_ROWS,
+    BACK_TO_BACK_SECONDS,
+    Spare,
+    template_of,
+    worth_forking,
+)
 from engine.harness.channel import Reader, read_job
 from engine.harness.gateway import Gateway
 from engine.harness.supervise import JobRun
@@ -194,6 +201,27 @@ def test_no_child_is_forked_ahead_of_a_job_sent_back_to_back(
     stdin.fill(0)  # read already, as a partial job: the same
     assert stdin.buffer
     assert not worth_forking(job_of(COUNTING, 3), stdin)
+
+
+def test_the_wait_for_a_job_sent_back_to_back_counts_from_the_done(
+    quiet_stdin: tuple[Reader, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reset after the done took its part of the window: only the rest is waited.
+    stdin, _ = quiet_stdin
+    job = job_of(COUNTING, 3)
+    waits: list[float] = []
+    real_select = ahead.select.select
+
+    def select(r: list[int], w: list[int], x: list[int], timeout: float) -> Any:
+        waits.append(timeout)
+        return real_select(r, w, x, timeout)
+
+    monkeypatch.setattr(ahead.select, "select", select)
+    now = time.monotonic()
+    assert worth_forking(job, stdin, now - 10 * BACK_TO_BACK_SECONDS)
+    assert worth_forking(job, stdin, now + 60.0)  # (a clock far ahead)
+    assert worth_forking(job, stdin)
+    assert waits == [0.0, BACK_TO_BACK_SECONDS, BACK_TO_BACK_SECONDS]
 
 
 def test_no_child_is_forked_ahead_in_a_container_the_host_discards(

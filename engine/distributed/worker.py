@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.catalog import ResolvedCheck, unsaved_code_check
 from engine.contract import OutputType
+from engine.distributed.after import AfterChunks, Settled
 from engine.distributed.celery_app import CHUNK_TASK, send
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
@@ -98,6 +99,10 @@ class WorkerRuntime:
             on_requeued=lambda reason, n: self.metrics.chunks_requeued.labels(reason).inc(n),
         )
         self._checks: dict[tuple[str, str], ResolvedCheck] = {}
+        # runs this process marked running: a run never goes back to queued, so once is enough
+        self._running: set[str] = set()
+        # settling, finishing runs and refilling happen off the slot (engine.distributed.after)
+        self._after = AfterChunks(self._settle, self._complete, self.dispatcher.pass_once)
         self._held: dict[ChunkKey, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -113,6 +118,7 @@ class WorkerRuntime:
             log.warning("sandbox not available yet: %s", exc)
 
     def close(self) -> None:
+        self._after.close()
         self._stop.set()
         self._heartbeat.join(timeout=10)
         with contextlib.suppress(ScoreboxError):  # else the announcement expires on its own
@@ -231,7 +237,7 @@ class WorkerRuntime:
         return should_stop
 
     def run_chunk(self, message: dict[str, Any]) -> str:
-        """The ``scorebox.chunk`` task: claim, score the rows still missing, settle, refill."""
+        """The ``scorebox.chunk`` task: claim, score the rows still missing, hand it to settle."""
         key = ChunkKey(*message["key"])
         epoch = int(message["epoch"])
         if not self.ledger.claim(key, epoch, self.name, self.settings.chunk_lease_seconds):
@@ -241,7 +247,7 @@ class WorkerRuntime:
         state = DONE
         spec = ChunkSpec.from_json(message["spec"])
         try:
-            self.store.set_run_status(spec.run_id, RunStatus.RUNNING)
+            self._mark_running(spec.run_id)
             check = self.resolve(spec.tenant_id, spec.check)
             outcome = execute_chunk(
                 self.store, self.executors, self.metrics, spec, check, self._stopper(spec.run_id)
@@ -272,22 +278,47 @@ class WorkerRuntime:
             return "deferred"
         except ScoreboxError as exc:
             state = DROPPED
-            self.fail_run(spec.run_id, str(exc))
+            self._fail_then_settle(
+                Settled(key, epoch, state, spec.tenant_id, spec.run_id), str(exc)
+            )
+            return state
         except Exception as exc:
             log.exception("run %s: chunk failed", spec.run_id)
             state = DROPPED
-            self.fail_run(spec.run_id, f"internal error: {exc.__class__.__name__}: {exc}")
+            error = f"internal error: {exc.__class__.__name__}: {exc}"
+            self._fail_then_settle(Settled(key, epoch, state, spec.tenant_id, spec.run_id), error)
+            return state
+        # settled on the after-chunk thread (its lease renewed until then): the slot
+        # acknowledges the message now and takes its next chunk
+        self._after.add(Settled(key, epoch, state, spec.tenant_id, spec.run_id))
+        return state
+
+    def _fail_then_settle(self, chunk: Settled, error: str) -> None:
+        """Fail the chunk's run, and settle the chunk even when that raised."""
+        try:
+            self.fail_run(chunk.run_id, error)
+        finally:
+            self._after.add(chunk)
+
+    def _settle(self, key: ChunkKey, epoch: int, state: str) -> bool:
+        """Settle a chunk this worker ran and stop renewing its lease."""
+        try:
+            return self.ledger.settle(key, epoch, state)
         finally:
             with self._lock:
-                self._held.pop(key, None)
-        settled = self.ledger.settle(key, epoch, state)
-        if settled and state == DONE:
-            self._complete(spec.tenant_id, spec.run_id)
-        try:
-            self.dispatcher.pass_once()  # refill this tenant's slot now, not at the next tick
-        except ScoreboxError as exc:  # the API nodes' loops dispatch anyway
-            log.warning("dispatch after chunk failed: %s", exc)
-        return state
+                if self._held.get(key) == epoch:
+                    del self._held[key]
+
+    def _mark_running(self, run_id: str) -> None:
+        """The run is running (its first chunk here writes it; the others need not)."""
+        with self._lock:
+            if run_id in self._running:
+                return
+        self.store.set_run_status(run_id, RunStatus.RUNNING)
+        with self._lock:
+            if len(self._running) > 10_000:
+                self._running.clear()
+            self._running.add(run_id)
 
     def _complete(self, tenant_id: str, run_id: str) -> None:
         """Finish the run when its last chunk is done: succeeded, or its missing rows re-queued."""

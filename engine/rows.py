@@ -8,10 +8,10 @@ files and the Python API all parse rows here, and a bad row is an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from engine.errors import InvalidRequestError
 from engine.models import Row
@@ -48,3 +48,16 @@ def as_row(index: int, row: Row | Mapping[str, Any]) -> Row:
     except ValidationError as exc:
         problem = shape_problem(row) or value_problem(exc)
         raise InvalidRequestError(f"{request_row(index)}: {problem}") from exc
+
+
+#: Rows dumped by one serializer call: a list's call, not one per row, yet a run's rows
+#: are not all held again as dicts at once.
+DUMPED_PER_CALL = 1000
+_ROW_LIST = TypeAdapter(list[Row])
+
+
+def stored_rows(rows: Sequence[Row], per_call: int = DUMPED_PER_CALL) -> Iterator[dict[str, Any]]:
+    """What a run stores of its rows: each one's ``model_dump(mode="json")`` (what
+    :meth:`Row.stored` reads back), dumped ``per_call`` rows a serializer call."""
+    for start in range(0, len(rows), per_call):
+        yield from _ROW_LIST.dump_python(list(rows[start : start + per_call]), mode="json")

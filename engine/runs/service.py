@@ -25,7 +25,7 @@ from engine.contract import OutputType
 from engine.environments.spec import PackageRules
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import Limits, Row, RowResult
-from engine.rows import as_rows
+from engine.rows import as_rows, stored_rows
 from engine.runs.dispatch import Dispatch, RunIncomplete, RunPlan, ScoreBatch
 from engine.runs.executors import Executors
 from engine.runs.local import LocalDispatch
@@ -192,7 +192,7 @@ class RunService:
         )
         self.store.create_run(
             run,
-            (r.model_dump(mode="json") for r in row_list),
+            stored_rows(row_list),
             principal.key_id,
             # counted again under the tenant's lock: simultaneous submissions on several API
             # nodes cannot all pass the check above

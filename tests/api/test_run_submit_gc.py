@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from engine.api.routes import runs
+from engine.agreement.required import refuse_unmet
 from tests.api.conftest import Api
 
 
@@ -15,13 +15,12 @@ def test_the_collector_is_off_while_a_run_is_submitted_and_on_after(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    refuse_unmet = runs.refuse_unmet
 
     def watched(*args: Any) -> None:
         seen.append(gc.isenabled())
         refuse_unmet(*args)
 
-    monkeypatch.setattr(runs, "refuse_unmet", watched)
+    monkeypatch.setattr("engine.api.routes.runs.refuse_unmet", watched)
     h = api.tenant()
     rows = [{"model_output": "{}"}, {"model_output": "x"}]
     reply = api.client.post("/v1/runs", headers=h, json={"checks": ["is_json"], "rows": rows})

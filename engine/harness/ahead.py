@@ -70,9 +70,18 @@ def payload_of(job: dict[str, Any]) -> bytes:
     return encode_json({k: v for k, v in job.items() if k not in NOT_SENT}).encode()
 
 
+def sendable(job: dict[str, Any]) -> bytes | None:
+    """``job`` as a child forked ahead reads it, or None when it is past a child forked
+    ahead's bounds (more than ``AHEAD_MAX_ROWS`` rows, or ``AHEAD_MAX_JOB_BYTES`` as sent)."""
+    if job["n"] > AHEAD_MAX_ROWS:
+        return None
+    data = payload_of(job)
+    return data if len(data) <= AHEAD_MAX_JOB_BYTES else None
+
+
 def fits(job: dict[str, Any]) -> bool:
     """Whether a child forked ahead could serve ``job`` (its rows and its size)."""
-    return job["n"] <= AHEAD_MAX_ROWS and len(payload_of(job)) <= AHEAD_MAX_JOB_BYTES
+    return sendable(job) is not None
 
 
 def worth_forking(job: dict[str, Any], stdin: Reader, done_at: float | None = None) -> bool:
@@ -177,10 +186,7 @@ class Spare:
         """``job`` as the child reads it, or None when this child cannot serve it."""
         if any(job.get(key) != self.template[key] for key in LOAD_KEYS):
             return None
-        if job["n"] > AHEAD_MAX_ROWS:
-            return None
-        data = payload_of(job)
-        return data if len(data) <= AHEAD_MAX_JOB_BYTES else None
+        return sendable(job)
 
     def start(self, job: dict[str, Any]) -> tuple[Forked, Reader, Block | None] | None:
         """Hand ``job`` to the child: the child, the reader of its records (its load record

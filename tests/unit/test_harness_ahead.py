@@ -6,7 +6,9 @@ are forked from it (off a container's PID 1 the reset touches nothing).
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import tempfile
 import time
 from collections.abc import Iterator
@@ -15,11 +17,12 @@ from typing import Any
 import pytest
 
 from engine.contract import Status
-from engine.harness import ahead
 from engine.harness.ahead import (
     AHEAD_MAX_ROWS,
     BACK_TO_BACK_SECONDS,
     Spare,
+    fits,
+    sendable,
     template_of,
     worth_forking,
 )
@@ -210,18 +213,47 @@ def test_the_wait_for_a_job_sent_back_to_back_counts_from_the_done(
     stdin, _ = quiet_stdin
     job = job_of(COUNTING, 3)
     waits: list[float] = []
-    real_select = ahead.select.select
+    real_select = select.select
 
-    def select(r: list[int], w: list[int], x: list[int], timeout: float) -> Any:
+    def recording(r: list[int], w: list[int], x: list[int], timeout: float) -> Any:
         waits.append(timeout)
         return real_select(r, w, x, timeout)
 
-    monkeypatch.setattr(ahead.select, "select", select)
+    monkeypatch.setattr(select, "select", recording)
     now = time.monotonic()
     assert worth_forking(job, stdin, now - 10 * BACK_TO_BACK_SECONDS)
     assert worth_forking(job, stdin, now + 60.0)  # (a clock far ahead)
     assert worth_forking(job, stdin)
     assert waits == [0.0, BACK_TO_BACK_SECONDS, BACK_TO_BACK_SECONDS]
+
+
+@pytest.mark.parametrize(
+    ("rows", "extra", "sent"),
+    [
+        (3, {}, True),
+        (AHEAD_MAX_ROWS, {}, True),
+        (AHEAD_MAX_ROWS + 1, {}, False),
+        (1, {"config": {"padding": "x" * 40_000}}, False),  # past the pipe's one write
+    ],
+    ids=["small", "most-rows", "too-many-rows", "too-many-bytes"],
+)
+def test_one_rule_says_what_a_child_forked_ahead_can_be_sent(
+    rows: int, extra: dict[str, Any], sent: bool
+) -> None:
+    job = job_of(COUNTING, rows, **extra)
+    data = sendable(job)
+    assert fits(job) is sent
+    assert (data is not None) is sent
+    if data is not None:  # the job without its source and nonce, as the child reads it
+        assert json.loads(data) == {k: v for k, v in job.items() if k not in ("source", "nonce")}
+    result_read, result_write = os.pipe()
+    spare = Spare.fork(template_of(job), result_write, Gateway())
+    try:
+        assert spare.payload(job) == data  # the spare asks the same rule
+    finally:
+        spare.discard()
+        os.close(result_read)
+        os.close(result_write)
 
 
 def test_no_child_is_forked_ahead_in_a_container_the_host_discards(

@@ -286,7 +286,7 @@ class SqlRuns(SqlSessions):
             if inserted:  # last: the run's row stays locked only until the commit
                 mark = _mark(conn)
                 conn.exec_driver_sql(  # once a flush: the driver's SQL, not an ORM update
-                    f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}",
+                    f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}",  # nosec B608 (marks only)
                     (inserted, run_id),
                 )
             return inserted

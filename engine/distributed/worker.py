@@ -60,6 +60,9 @@ def sandbox_runtime(settings: Settings) -> str:
 #: How often a worker renews its leases and announces itself (at most).
 BEAT_SECONDS = 5.0
 
+#: How long a worker trusts its last look at whether a run stopped (cancelled, failed).
+STOP_CHECK_SECONDS = 0.5
+
 
 class WorkerRuntime:
     """Everything one worker process needs; thread-safe (Celery's threads pool calls it)."""
@@ -101,6 +104,8 @@ class WorkerRuntime:
         self._checks: dict[tuple[str, str], ResolvedCheck] = {}
         # runs this process marked running: a run never goes back to queued, so once is enough
         self._running: set[str] = set()
+        # run id -> (when asked, stopped): a cancel is seen within STOP_CHECK_SECONDS
+        self._stopped: dict[str, tuple[float, bool]] = {}
         # settling, finishing runs and refilling happen off the slot (engine.distributed.after)
         self._after = AfterChunks(self._settle, self._complete, self.dispatcher.pass_once)
         self._held: dict[ChunkKey, int] = {}
@@ -220,19 +225,28 @@ class WorkerRuntime:
     # ---- runs ---------------------------------------------------------------------------
 
     def fail_run(self, run_id: str, error: str) -> None:
+        with self._lock:  # the run's other chunks here stop at their next write
+            self._stopped[run_id] = (time.monotonic(), True)
         self.store.set_run_status(run_id, RunStatus.FAILED, error)
         self.ledger.drop_run(run_id)
         self.metrics.runs.labels(RunStatus.FAILED.value).inc()
 
     def _stopper(self, run_id: str) -> Callable[[], bool]:
-        """Whether the run stopped (cancelled, failed); asks the database at most twice a second."""
-        last = [0.0, False]
+        """Whether the run stopped (cancelled, failed); asks the database at most twice a
+        second per run, the answer shared by the run's chunks (one after the other too)."""
 
         def should_stop() -> bool:
             now = time.monotonic()
-            if now - float(last[0]) >= 0.5:
-                last[0], last[1] = now, not self.ledger.run_active(run_id)
-            return bool(last[1])
+            with self._lock:
+                seen = self._stopped.get(run_id)
+            if seen is not None and now - seen[0] < STOP_CHECK_SECONDS:
+                return seen[1]
+            stopped = not self.ledger.run_active(run_id)
+            with self._lock:
+                if len(self._stopped) > 10_000:
+                    self._stopped.clear()
+                self._stopped[run_id] = (now, stopped)
+            return stopped
 
         return should_stop
 

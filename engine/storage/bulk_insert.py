@@ -1,7 +1,8 @@
-"""Many rows in one ``INSERT ... VALUES (...), (...) ON CONFLICT (...) DO NOTHING``.
+"""Many rows in one ``INSERT ... VALUES (...), (...) [ON CONFLICT (...) DO NOTHING]``.
 
-For the OTLP receiver's batches (512 spans an export by default). One statement of many
-rows, not an executemany of one row each: SQLite runs it in one step without taking
+For the OTLP receiver's batches (512 spans an export by default) and a run's blocks of
+input rows. One statement of many rows, not an executemany of one row each: SQLite
+runs it in one step without taking
 Python's GIL back between rows (an executemany takes it back for every row, and waits
 each time for the threads mapping the next batches, which then cannot overlap with it).
 (On PostgreSQL psycopg's pipelined executemany measured faster: the span store uses
@@ -28,13 +29,14 @@ def insert_statements(
     conn: Connection,
     table: Table,
     rows: Sequence[dict[str, Any]],
-    conflict: Sequence[str],
+    conflict: Sequence[str] = (),
     encoders: Mapping[str, Callable[[Any], Any]] | None = None,
 ) -> list[tuple[str, tuple[Any, ...]]]:
     """The statements (SQL and bound values) that insert ``rows`` (each a value for every
     column of ``table``), leaving out a row whose ``conflict`` columns match a stored row
-    or an earlier row here. ``encoders`` (by column name) take the place of a column
-    type's own bind processor: a faster JSON encoder, for one. Made apart from running
+    or an earlier row here (no ``conflict``: a duplicate key is an error). ``encoders``
+    (by column name) take the place of a column type's own bind processor: a faster JSON
+    encoder, for one. Made apart from running
     them: encoding the values is Python work, better done before a caller takes a write
     lock."""
     if not rows:
@@ -52,7 +54,7 @@ def insert_statements(
     group = "(" + ", ".join([mark] * len(columns)) + ")"
     # Names come from the Table (quoted by the dialect), every value is a bound parameter.
     head = f"INSERT INTO {quote(table.name)} ({', '.join(quote(c.name) for c in columns)}) VALUES "  # nosec B608
-    tail = f" ON CONFLICT ({', '.join(quote(c) for c in conflict)}) DO NOTHING"
+    tail = f" ON CONFLICT ({', '.join(quote(c) for c in conflict)}) DO NOTHING" if conflict else ""
     statements = []
     for start in range(0, len(rows), per_statement):
         chunk = rows[start : start + per_statement]

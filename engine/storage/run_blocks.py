@@ -23,9 +23,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Table
 
-from engine.errors import StorageError
+from engine.storage.bulk_insert import insert_statements, run_statements
+from engine.storage.tables import RunRowBlock
 
 __all__ = [
     "ROWS_PER_BLOCK",
@@ -39,6 +40,8 @@ __all__ = [
 ROWS_PER_BLOCK = 100
 #: Blocks a statement at most (four values a block).
 BLOCKS_PER_STATEMENT = 100
+#: The table the blocks live in.
+BLOCKS: Table = RunRowBlock.__table__  # type: ignore[assignment]
 
 
 def row_blocks(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[int, int, str]]:
@@ -76,31 +79,16 @@ def _loads(text: str) -> list[Any]:
 def insert_row_blocks(conn: Connection, run_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
     """Store a run's input rows (indexed from 0, in order) in ``conn``'s transaction, a
     block of :data:`ROWS_PER_BLOCK` a database row; returns how many rows."""
-    dialect = conn.dialect.name
-    if dialect == "sqlite":
-        mark = "(?, ?, ?, ?)"
-    elif dialect == "postgresql":
-        mark = "(%s, %s, %s, %s)"
-    else:  # pragma: no cover
-        raise StorageError(f"unsupported database dialect {dialect}")
     count = 0
-    pending: list[tuple[int, int, str]] = []
-
-    def flush() -> None:
-        sql = (
-            "INSERT INTO run_row_blocks (run_id, row_start, row_stop, rows) VALUES "  # nosec B608 (marks only)
-            + ", ".join([mark] * len(pending))
-        )
-        conn.exec_driver_sql(sql, tuple(v for b in pending for v in (run_id, *b)))
-        pending.clear()
-
-    for block in row_blocks(rows):
-        pending.append(block)
-        count = block[1]
+    pending: list[dict[str, Any]] = []
+    for start, stop, text in row_blocks(rows):
+        pending.append({"run_id": run_id, "row_start": start, "row_stop": stop, "rows": text})
+        count = stop
         if len(pending) >= BLOCKS_PER_STATEMENT:
-            flush()
+            run_statements(conn, insert_statements(conn, BLOCKS, pending))
+            pending.clear()
     if pending:
-        flush()
+        run_statements(conn, insert_statements(conn, BLOCKS, pending))
     return count
 
 

@@ -281,7 +281,7 @@ class Bench:
 
     def throughput_line(self, kind: str, size: int, image: str | None) -> None:
         """Every system on ``size`` rows of the ``kind`` check."""
-        from bench import peers
+        from bench import peers, table_once
         from bench import scorebox_side as sb
 
         repeats = self.config.repeats(size)
@@ -297,11 +297,12 @@ class Bench:
 
         def table() -> None:
             try:
-                reuse = sb.reuse_check()
+                reuse = "check" if sb.reuse_check() else "default"
             except sb.BenchError:
-                reuse = {}
-            settings = sb.make_settings(**reuse)
-            runs = [sb.table_throughput(settings, kind, size) for _ in range(repeats)]
+                reuse = "default"
+            # Each repeat in a fresh process: the peak RSS is score_table's, not the heap
+            # the earlier lines left in this one.
+            runs = [table_once.in_child(kind, size, reuse) for _ in range(repeats)]
             self.throughput(SCORE_TABLE, kind, size, runs)
 
         def batch(peer: str, name: str, img: str) -> None:

@@ -145,10 +145,11 @@ def throughput_tables(results: Results) -> list[str]:
     memory_systems = (REUSE_CHECK, SCORE_TABLE, IN_PROCESS)
     lines += [
         "",
-        "Cost per row (µs of wall time, median) as rows grow; the CPU this (the host) process "
-        f"spent per row (µs, user and system, every thread: `time.process_time()`) for "
-        f"{' and '.join(HOST_CPU_SYSTEMS)}; and the peak resident memory of the host process "
-        "while scoring:",
+        "Cost per row (µs of wall time, median) as rows grow; the CPU the host process that "
+        f"scored spent per row (µs, user and system, every thread: `time.process_time()`) for "
+        f"{' and '.join(HOST_CPU_SYSTEMS)}; and the peak resident memory of that process "
+        f"while scoring (each {SCORE_TABLE} run is a fresh process of its own; the others "
+        "run in the bench's process):",
         "",
         "| check | rows | "
         + " | ".join(SYSTEMS)

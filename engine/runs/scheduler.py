@@ -101,13 +101,19 @@ class FairScheduler:
             return None
 
     def finish(self, item: WorkItem) -> None:
-        """A thread is done with ``item``."""
+        """A thread is done with ``item``.
+
+        The slot it frees matters only to items still queued: with none, no waiting thread
+        is woken (each wake-up of an idle thread costs the request that finished here a
+        thread switch and the GIL, for a thread that finds nothing and waits again).
+        """
         with self._cond:
             self._inflight[item.tenant_id] -= 1
             if self._inflight[item.tenant_id] <= 0:
                 del self._inflight[item.tenant_id]
             item.finished.set()
-            self._cond.notify_all()
+            if self._tenants:  # a tenant held back at its concurrency may go on now
+                self._cond.notify_all()
 
     def withdraw(self, item: WorkItem) -> bool:
         """Remove a pending item; False when a thread already took it."""

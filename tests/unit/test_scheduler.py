@@ -133,3 +133,50 @@ def test_close_wakes_every_waiting_worker_and_take_returns_none() -> None:
     assert results == [None, None, None]
     scheduler.submit(_item("a"))
     assert scheduler.take(timeout=0) is None  # closed: pending items are not handed out
+
+
+class _CountingCondition(threading.Condition):
+    """A condition that counts the wake-ups it sends to waiting threads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.woken = 0
+
+    def notify(self, n: int = 1) -> None:
+        self.woken += min(n, len(self._waiters))  # type: ignore[attr-defined]
+        super().notify(n)
+
+
+def test_finish_with_nothing_queued_wakes_no_idle_worker() -> None:
+    scheduler = FairScheduler(lambda tenant: 1)
+    cond = scheduler._cond = _CountingCondition()
+    item = _item("a")
+    scheduler.submit(item)
+    assert scheduler.take(timeout=0) is item
+    got: list[WorkItem | None] = []
+    idle = threading.Thread(target=lambda: got.append(scheduler.take(timeout=0.3)))
+    idle.start()
+    time.sleep(0.05)  # the idle worker waits on the condition
+    scheduler.finish(item)
+    assert item.finished.is_set()
+    assert cond.woken == 0  # nothing queued: no worker is woken for nothing
+    idle.join(5)
+    assert got == [None]
+
+
+def test_finish_wakes_a_worker_for_an_item_held_back_by_concurrency() -> None:
+    scheduler = FairScheduler(lambda tenant: 1)
+    first, second = _item("a"), _item("a")
+    scheduler.submit(first)
+    scheduler.submit(second)
+    assert scheduler.take(timeout=0) is first
+    got: list[WorkItem | None] = []
+    worker = threading.Thread(target=lambda: got.append(scheduler.take(timeout=10)))
+    worker.start()
+    time.sleep(0.05)
+    assert not got  # tenant "a" is at its concurrency of one
+    began = time.monotonic()
+    scheduler.finish(first)
+    worker.join(5)
+    assert got == [second]
+    assert time.monotonic() - began < 2  # woken by the finish, not by its timeout

@@ -18,6 +18,11 @@ from engine.tenancy.quotas import Quotas, default_quotas, effective_quotas
 
 log = logging.getLogger("scorebox.distributed")
 
+#: How often a worker's refills also re-queue expired leases and drop stopped runs' chunks:
+#: the API nodes' loop does that every dispatch interval, a worker's refill after each of
+#: its chunks only sends (this keeps it going while no API node is up).
+HOUSEKEEPING_SECONDS = 5.0
+
 
 class QuotaCache:
     """Tenants' effective quotas from PostgreSQL, cached for a few seconds."""
@@ -78,14 +83,19 @@ class Dispatcher:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._housekept = float("-inf")  # when refill() last did housekeeping (monotonic)
 
-    def pass_once(self) -> int:
-        """One pass; returns how many chunks were sent (0 when another pass held the lock)."""
+    def pass_once(self, *, housekeeping: bool = True) -> int:
+        """One pass; returns how many chunks were sent (0 when another pass held the lock).
+
+        ``housekeeping=False``: only send pending chunks (a worker refilling after its
+        chunks); expired leases, stopped runs and poison chunks are the loop's."""
         messages = self.ledger.dispatch(
             self.quotas.concurrent_jobs,
             self.settings.queue_lease_seconds,
             self._on_poison,
             lambda n: self._on_requeued("lease_expired", n),
+            housekeeping=housekeeping,
         )
         sent = 0
         unsent: list[dict[str, Any]] = []
@@ -104,6 +114,15 @@ class Dispatcher:
         if unsent:
             self._on_requeued("send_failed", len(unsent))
         return sent
+
+    def refill(self) -> int:
+        """A pass after chunks settled: sends pending chunks, with housekeeping at most
+        every :data:`HOUSEKEEPING_SECONDS` (its statements are most of a pass's work)."""
+        now = time.monotonic()
+        due = now - self._housekept >= HOUSEKEEPING_SECONDS
+        if due:
+            self._housekept = now
+        return self.pass_once(housekeeping=due)
 
     def nudge(self) -> None:
         """Ask the loop for a pass now (new run, finished chunk)."""

@@ -15,6 +15,12 @@ to send. It runs under a transaction-level advisory lock, so any number of
 API nodes and workers may call it: one pass at a time does the work. Each
 dispatch bumps ``epoch``; a worker claims a chunk only with the epoch of the
 message it holds, so a stale or duplicated message is a no-op.
+
+A worker's per-chunk statements (claim, settle, the run's unfinished count) are
+one statement each, sent on an autocommit connection as the driver's SQL: one
+round trip after the pool's ping, no ``BEGIN``/``COMMIT`` around it and no
+statement built per call (each round trip is the slot thread waiting for the
+GIL again, behind the worker's other threads).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, Table, and_, exists, func, select, text, tuple_, update
@@ -51,6 +57,20 @@ DISPATCH_LOCK = 0x73636F7265626F78 & 0x7FFFFFFFFFFFFFFF
 #: A chunk claimed this many times without finishing fails its run (a poison chunk).
 MAX_ATTEMPTS = 8
 
+# A worker's per-chunk statements, as the driver's SQL (psycopg's named placeholders).
+CLAIM_SQL = (
+    "UPDATE run_chunks SET state = 'running', attempts = attempts + 1, worker = %(worker)s, "
+    "lease_until = %(lease)s WHERE run_id = %(run_id)s AND check_index = %(check_index)s "
+    "AND chunk_no = %(chunk_no)s AND state = 'queued' AND epoch = %(epoch)s"
+)
+SETTLE_SQL = (
+    "UPDATE run_chunks SET state = %(state)s, lease_until = NULL WHERE run_id = %(run_id)s "
+    "AND check_index = %(check_index)s AND chunk_no = %(chunk_no)s "
+    "AND epoch = %(epoch)s AND state = 'running'"
+)
+UNFINISHED_SQL = "SELECT count(*) FROM run_chunks WHERE run_id = %(run_id)s AND state <> 'done'"
+RUN_STATUS_SQL = "SELECT status FROM runs WHERE id = %(run_id)s"
+
 
 @dataclass(frozen=True)
 class ChunkKey:
@@ -60,6 +80,10 @@ class ChunkKey:
 
     def as_tuple(self) -> tuple[str, int, int]:
         return (self.run_id, self.check_index, self.chunk_no)
+
+    def params(self) -> dict[str, Any]:
+        """The key as the named parameters of the driver's SQL above."""
+        return {"run_id": self.run_id, "check_index": self.check_index, "chunk_no": self.chunk_no}
 
 
 def _where(key: ChunkKey) -> Any:
@@ -141,6 +165,8 @@ class ChunkLedger:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        # the same pool; a connection from it sends each statement on its own (no BEGIN)
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
@@ -153,8 +179,9 @@ class ChunkLedger:
 
     @contextmanager
     def _connect(self) -> Iterator[Connection]:
+        """Autocommit: for one statement (a read, or a write that stands alone)."""
         try:
-            with self.engine.connect() as conn:
+            with self._autocommit.connect() as conn:
                 yield conn
         except SQLAlchemyError as exc:
             raise database_error(exc) from exc
@@ -201,68 +228,53 @@ class ChunkLedger:
         queue_lease_seconds: float,
         on_poison: Callable[[str, str], None] | None = None,
         on_expired: Callable[[int], None] | None = None,
+        *,
+        housekeeping: bool = True,
     ) -> list[dict[str, Any]] | None:
         """One fair dispatch pass; the messages to send, or None when another pass holds the lock.
 
-        Also re-queues chunks whose lease expired (a lost worker, a lost message)
-        and drops chunks of runs that are no longer active.
+        With ``housekeeping`` (the API nodes' loop), also re-queues chunks whose
+        lease expired (a lost worker, a lost message), drops chunks of runs that
+        are no longer active and fails runs with a poison chunk. Without it (a
+        worker refilling after its chunks) only pending chunks of active runs with
+        attempts left are sent: what housekeeping would drop or fail is left to it.
         """
         now = utcnow()
+        poisoned_runs: list[str] = []
         with self._begin() as conn:
             got = conn.scalar(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": DISPATCH_LOCK})
             if not got:
                 return None
-            inactive = ~exists().where(
-                RUNS.c.id == CHUNKS.c.run_id,
-                RUNS.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
-            )
-            conn.execute(
-                update(CHUNKS)
-                .where(CHUNKS.c.state.in_([PENDING, *INFLIGHT]), inactive)
-                .values(state=DROPPED)
-            )
-            expired = conn.execute(
-                update(CHUNKS)
-                .where(CHUNKS.c.state.in_(INFLIGHT), CHUNKS.c.lease_until < now)
-                .values(state=PENDING, worker=None)
-                .returning(CHUNKS.c.run_id, CHUNKS.c.check_index, CHUNKS.c.state)
-            ).all()
-            if expired:
-                log.info("re-queueing %d chunks whose lease expired", len(expired))
-                if on_expired is not None:
-                    on_expired(len(expired))
-            poisoned = conn.execute(
-                select(CHUNKS.c.run_id)
-                .where(CHUNKS.c.state == PENDING, CHUNKS.c.attempts >= MAX_ATTEMPTS)
-                .distinct()
-            ).scalars()
-            poisoned_runs = list(poisoned)
-            for run_id in poisoned_runs:
-                conn.execute(
-                    update(CHUNKS)
-                    .where(CHUNKS.c.run_id == run_id, CHUNKS.c.state.in_([PENDING, *INFLIGHT]))
-                    .values(state=DROPPED)
-                )
-            inflight = {
-                tenant: int(n)
-                for tenant, n in conn.execute(
-                    select(CHUNKS.c.tenant_id, func.count())
-                    .where(CHUNKS.c.state.in_(INFLIGHT))
-                    .group_by(CHUNKS.c.tenant_id)
-                )
-            }
-            tenants = list(
-                conn.scalars(select(CHUNKS.c.tenant_id).where(CHUNKS.c.state == PENDING).distinct())
-            )
+            if housekeeping:
+                poisoned_runs = self._housekeeping(conn, now, on_expired)
+            inflight: dict[str, int] = {}
+            tenants: list[str] = []
+            # one look at the tenants' chunks: those in flight count against their quota,
+            # those with pending chunks are candidates
+            for tenant, state, n in conn.execute(
+                select(CHUNKS.c.tenant_id, CHUNKS.c.state, func.count())
+                .where(CHUNKS.c.state.in_([PENDING, *INFLIGHT]))
+                .group_by(CHUNKS.c.tenant_id, CHUNKS.c.state)
+            ):
+                if state == PENDING:
+                    tenants.append(str(tenant))
+                else:
+                    inflight[str(tenant)] = inflight.get(str(tenant), 0) + int(n)
             candidates: dict[str, list[dict[str, Any]]] = {}
-            for tenant in tenants:
+            for tenant in sorted(tenants):
                 free = max(1, concurrency(tenant)) - inflight.get(tenant, 0)
                 if free <= 0:
                     continue
                 rows = conn.execute(
                     select(CHUNKS, RUNS.c.checks)
                     .join(RUNS, RUNS.c.id == CHUNKS.c.run_id)
-                    .where(CHUNKS.c.tenant_id == tenant, CHUNKS.c.state == PENDING)
+                    .where(
+                        CHUNKS.c.tenant_id == tenant,
+                        CHUNKS.c.state == PENDING,
+                        # what housekeeping drops or fails is never sent, with or without it
+                        CHUNKS.c.attempts < MAX_ATTEMPTS,
+                        RUNS.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
+                    )
                     # chunk position first: round-robin across the tenant's runs and checks
                     .order_by(CHUNKS.c.chunk_no, RUNS.c.created_at, CHUNKS.c.check_index)
                     .limit(free)
@@ -270,34 +282,49 @@ class ChunkLedger:
                 candidates[tenant] = [dict(r) for r in rows]
             ordered = fair_order(candidates, inflight)
             messages: list[dict[str, Any]] = []
-            lease = now + timedelta(seconds=queue_lease_seconds)
-            for row in ordered:
-                key = ChunkKey(row["run_id"], row["check_index"], row["chunk_no"])
-                epoch = int(row["epoch"]) + 1
-                conn.execute(
-                    update(CHUNKS)
-                    .where(_where(key))
-                    .values(
-                        state=QUEUED,
-                        epoch=epoch,
-                        lease_until=lease,
-                        dispatched_at=now,
+            if ordered:
+                # one UPDATE for the pass's chunks; still pending under the lock (a cancel's
+                # drop_run may have dropped one since the select: it is not sent)
+                epochs = {
+                    (str(r), int(c), int(n)): int(e)
+                    for r, c, n, e in conn.execute(
+                        update(CHUNKS)
+                        .where(
+                            tuple_(CHUNKS.c.run_id, CHUNKS.c.check_index, CHUNKS.c.chunk_no).in_(
+                                [(r["run_id"], r["check_index"], r["chunk_no"]) for r in ordered]
+                            ),
+                            CHUNKS.c.state == PENDING,
+                        )
+                        .values(
+                            state=QUEUED,
+                            epoch=CHUNKS.c.epoch + 1,
+                            lease_until=now + timedelta(seconds=queue_lease_seconds),
+                            dispatched_at=now,
+                        )
+                        .returning(
+                            CHUNKS.c.run_id, CHUNKS.c.check_index, CHUNKS.c.chunk_no, CHUNKS.c.epoch
+                        )
                     )
-                )
-                messages.append(
-                    {
-                        "key": list(key.as_tuple()),
-                        "epoch": epoch,
-                        "spec": {
-                            "tenant_id": row["tenant_id"],
-                            "run_id": row["run_id"],
-                            "check_index": row["check_index"],
-                            "check": row["checks"][row["check_index"]],
-                            "rows": [[row["row_start"], row["row_stop"]]],
-                            "limits": row["limits"],
-                        },
-                    }
-                )
+                }
+                for row in ordered:
+                    key = ChunkKey(row["run_id"], row["check_index"], row["chunk_no"])
+                    epoch = epochs.get(key.as_tuple())
+                    if epoch is None:
+                        continue
+                    messages.append(
+                        {
+                            "key": list(key.as_tuple()),
+                            "epoch": epoch,
+                            "spec": {
+                                "tenant_id": row["tenant_id"],
+                                "run_id": row["run_id"],
+                                "check_index": row["check_index"],
+                                "check": row["checks"][row["check_index"]],
+                                "rows": [[row["row_start"], row["row_stop"]]],
+                                "limits": row["limits"],
+                            },
+                        }
+                    )
         if on_poison is not None:
             for run_id in poisoned_runs:
                 on_poison(
@@ -307,22 +334,56 @@ class ChunkLedger:
                 )
         return messages
 
+    def _housekeeping(
+        self, conn: Connection, now: datetime, on_expired: Callable[[int], None] | None
+    ) -> list[str]:
+        """Drop chunks of stopped runs, re-queue expired leases, drop poisoned runs' chunks;
+        returns the poisoned runs (to fail once the pass commits)."""
+        inactive = ~exists().where(
+            RUNS.c.id == CHUNKS.c.run_id,
+            RUNS.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
+        )
+        conn.execute(
+            update(CHUNKS)
+            .where(CHUNKS.c.state.in_([PENDING, *INFLIGHT]), inactive)
+            .values(state=DROPPED)
+        )
+        expired = conn.execute(
+            update(CHUNKS)
+            .where(CHUNKS.c.state.in_(INFLIGHT), CHUNKS.c.lease_until < now)
+            .values(state=PENDING, worker=None)
+            .returning(CHUNKS.c.run_id, CHUNKS.c.check_index, CHUNKS.c.state)
+        ).all()
+        if expired:
+            log.info("re-queueing %d chunks whose lease expired", len(expired))
+            if on_expired is not None:
+                on_expired(len(expired))
+        poisoned = list(
+            conn.execute(
+                select(CHUNKS.c.run_id)
+                .where(CHUNKS.c.state == PENDING, CHUNKS.c.attempts >= MAX_ATTEMPTS)
+                .distinct()
+            ).scalars()
+        )
+        for run_id in poisoned:
+            conn.execute(
+                update(CHUNKS)
+                .where(CHUNKS.c.run_id == run_id, CHUNKS.c.state.in_([PENDING, *INFLIGHT]))
+                .values(state=DROPPED)
+            )
+        return poisoned
+
     # ---- workers ------------------------------------------------------------------------
 
     def claim(self, key: ChunkKey, epoch: int, worker: str, lease_seconds: float) -> bool:
-        """Take a queued chunk for this worker; False when the message is stale or a duplicate."""
-        with self._begin() as conn:
-            result = conn.execute(
-                update(CHUNKS)
-                .where(_where(key), CHUNKS.c.state == QUEUED, CHUNKS.c.epoch == epoch)
-                .values(
-                    state=RUNNING,
-                    attempts=CHUNKS.c.attempts + 1,
-                    worker=worker,
-                    lease_until=utcnow() + timedelta(seconds=lease_seconds),
-                )
-            )
-            return bool(result.rowcount)
+        """Take a queued chunk for this worker; False when the message is stale or a duplicate.
+
+        One conditional UPDATE, atomic on its own: of two deliveries of a message one
+        finds the chunk queued under its epoch, the other finds it running."""
+        lease = utcnow() + timedelta(seconds=lease_seconds)
+        params = {**key.params(), "epoch": epoch, "worker": worker, "lease": lease}
+        with self._connect() as conn:
+            return bool(conn.exec_driver_sql(CLAIM_SQL, params).rowcount)
 
     def renew(self, held: Iterable[tuple[ChunkKey, int]], lease_seconds: float) -> None:
         """Extend the leases of the chunks this worker is running."""
@@ -343,13 +404,9 @@ class ChunkLedger:
 
     def settle(self, key: ChunkKey, epoch: int, state: str = DONE) -> bool:
         """Mark a running chunk done (or dropped); False when it was re-queued meanwhile."""
-        with self._begin() as conn:
-            result = conn.execute(
-                update(CHUNKS)
-                .where(_where(key), CHUNKS.c.epoch == epoch, CHUNKS.c.state == RUNNING)
-                .values(state=state, lease_until=None)
-            )
-            return bool(result.rowcount)
+        params = {**key.params(), "epoch": epoch, "state": state}
+        with self._connect() as conn:
+            return bool(conn.exec_driver_sql(SETTLE_SQL, params).rowcount)
 
     def release(self, key: ChunkKey, epoch: int) -> None:
         """Hand a running chunk back (the worker is shutting down): pending at once."""
@@ -363,9 +420,7 @@ class ChunkLedger:
     def unfinished(self, run_id: str) -> int:
         """Chunks of the run not yet done (dropped ones count: the run stopped)."""
         with self._connect() as conn:
-            value = conn.scalar(
-                select(func.count()).where(CHUNKS.c.run_id == run_id, CHUNKS.c.state != DONE)
-            )
+            value = conn.exec_driver_sql(UNFINISHED_SQL, {"run_id": run_id}).scalar()
             return int(value or 0)
 
     def requeue_rows(self, run_id: str, check_index: int, rows: Sequence[int]) -> int:
@@ -426,7 +481,7 @@ class ChunkLedger:
 
     def run_active(self, run_id: str) -> bool:
         with self._connect() as conn:
-            status = conn.scalar(select(RUNS.c.status).where(RUNS.c.id == run_id))
+            status = conn.exec_driver_sql(RUN_STATUS_SQL, {"run_id": run_id}).scalar()
             return status in (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
 
     def counts(self, states: Sequence[str] | None = None) -> dict[str, int]:

@@ -107,7 +107,7 @@ class WorkerRuntime:
         # run id -> (when asked, stopped): a cancel is seen within STOP_CHECK_SECONDS
         self._stopped: dict[str, tuple[float, bool]] = {}
         # settling, finishing runs and refilling happen off the slot (engine.distributed.after)
-        self._after = AfterChunks(self._settle, self._complete, self.dispatcher.pass_once)
+        self._after = AfterChunks(self._settle, self._complete, self.dispatcher.refill)
         self._held: dict[ChunkKey, int] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()

@@ -203,3 +203,71 @@ def test_a_broker_that_lost_its_queue_gets_the_chunks_again_and_figures_per_tena
     ledger.unqueue(ChunkKey(*again[0]["key"]), again[0]["epoch"])
     counts, _ = ledger.by_tenant()
     assert counts == {(tenant, "queued"): 1, (tenant, "pending"): 3}
+
+
+def test_a_refill_pass_sends_only_what_housekeeping_would_keep(store: SqlStore) -> None:
+    """A worker's pass after its chunks (no housekeeping) never sends a stopped run's chunk
+    or a poison chunk, and leaves expired leases and failing runs to the loop's pass."""
+    from engine.distributed.ledger import MAX_ATTEMPTS
+
+    ledger = ChunkLedger(store.engine)
+    tenant = _tenant(store, "refill")
+    live = _run(store, tenant, 1000)
+    stopped = _run(store, tenant, 1000)
+    poison = _run(store, tenant, 10)
+    for run in (live, stopped, poison):
+        ledger.plan(run, [Limits()], 500)
+    first = ledger.dispatch(lambda _t: 1, 60)
+    assert first is not None and [m["key"] for m in first] == [[live.id, 0, 0]]
+    with store.engine.begin() as conn:  # its workers kept dying
+        conn.execute(
+            text("UPDATE run_chunks SET attempts = :n WHERE run_id = :r"),
+            {"n": MAX_ATTEMPTS, "r": poison.id},
+        )
+    assert ledger.claim(ChunkKey(live.id, 0, 0), first[0]["epoch"], "w", lease_seconds=0.01)
+    store.set_run_status(stopped.id, RunStatus.CANCELLED)  # on another node, no drop_run
+    time.sleep(0.05)  # the worker holding live's chunk 0 died
+
+    poisoned: list[str] = []
+    refill = ledger.dispatch(lambda _t: 8, 60, lambda r, e: poisoned.append(r), housekeeping=False)
+    assert refill is not None and [m["key"] for m in refill] == [[live.id, 0, 1]]
+    assert poisoned == []
+    assert ledger.counts() == {"running": 1, "queued": 1, "pending": 3}
+
+    full = ledger.dispatch(lambda _t: 8, 60, lambda r, e: poisoned.append(r))
+    assert full is not None and [(m["key"], m["epoch"]) for m in full] == [
+        ([live.id, 0, 0], first[0]["epoch"] + 1)
+    ]
+    assert poisoned == [poison.id]
+    assert ledger.counts() == {"queued": 2, "dropped": 3}
+
+
+def test_a_worker_refill_does_housekeeping_every_few_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.distributed import dispatch as module
+    from engine.settings import Settings
+
+    passes: list[bool] = []
+
+    class Ledger:
+        def dispatch(self, *args: object, housekeeping: bool = True) -> list[dict[str, object]]:
+            passes.append(housekeeping)
+            return []
+
+    clock = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
+    dispatcher = module.Dispatcher(
+        Settings(),
+        Ledger(),
+        module.QuotaCache(Settings(), None),
+        lambda m: None,  # type: ignore[arg-type]
+    )
+    dispatcher.refill()
+    dispatcher.refill()
+    clock[0] += module.HOUSEKEEPING_SECONDS - 0.1
+    dispatcher.refill()
+    clock[0] += 0.2
+    dispatcher.refill()
+    dispatcher.pass_once()  # the loop's pass: always
+    assert passes == [True, False, False, True, True]

@@ -23,6 +23,7 @@ from engine.contract import OutputType
 from engine.distributed.after import AfterChunks, Settled
 from engine.distributed.celery_app import CHUNK_TASK, send
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
+from engine.distributed.known_runs import KnownRuns
 from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
 from engine.environments.build import Environments
@@ -102,10 +103,9 @@ class WorkerRuntime:
             on_requeued=lambda reason, n: self.metrics.chunks_requeued.labels(reason).inc(n),
         )
         self._checks: dict[tuple[str, str], ResolvedCheck] = {}
-        # runs this process marked running: a run never goes back to queued, so once is enough
-        self._running: set[str] = set()
-        # run id -> (when asked, stopped): a cancel is seen within STOP_CHECK_SECONDS
-        self._stopped: dict[str, tuple[float, bool]] = {}
+        # runs marked running here (once is enough) and whether they stopped (a cancel is
+        # seen within STOP_CHECK_SECONDS)
+        self._runs = KnownRuns()
         # settling, finishing runs and refilling happen off the slot (engine.distributed.after)
         self._after = AfterChunks(self._settle, self._complete, self.dispatcher.refill)
         self._held: dict[ChunkKey, int] = {}
@@ -225,8 +225,7 @@ class WorkerRuntime:
     # ---- runs ---------------------------------------------------------------------------
 
     def fail_run(self, run_id: str, error: str) -> None:
-        with self._lock:  # the run's other chunks here stop at their next write
-            self._stopped[run_id] = (time.monotonic(), True)
+        self._runs.saw(run_id, time.monotonic(), True)  # its other chunks here stop at once
         self.store.set_run_status(run_id, RunStatus.FAILED, error)
         self.ledger.drop_run(run_id)
         self.metrics.runs.labels(RunStatus.FAILED.value).inc()
@@ -237,15 +236,11 @@ class WorkerRuntime:
 
         def should_stop() -> bool:
             now = time.monotonic()
-            with self._lock:
-                seen = self._stopped.get(run_id)
-            if seen is not None and now - seen[0] < STOP_CHECK_SECONDS:
-                return seen[1]
+            seen = self._runs.stopped(run_id, now, STOP_CHECK_SECONDS)
+            if seen is not None:
+                return seen
             stopped = not self.ledger.run_active(run_id)
-            with self._lock:
-                if len(self._stopped) > 10_000:
-                    self._stopped.clear()
-                self._stopped[run_id] = (now, stopped)
+            self._runs.saw(run_id, now, stopped)
             return stopped
 
         return should_stop
@@ -325,14 +320,10 @@ class WorkerRuntime:
 
     def _mark_running(self, run_id: str) -> None:
         """The run is running (its first chunk here writes it; the others need not)."""
-        with self._lock:
-            if run_id in self._running:
-                return
+        if self._runs.marked_running(run_id):
+            return
         self.store.set_run_status(run_id, RunStatus.RUNNING)
-        with self._lock:
-            if len(self._running) > 10_000:
-                self._running.clear()
-            self._running.add(run_id)
+        self._runs.mark_running(run_id)
 
     def _complete(self, tenant_id: str, run_id: str) -> None:
         """Finish the run when its last chunk is done: succeeded, or its missing rows re-queued."""

@@ -253,8 +253,8 @@ class WorkerRuntime:
             return "stale"
         with self._lock:
             self._held[key] = epoch
-        state = DONE
         spec = ChunkSpec.from_json(message["spec"])
+        error: str | None = None  # the run fails with it
         try:
             self._mark_running(spec.run_id)
             check = self.resolve(spec.tenant_id, spec.check)
@@ -271,6 +271,7 @@ class WorkerRuntime:
                 outcome.scored,
                 len(spec.rows) - outcome.scored,
             )
+            state = DONE
         except ChunkStopped:
             state = DROPPED
         except StorageError as exc:
@@ -286,20 +287,17 @@ class WorkerRuntime:
                 log.warning("could not hand the chunk back (its lease will expire): %s", again)
             return "deferred"
         except ScoreboxError as exc:
-            state = DROPPED
-            self._fail_then_settle(
-                Settled(key, epoch, state, spec.tenant_id, spec.run_id), str(exc)
-            )
-            return state
+            state, error = DROPPED, str(exc)
         except Exception as exc:
             log.exception("run %s: chunk failed", spec.run_id)
-            state = DROPPED
-            error = f"internal error: {exc.__class__.__name__}: {exc}"
-            self._fail_then_settle(Settled(key, epoch, state, spec.tenant_id, spec.run_id), error)
-            return state
-        # settled on the after-chunk thread (its lease renewed until then): the slot
-        # acknowledges the message now and takes its next chunk
-        self._after.add(Settled(key, epoch, state, spec.tenant_id, spec.run_id))
+            state, error = DROPPED, f"internal error: {exc.__class__.__name__}: {exc}"
+        chunk = Settled(key, epoch, state, spec.tenant_id, spec.run_id)
+        if error is not None:
+            self._fail_then_settle(chunk, error)
+        else:
+            # settled on the after-chunk thread (its lease renewed until then): the slot
+            # acknowledges the message now and takes its next chunk
+            self._after.add(chunk)
         return state
 
     def _fail_then_settle(self, chunk: Settled, error: str) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from engine.builtins import BUILTINS_CREATED_AT
 from engine.catalog import CheckRef
@@ -198,6 +198,13 @@ class ScoreResponse(BaseModel):
     summary: list[CheckSummary]
 
 
+if TYPE_CHECKING:
+    SentRows = list[Any]
+else:
+    #: Rows in the OpenAPI document, anything at validation (left to the route).
+    SentRows = Annotated[list[Row], SkipValidation]
+
+
 class RunRequest(BaseModel):
     """An asynchronous run: checks applied to rows (any number, within the tenant's quota)."""
 
@@ -218,9 +225,18 @@ class RunRequest(BaseModel):
     )
 
     checks: list[CheckRefIn] = Field(min_length=1)
-    rows: list[Row] = Field(min_length=1)
+    #: The rows as sent, documented as rows but not validated by this model: the route
+    #: checks them in one pass (engine.row_dumps), else with :class:`RunRequestChecked`.
+    rows: SentRows = Field(min_length=1)
     limits: dict[str, Any] | None = Field(default=None, description=_LIMITS_DOC)
     labels: dict[str, FreeJSON] = Field(default_factory=dict, description="Free-form, echoed back.")
+
+
+class RunRequestChecked(RunRequest):
+    """:class:`RunRequest` with its rows validated as :class:`Row` values: what a request
+    whose rows the one-pass check cannot vouch for is validated with, and so worded."""
+
+    rows: list[Row] = Field(min_length=1)
 
 
 class RunCheckOut(BaseModel):

@@ -25,6 +25,7 @@ from engine.contract import OutputType
 from engine.environments.spec import PackageRules
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import Limits, Row, RowResult
+from engine.row_dumps import StoredRows
 from engine.rows import as_rows, stored_rows
 from engine.runs.dispatch import Dispatch, RunIncomplete, RunPlan, ScoreBatch
 from engine.runs.executors import Executors
@@ -162,19 +163,28 @@ class RunService:
         self,
         principal: Principal,
         refs: Sequence[Ref],
-        rows: Iterable[Row | Mapping[str, Any]],
+        rows: Iterable[Row | Mapping[str, Any]] | StoredRows,
         limits: Mapping[str, Any] | None = None,
         labels: Mapping[str, Any] | None = None,
     ) -> Run:
-        """Store a run with its rows and queue it; returns it ``queued``."""
+        """Store a run with its rows and queue it; returns it ``queued``.
+
+        ``rows``: Rows, dicts to validate, or :class:`StoredRows` a route already checked
+        (stored as they are: no Row is made of them here).
+        """
         quotas = self.quotas(principal.tenant_id)
         check_references(self.settings, len(refs))
         resolved = self.resolve_checks(principal, refs)
-        row_list = as_rows(rows)
-        if not row_list:
+        if isinstance(rows, StoredRows):
+            dumps: Iterable[Mapping[str, Any]] = rows.dumps
+            count = len(rows)
+        else:
+            row_list = as_rows(rows)
+            dumps, count = stored_rows(row_list), len(row_list)
+        if not count:
             raise InvalidRequestError("a run needs at least one row")
-        check_rows(quotas, len(row_list))
-        check_evaluations(quotas, len(row_list), len(resolved))
+        check_rows(quotas, count)
+        check_evaluations(quotas, count, len(resolved))
         check_queued(quotas, self.store.count_active_runs(principal.tenant_id))
         effective_limits(self.settings, limits)  # reject bad limits before storing anything
         run = Run(
@@ -184,7 +194,7 @@ class RunService:
             checks=[c.to_run_check() for c in resolved],
             limits=dict(limits) if limits else None,
             labels=dict(labels or {}),
-            row_count=len(row_list),
+            row_count=count,
             error=None,
             created_at=utcnow(),
             started_at=None,
@@ -192,7 +202,7 @@ class RunService:
         )
         self.store.create_run(
             run,
-            stored_rows(row_list),
+            dumps,
             principal.key_id,
             # counted again under the tenant's lock: simultaneous submissions on several API
             # nodes cannot all pass the check above

@@ -7,6 +7,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
@@ -14,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 from engine.agreement.corrected import with_corrected
 from engine.agreement.required import refuse_unmet
 from engine.api.routes.labels import LabelStoreDep
+from engine.api.run_body import checked_errors, sent_rows
 from engine.api.schemas import ResultsPage, RunList, RunOut, RunRequest, result_item
 from engine.audit import hooks
 from engine.catalog import CheckRef
@@ -58,12 +60,30 @@ class _BulkRoute(APIRoute):
 _Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
 
 
-def _bulk_post(path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
-    """``router.post`` for a :class:`_BulkRoute`."""
+class _RunBodyRoute(_BulkRoute):
+    """``POST /v1/runs``: a :class:`_BulkRoute` whose body errors name its bad rows too
+    (engine.api.run_body says why they need to)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def worded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise checked_errors(exc) from None
+
+        return worded
+
+
+def _bulk_post(
+    path: str, route_class: type[APIRoute] = _BulkRoute, **options: Any
+) -> Callable[[_Endpoint], _Endpoint]:
+    """``router.post`` for a :class:`_BulkRoute` (or ``route_class``)."""
 
     def register(endpoint: _Endpoint) -> _Endpoint:
         router.add_api_route(
-            path, endpoint, methods=["POST"], route_class_override=_BulkRoute, **options
+            path, endpoint, methods=["POST"], route_class_override=route_class, **options
         )
         return endpoint
 
@@ -77,6 +97,7 @@ def _accepted(run: Run, response: Response) -> RunOut:
 
 @_bulk_post(
     "",
+    _RunBodyRoute,
     response_model=RunOut,
     status_code=202,
     summary="Start a run",
@@ -95,9 +116,10 @@ def create_run(
     labels_store: LabelStoreDep,
     ignore_required_agreement: IgnoreAgreement = False,
 ) -> RunOut:
+    rows = sent_rows(body)
     if not ignore_required_agreement:
         refuse_unmet(runs.store, labels_store, principal.tenant_id, body.checks)
-    run = runs.submit_run(principal, body.checks, body.rows, body.limits, body.labels)
+    run = runs.submit_run(principal, body.checks, rows, body.limits, body.labels)
     hooks.run_started(audit, principal, "api", run)
     return _accepted(run, response)
 

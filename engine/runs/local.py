@@ -67,7 +67,10 @@ class LocalDispatch:
         self.store = store
         self.executors = executors
         self.metrics = metrics
-        self.scheduler = FairScheduler(self._concurrency)
+        self.thread_count = settings.run_threads or settings.max_parallel_jobs
+        # the threads' number is the scheduler's capacity: an item claimed by a request's
+        # thread takes the place of an idle scoring thread, never one more
+        self.scheduler = FairScheduler(self._concurrency, capacity=self.thread_count)
         self._hooks: RunHooks | None = None
         self._states: dict[str, _RunState] = {}
         self._states_lock = threading.Lock()
@@ -92,8 +95,7 @@ class LocalDispatch:
 
     def start(self) -> None:
         """Start the threads and queue again every queued or running run."""
-        count = self.settings.run_threads or self.settings.max_parallel_jobs
-        for n in range(count):
+        for n in range(self.thread_count):
             thread = threading.Thread(target=self._work, name=f"scorebox-run-{n}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -114,14 +116,16 @@ class LocalDispatch:
     def _work(self) -> None:
         while not self._stopping.is_set():
             item = self.scheduler.take(timeout=0.5)
-            if item is None:
-                continue
-            try:
-                item.fn()
-            except BaseException as exc:  # recorded on the item; the thread lives on
-                item.error = exc
-            finally:
-                self.scheduler.finish(item)
+            if item is not None:
+                self._run_item(item)
+
+    def _run_item(self, item: WorkItem) -> None:
+        try:
+            item.fn()
+        except BaseException as exc:  # recorded on the item; the thread lives on
+            item.error = exc
+        finally:
+            self.scheduler.finish(item)
 
     def queue_depth(self) -> int:
         return self.scheduler.depth()
@@ -307,6 +311,13 @@ class LocalDispatch:
                 deliver,
             )
             items.append(WorkItem(batch.tenant_id, group, interactive=True, fn=fn))
+        if len(items) == 1 and self.scheduler.claim(items[0]):
+            # a scoring thread is idle and nothing is queued: run it here, as that thread
+            # would at once, sparing the hand-off to it and the wake-up back
+            self._run_item(items[0])
+            if items[0].error is not None:
+                raise items[0].error
+            return results
         for item in items:
             self.scheduler.submit(item)
         wait = self.settings.score_wait_seconds

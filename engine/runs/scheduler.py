@@ -9,6 +9,12 @@ Work items are grouped by tenant and, within a tenant, by group (a run, or one
 skipping tenants that already have ``concurrency(tenant)`` items in flight. A
 huge run therefore yields after every chunk, and another tenant's request is
 served by the next thread that frees up.
+
+With a ``capacity`` (the number of scoring threads), a caller may :meth:`~FairScheduler.claim`
+an item and run it on its own thread when an idle scoring thread would take it at once
+(nothing queued, a thread free, the tenant below its concurrency): the same item runs in
+the same order under the same limits, without two thread hand-offs. Claimed items count
+against the capacity, so threads and claims together never run more than it.
 """
 
 from __future__ import annotations
@@ -46,11 +52,14 @@ class _TenantQueue:
 class FairScheduler:
     """Hands work items to scoring threads fairly; see the module docstring."""
 
-    def __init__(self, concurrency: Callable[[str], int]) -> None:
+    def __init__(self, concurrency: Callable[[str], int], capacity: int | None = None) -> None:
         self._concurrency = concurrency
+        #: items in flight at most, taken and claimed alike (None: as many as threads take)
+        self._capacity = capacity
         self._cond = threading.Condition()
         self._tenants: OrderedDict[str, _TenantQueue] = OrderedDict()
         self._inflight: Counter[str] = Counter()
+        self._total = 0  # items in flight, every tenant's
         self._closed = False
 
     def submit(self, item: WorkItem) -> None:
@@ -62,7 +71,12 @@ class FairScheduler:
                 queue.groups.setdefault(item.group, deque()).append(item)
             self._cond.notify()
 
+    def _full(self) -> bool:
+        return self._capacity is not None and self._total >= self._capacity
+
     def _pick(self, interactive: bool) -> WorkItem | None:
+        if self._full():
+            return None
         for tenant_id, queue in self._tenants.items():
             if self._inflight[tenant_id] >= max(1, self._concurrency(tenant_id)):
                 continue
@@ -92,6 +106,7 @@ class FairScheduler:
                 item = self._pick(interactive=True) or self._pick(interactive=False)
                 if item is not None:
                     self._inflight[item.tenant_id] += 1
+                    self._total += 1
                     item.started.set()
                     return item
                 remaining = None if deadline is None else deadline - time.monotonic()
@@ -109,11 +124,27 @@ class FairScheduler:
         """
         with self._cond:
             self._inflight[item.tenant_id] -= 1
+            self._total -= 1
             if self._inflight[item.tenant_id] <= 0:
                 del self._inflight[item.tenant_id]
             item.finished.set()
             if self._tenants:  # a tenant held back at its concurrency may go on now
                 self._cond.notify_all()
+
+    def claim(self, item: WorkItem) -> bool:
+        """Mark ``item`` in flight for the calling thread to run (then :meth:`finish` it), when
+        an idle scoring thread would take it at once: nothing is queued, the ``capacity`` has
+        room, and its tenant is below its concurrency. False (always, without a capacity):
+        :meth:`submit` it and wait instead."""
+        with self._cond:
+            if self._closed or self._capacity is None or self._tenants or self._full():
+                return False
+            if self._inflight[item.tenant_id] >= max(1, self._concurrency(item.tenant_id)):
+                return False
+            self._inflight[item.tenant_id] += 1
+            self._total += 1
+            item.started.set()
+            return True
 
     def withdraw(self, item: WorkItem) -> bool:
         """Remove a pending item; False when a thread already took it."""

@@ -180,3 +180,33 @@ def test_finish_wakes_a_worker_for_an_item_held_back_by_concurrency() -> None:
     worker.join(5)
     assert got == [second]
     assert time.monotonic() - began < 2  # woken by the finish, not by its timeout
+
+
+def test_claim_when_an_idle_thread_would_take_the_item_at_once() -> None:
+    scheduler = FairScheduler(lambda tenant: 1, capacity=2)
+    mine = _item("a", "s", interactive=True)
+    assert scheduler.claim(mine) is True
+    assert mine.started.is_set() and scheduler.inflight("a") == 1
+    assert scheduler.claim(_item("a", "s2", interactive=True)) is False  # "a" is at its one
+    other = _item("b", "s3", interactive=True)
+    assert scheduler.claim(other) is True  # the capacity's second place
+    assert scheduler.claim(_item("c", "s4", interactive=True)) is False  # capacity full
+    waiting = _item("c", "s5")
+    scheduler.submit(waiting)
+    assert scheduler.take(timeout=0) is None  # the claims hold the whole capacity
+    scheduler.finish(mine)
+    assert mine.finished.is_set()
+    assert scheduler.take(timeout=0) is waiting  # a claim's end frees its place
+    assert scheduler.claim(_item("d", "s6", interactive=True)) is False  # capacity full again
+
+
+def test_no_claim_past_queued_items_nor_without_a_capacity() -> None:
+    scheduler = FairScheduler(lambda tenant: 10, capacity=4)
+    queued = _item("a", "run")
+    scheduler.submit(queued)
+    assert scheduler.claim(_item("b", "s", interactive=True)) is False  # its turn comes first
+    assert scheduler.take(timeout=0) is queued
+    assert scheduler.claim(_item("b", "s", interactive=True)) is True
+    assert FairScheduler(lambda tenant: 10).claim(_item("b", "s")) is False
+    scheduler.close()
+    assert scheduler.claim(_item("c", "s", interactive=True)) is False

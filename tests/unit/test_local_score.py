@@ -52,7 +52,9 @@ def ran_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 @pytest.fixture
 def dispatch(tmp_path: Any) -> Iterator[LocalDispatch]:
-    settings = Settings(data_dir=tmp_path, max_parallel_jobs=2, score_wait_seconds=5.0)
+    settings = Settings(
+        data_dir=tmp_path, max_parallel_jobs=2, score_wait_seconds=5.0, quota_concurrent_jobs=1
+    )
     it = LocalDispatch(settings, store=None, executors=None, metrics=Metrics())  # type: ignore[arg-type]
     for n in range(it.thread_count):  # the scoring threads alone (start() also resumes runs)
         thread = threading.Thread(target=it._work, name=f"scorebox-run-{n}", daemon=True)
@@ -80,8 +82,6 @@ def test_chunks_go_to_the_scoring_threads_when_several_or_when_the_tenant_is_bus
     ran_on.clear()
     hold = threading.Event()
     busy = WorkItem("b", "run", fn=hold.wait)  # tenant "b"'s one slot (concurrency 1)
-    dispatch._concurrency = lambda tenant: 1  # type: ignore[method-assign]
-    dispatch.scheduler._concurrency = dispatch._concurrency
     dispatch.scheduler.submit(busy)
     assert busy.started.wait(5)
     answer: list[Any] = []

@@ -29,6 +29,11 @@ import numpy as np
 from engine.contract import REQUIRABLE_PARAMETERS, Status, missing_inputs
 from engine.contract.formats import SELF_SKIPPING
 from engine.gateway.service import GatewaySession
+
+# The harness exits with this code, reading no other job, when the reset after a job it
+# said was reusable failed: the job it was then sent is the sandbox's failure, its rows run
+# again. One definition, the harness's (stdlib only, a layer below this one).
+from engine.harness.reset import UNCLEAN_EXIT_CODE
 from engine.models import Limits, Row
 from engine.sandbox.backend import JobEnd, JobEvent, Termination
 from engine.sandbox.blocks import STATUS_INDEX, BlockRecord, ResultBlock, duration_fault
@@ -49,10 +54,6 @@ from engine.sandbox.relay import GatewayLink
 DIRTY_STATUSES = frozenset({"timeout", "oom", "output_limit", "crashed"})
 #: A process killed by SIGKILL exits with this code (128 + 9).
 KILLED_EXIT_CODE = 128 + signal.SIGKILL
-#: The harness exits with this code, reading no other job, when the reset after a job it
-#: said was reusable failed (engine/harness/reset.py's UNCLEAN_EXIT_CODE; a test keeps them
-#: equal): the job it was then sent is the sandbox's failure, its rows run again.
-UNCLEAN_EXIT_CODE = 75
 #: Extra seconds the host allows past the harness's own per-row timer.
 ROW_GRACE_SECONDS = 2.0
 #: Output the container may write beyond the check's cap (harness messages, tracebacks).

@@ -123,8 +123,8 @@ def test_a_harness_that_ended_itself_unclean_is_not_a_lost_engine() -> None:
     import time
     from types import SimpleNamespace
 
+    from engine.harness.reset import UNCLEAN_EXIT_CODE
     from engine.sandbox.docker.channel import AttachedContainer, DockerChannel
-    from engine.sandbox.jobstream import UNCLEAN_EXIT_CODE
 
     lost: list[str] = []
     for exit_code, stale in ((UNCLEAN_EXIT_CODE, False), (0, True)):

@@ -11,11 +11,12 @@ import pytest
 
 from engine.contract import Status
 from engine.harness.blocks import Block
+from engine.harness.reset import UNCLEAN_EXIT_CODE
 from engine.models import Limits, Row
 from engine.sandbox.backend import JobEnd, JobEvent, Termination
 from engine.sandbox.blocks import BlockRecord
 from engine.sandbox.channel import STDERR, STDOUT, ChannelError, ExitState, Pieces
-from engine.sandbox.jobstream import UNCLEAN_EXIT_CODE, JobStream, execute_on
+from engine.sandbox.jobstream import JobStream, execute_on
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 
 NONCE = "feedc0de"

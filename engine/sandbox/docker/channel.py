@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.harness.reset import UNCLEAN_EXIT_CODE
 from engine.sandbox.channel import ExitState, Pieces
-from engine.sandbox.jobstream import UNCLEAN_EXIT_CODE
 from engine.sandbox.protocol import Job
 
 log = logging.getLogger(__name__)

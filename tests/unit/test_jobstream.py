@@ -466,3 +466,13 @@ def test_an_ok_row_keeps_its_score_and_status() -> None:
     first = events[1]
     assert isinstance(first, RowRecord)
     assert (first.status, first.score, first.served_by) == (Status.OK, 0.25, None)
+
+
+@pytest.mark.parametrize("status", ["oom", "output_limit"])  # the dirty ones a block carries
+def test_a_dirty_row_in_a_block_makes_the_harness_single_use(status: str) -> None:
+    dirty = {"status": status, "error": "it ended badly", "ms": 1.0}
+    events, channel = play([LOADED, block(0, [OK, dirty]), done(2)])
+    assert ending(events).termination is Termination.DONE
+    assert channel.reusable is False
+    events, channel = play([LOADED, block(0, [OK, OK]), done(2)])
+    assert channel.reusable is True

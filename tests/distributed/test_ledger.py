@@ -240,34 +240,3 @@ def test_a_refill_pass_sends_only_what_housekeeping_would_keep(store: SqlStore) 
     ]
     assert poisoned == [poison.id]
     assert ledger.counts() == {"queued": 2, "dropped": 3}
-
-
-def test_a_worker_refill_does_housekeeping_every_few_seconds(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from engine.distributed import dispatch as module
-    from engine.settings import Settings
-
-    passes: list[bool] = []
-
-    class Ledger:
-        def dispatch(self, *args: object, housekeeping: bool = True) -> list[dict[str, object]]:
-            passes.append(housekeeping)
-            return []
-
-    clock = [1000.0]
-    monkeypatch.setattr(module.time, "monotonic", lambda: clock[0])
-    dispatcher = module.Dispatcher(
-        Settings(),
-        Ledger(),
-        module.QuotaCache(Settings(), None),
-        lambda m: None,  # type: ignore[arg-type]
-    )
-    dispatcher.refill()
-    dispatcher.refill()
-    clock[0] += module.HOUSEKEEPING_SECONDS - 0.1
-    dispatcher.refill()
-    clock[0] += 0.2
-    dispatcher.refill()
-    dispatcher.pass_once()  # the loop's pass: always
-    assert passes == [True, False, False, True, True]

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from engine.distributed.celery_dispatch import _error
-from engine.distributed.ledger import fair_order, plan_chunks
+from engine.distributed.ledger import ChunkLedger, fair_order, plan_chunks
 from engine.distributed.preflight import check_config, masked_url
 from engine.errors import ConfigurationError, LLMRateLimitError, QuotaExceededError, SandboxError
 from engine.models import Limits
 from engine.runs.work import ChunkSpec, from_ranges, to_ranges
 from engine.settings import Settings
-from engine.storage import Run, RunCheck, RunStatus
+from engine.storage import Run, RunCheck, RunStatus, TenantStore
 
 
 @pytest.mark.parametrize(
@@ -147,3 +148,33 @@ def test_a_workers_error_comes_back_as_its_scorebox_type() -> None:
     # Not a scorebox error (or no type at all): a SandboxError with the worker's message.
     for record in ({"type": "KeyError", "error": "x"}, {"type": "os", "error": "x"}, {}):
         assert type(_error(record)) is SandboxError
+
+
+def test_a_worker_refill_does_housekeeping_every_few_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.distributed import dispatch
+
+    passes: list[bool] = []
+
+    class Ledger:
+        def dispatch(self, *args: object, housekeeping: bool = True) -> list[dict[str, object]]:
+            passes.append(housekeeping)
+            return []
+
+    clock = [1000.0]
+    monkeypatch.setattr("engine.distributed.dispatch.time.monotonic", lambda: clock[0])
+    dispatcher = dispatch.Dispatcher(
+        Settings(),
+        cast(ChunkLedger, Ledger()),
+        dispatch.QuotaCache(Settings(), cast(TenantStore, None)),
+        lambda m: None,
+    )
+    dispatcher.refill()
+    dispatcher.refill()
+    clock[0] += dispatch.HOUSEKEEPING_SECONDS - 0.1
+    dispatcher.refill()
+    clock[0] += 0.2
+    dispatcher.refill()
+    dispatcher.pass_once()  # the loop's pass: always
+    assert passes == [True, False, False, True, True]

@@ -225,7 +225,7 @@ class WorkerRuntime:
     # ---- runs ---------------------------------------------------------------------------
 
     def fail_run(self, run_id: str, error: str) -> None:
-        self._runs.saw(run_id, time.monotonic(), True)  # its other chunks here stop at once
+        self._runs.saw(run_id, time.monotonic(), True)  # its chunks here stop at their next write
         self.store.set_run_status(run_id, RunStatus.FAILED, error)
         self.ledger.drop_run(run_id)
         self.metrics.runs.labels(RunStatus.FAILED.value).inc()

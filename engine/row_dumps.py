@@ -1,11 +1,14 @@
 """A request's rows checked by one pass of plain checks, into the form a run stores them.
 
-A run stores each input row as ``Row.model_dump(mode="json")`` (every field, defaults
-filled in) and reads it back with :meth:`~engine.models.Row.stored`. Making a
-:class:`~engine.models.Row` per row to get there, and dumping it again, is most of the
-server's work on a big ``POST /v1/runs``; yet almost every row is a JSON object whose
-values already are what the model would keep. :func:`stored_dumps` sees that with a few
-type checks a field and makes the dumps straight from the rows.
+A run submitted through the service reads its input rows back as whole
+``Row.model_dump(mode="json")`` dumps (every field, defaults filled in) and makes them
+Rows again with :meth:`~engine.models.Row.stored`. Making a :class:`~engine.models.Row` per row
+of a big ``POST /v1/runs``, and dumping it again, was most of the server's work on the
+request; yet almost every row is a JSON object whose values already are what the model
+would keep. :func:`stored_rows_of` sees that with a few type checks a field, and the rows
+are stored as they were sent (their own fields only: a fifth of a whole dump's bytes to
+write and to read), in blocks marked so that they are read back whole
+(:data:`engine.storage.run_blocks.SENT_MARK`): the model's dumps.
 
 It answers only when it is sure: a row it cannot vouch for (a wrong type, an unknown
 field, a float that is not finite, a free-form value too deep or holding a lone
@@ -18,30 +21,33 @@ makes the Rows. A property test holds the two ways to equal answers
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from engine.json_limits import MAX_JSON_DEPTH
 from engine.models import Row
 
-__all__ = ["StoredRows", "stored_dumps"]
+__all__ = ["StoredRows", "stored_rows_of"]
 
 
 @dataclass(frozen=True)
 class StoredRows:
-    """Rows already checked, each in the form a run stores it (a whole ``Row`` dump, as
-    ``model_dump(mode="json")`` makes one): handed to the run service as they are."""
+    """Rows already checked, each in the form a run stores it (the row as it was sent, its
+    own fields only; read back whole, it is what ``model_dump(mode="json")`` of its Row
+    makes): handed to the run service and stored as they are."""
 
-    dumps: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
 
     def __len__(self) -> int:
-        return len(self.dumps)
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows)
 
 
-#: A row's dump when it gives only ``model_output``: every field at its default, in the
-#: model's order (the order a dump has).
-_DEFAULTS: dict[str, Any] = Row(model_output="").model_dump(mode="json")
-_FIELDS = frozenset(_DEFAULTS)
+#: The fields a row may give (Row's).
+_FIELDS = frozenset(Row.__pydantic_fields__)
 #: Fields by what their value may be: free-form JSON (FreeJSON), an object of free-form
 #: values, an optional such object, an optional list of them, an optional string.
 _FREE = frozenset({"scenario_input", "scenario_result", "ground_truth", "output"})
@@ -49,27 +55,17 @@ _OBJECTS = frozenset({"item", "sample", "vars"})
 _STRINGS = frozenset({"model_input"})
 
 
-def stored_dumps(rows: Any) -> StoredRows | None:
-    """``rows`` (a list of JSON objects) as the dumps a run stores, or None when any row
-    needs the model's own validation (to word its error, or to convert a value)."""
+def stored_rows_of(rows: Any) -> StoredRows | None:
+    """``rows`` (a list of JSON objects) as a run stores them, or None when any row needs
+    the model's own validation (to word its error, or to convert a value)."""
     if type(rows) is not list or not rows:
         return None
-    dumps: list[dict[str, Any]] = []
-    append = dumps.append
     for row in rows:
         if type(row) is not dict or type(row.get("model_output")) is not str:
             return None
-        dump = _DEFAULTS.copy()
-        if len(row) > 1:
-            if not _FIELDS.issuperset(row) or not _fields_ok(row):
-                return None
-            dump.update(row)
-        else:
-            dump["model_output"] = row["model_output"]
-        if "metadata" not in row:
-            dump["metadata"] = {}  # its own, not the one dict of the defaults
-        append(dump)
-    return StoredRows(dumps)
+        if len(row) > 1 and (not _FIELDS.issuperset(row) or not _fields_ok(row)):
+            return None
+    return StoredRows(rows)
 
 
 def _fields_ok(row: dict[str, Any]) -> bool:

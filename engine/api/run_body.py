@@ -3,8 +3,8 @@
 FastAPI reads the body into :class:`~engine.api.schemas.RunRequest`, which validates
 the checks, limits and labels and leaves the rows as they were sent (they are documented
 as rows all the same). :func:`sent_rows` then checks the rows in one pass
-(:func:`engine.row_dumps.stored_dumps`) into the form a run stores them. When that pass
-cannot vouch for every row, the rows are validated as :class:`~engine.models.Row` values,
+(:func:`engine.row_dumps.stored_rows_of`), to be stored as they were sent. When that
+pass cannot vouch for every row, the rows are validated as :class:`~engine.models.Row` values,
 as before: a bad row is the same 422 naming its index and field
 (:mod:`engine.http.problems` words it), and rows the model accepts are Rows.
 
@@ -22,7 +22,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from engine.api.schemas import RunRequest, RunRequestChecked
 from engine.models import Row
-from engine.row_dumps import StoredRows, stored_dumps
+from engine.row_dumps import StoredRows, stored_rows_of
 
 __all__ = ["RowErrors", "checked_errors", "sent_rows"]
 
@@ -42,7 +42,7 @@ def _located(exc: ValidationError, prefix: tuple[str, ...]) -> list[dict[str, An
 def sent_rows(body: RunRequest) -> StoredRows | list[Row]:
     """The body's rows as a run stores them, checked in one pass; else as Rows validated
     by the model. Raises :class:`RowErrors` (a 422 naming each bad row) if one is bad."""
-    checked = stored_dumps(body.rows)
+    checked = stored_rows_of(body.rows)
     if checked is not None:
         return checked
     try:

@@ -25,7 +25,7 @@ from engine.contract import OutputType
 from engine.environments.spec import PackageRules
 from engine.errors import InvalidRequestError, QuotaExceededError, ScoreboxError
 from engine.models import Limits, Row, RowResult
-from engine.row_dumps import StoredRows
+from engine.row_dumps import StoredRows, stored_rows_of
 from engine.rows import as_rows, stored_rows
 from engine.runs.dispatch import Dispatch, RunIncomplete, RunPlan, ScoreBatch
 from engine.runs.executors import Executors
@@ -169,15 +169,19 @@ class RunService:
     ) -> Run:
         """Store a run with its rows and queue it; returns it ``queued``.
 
-        ``rows``: Rows, dicts to validate, or :class:`StoredRows` a route already checked
-        (stored as they are: no Row is made of them here).
+        ``rows``: Rows, dicts to validate, or :class:`StoredRows` a route already checked.
+        Rows that pass the one-pass check (engine.row_dumps) are stored as they were sent,
+        with no Row made of them; the others are validated and stored as Row dumps.
         """
         quotas = self.quotas(principal.tenant_id)
         check_references(self.settings, len(refs))
         resolved = self.resolve_checks(principal, refs)
+        # a list of plain rows is checked in one pass too (an upload's, the Python API's)
+        dumps: Iterable[Mapping[str, Any]]  # StoredRows are stored as they are (marked so)
         if isinstance(rows, StoredRows):
-            dumps: Iterable[Mapping[str, Any]] = rows.dumps
-            count = len(rows)
+            dumps, count = rows, len(rows)
+        elif (checked := stored_rows_of(rows)) is not None:
+            dumps, count = checked, len(checked)
         else:
             row_list = as_rows(rows)
             dumps, count = stored_rows(row_list), len(row_list)

@@ -25,15 +25,19 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Table
 
+from engine.models import Row
+from engine.row_dumps import StoredRows
 from engine.storage.bulk_insert import insert_statements, run_statements
 from engine.storage.tables import RunRowBlock
 
 __all__ = [
     "ROWS_PER_BLOCK",
+    "SENT_MARK",
     "insert_row_blocks",
     "read_rows_at",
     "row_blocks",
     "stored_row_ranges",
+    "whole_row",
 ]
 
 #: Input rows a block at most (migration 0019 moved older runs' rows in blocks of this size).
@@ -45,34 +49,46 @@ BLOCKS: Table = RunRowBlock.__table__  # type: ignore[assignment]
 
 
 def row_blocks(rows: Iterable[Mapping[str, Any]]) -> Iterator[tuple[int, int, str]]:
-    """``(row_start, row_stop, JSON text)`` of each block of ``rows``, indexed from 0."""
+    """``(row_start, row_stop, JSON text)`` of each block of ``rows``, indexed from 0
+    (:class:`~engine.row_dumps.StoredRows`: marked :data:`SENT_MARK`)."""
+    sent = isinstance(rows, StoredRows)
     start = 0
     block: list[Any] = []
     for row in rows:
         block.append(row if isinstance(row, dict) else dict(row))
         if len(block) >= ROWS_PER_BLOCK:
-            yield start, start + len(block), _dumps(block)
+            yield start, start + len(block), _dumps(block, sent)
             start += len(block)
             block = []
     if block:
-        yield start, start + len(block), _dumps(block)
+        yield start, start + len(block), _dumps(block, sent)
 
 
 #: How a block written by ``json`` begins: orjson never writes a space.
 JSON_MARK = "[ "
+#: After the ``[`` (or :data:`JSON_MARK`) of a block of rows stored as they were sent
+#: (:class:`~engine.row_dumps.StoredRows`): neither writer puts a line break there, and
+#: any JSON reader skips it. Such a block's rows are read back whole (:func:`whole_row`).
+SENT_MARK = "\n"
 
 
-def _dumps(block: list[Any]) -> str:
+def _dumps(block: list[Any], sent: bool = False) -> str:
     try:
-        return orjson.dumps(block).decode()
+        text = orjson.dumps(block).decode()
+        head = "["
     except TypeError:  # an integer past 64 bits, a key that is not a string: json writes it
-        return JSON_MARK + json.dumps(block)[1:]
+        text = JSON_MARK + json.dumps(block)[1:]
+        head = JSON_MARK
+    return head + SENT_MARK + text[len(head) :] if sent else text
 
 
 def _loads(text: str) -> list[Any]:
     # orjson reads an integer past 64 bits as a float: a block that may hold one (written
     # by json, or moved by migration 0019) is read by json
-    found: list[Any] = json.loads(text) if text.startswith(JSON_MARK) else orjson.loads(text)
+    by_json = text.startswith(JSON_MARK)
+    found: list[Any] = json.loads(text) if by_json else orjson.loads(text)
+    if text.startswith(SENT_MARK, len(JSON_MARK) if by_json else 1):
+        return [whole_row(row) for row in found]
     return found
 
 
@@ -115,6 +131,23 @@ def read_rows_at(
             for i in taken:
                 out[i] = block[i - start]
     return out
+
+
+#: A stored row's every field at its default, in a dump's order (what a row sent with only
+#: ``model_output`` dumps as, that value aside).
+_DEFAULTS: dict[str, Any] = Row(model_output="").model_dump(mode="json")
+
+
+def whole_row(stored: Any) -> Any:
+    """A row stored as it was sent, as a whole dump: every field, those it does not give
+    at their defaults (what the model's dump of its Row is)."""
+    if type(stored) is not dict or len(stored) == len(_DEFAULTS):
+        return stored
+    whole = _DEFAULTS.copy()
+    whole.update(stored)
+    if "metadata" not in stored:
+        whole["metadata"] = {}  # its own, not the one dict of the defaults
+    return whole
 
 
 def stored_row_ranges(conn: Connection, run_id: str) -> list[tuple[int, int]]:

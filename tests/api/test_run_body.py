@@ -4,13 +4,15 @@ The route validates a body's checks, limits and labels with ``RunRequest`` and i
 with one pass of plain checks (engine/api/run_body.py, engine/row_dumps.py). What a user
 sees stays: the 422 names every bad row beside the body's other mistakes, in the same
 words; rows the model converts are stored as it converts them; the rows stored are the
-model's dumps. Built-in checks only (no Docker).
+model's dumps once read (they are stored as sent). Built-in checks only (no Docker).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from sqlalchemy import text
 
 from engine.rows import as_rows, stored_rows
 from tests.api.conftest import Api
@@ -105,3 +107,8 @@ def test_the_rows_stored_are_the_models_dumps(api: Api) -> None:
     expected = list(stored_rows(as_rows(rows)))
     assert [stored[i] for i in range(3)] == expected
     assert json.dumps(stored[2]) == json.dumps(expected[2])  # the same keys, the same order
+    with api.store.engine.connect() as conn:
+        [block] = conn.scalars(
+            text("SELECT rows FROM run_row_blocks WHERE run_id = :r"), {"r": reply.json()["id"]}
+        )
+    assert json.loads(block) == rows  # stored as sent: the defaults are filled in on reading

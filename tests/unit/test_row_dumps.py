@@ -1,13 +1,15 @@
 """A request's rows checked in one pass (engine/row_dumps.py) give what the Row model gives.
 
-``POST /v1/runs`` stores the dumps :func:`stored_dumps` makes without a Row per row; the
-model's path (``as_rows`` then ``stored_rows``) stays the judge. For any rows, the one
-pass either answers None (and the model decides) or answers exactly the model's dumps;
+``POST /v1/runs`` stores the rows :func:`stored_rows_of` vouches for as they were sent,
+without a Row per row, and they are read back whole (``whole_row``); the model's path
+(``as_rows`` then ``stored_rows``) stays the judge. For any rows, the one pass either
+answers None (and the model decides) or rows that read back as exactly the model's dumps;
 and it never vouches for rows the model refuses.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -17,8 +19,9 @@ from hypothesis import strategies as st
 
 from engine.errors import InvalidRequestError
 from engine.json_limits import MAX_JSON_DEPTH
-from engine.row_dumps import StoredRows, stored_dumps
+from engine.row_dumps import StoredRows, stored_rows_of
 from engine.rows import as_rows, stored_rows
+from engine.storage.run_blocks import _loads, row_blocks, whole_row
 from tests.hypothesis_budget import examples
 
 TEXT = st.text(alphabet=st.characters(codec="utf-8"), max_size=8)
@@ -95,12 +98,13 @@ def _model_dumps(rows: list[Any]) -> list[dict[str, Any]] | None:
 @given(rows=st.lists(a_row(), min_size=1, max_size=3))
 def test_one_pass_answers_none_or_the_models_dumps(rows: list[Any]) -> None:
     model = _model_dumps(rows)
-    fast = stored_dumps(rows)
+    fast = stored_rows_of(rows)
     if fast is None:
         return
     assert model is not None, "the one pass vouched for rows the model refuses"
-    assert fast.dumps == model
-    for mine, theirs in zip(fast.dumps, model, strict=True):
+    read = [whole_row(row) for row in fast.rows]
+    assert read == model
+    for mine, theirs in zip(read, model, strict=True):
         assert list(mine) == list(theirs)  # the dump's key order too
         assert all(_same(mine[k], theirs[k]) for k in mine)
 
@@ -111,11 +115,13 @@ def test_plain_rows_are_vouched_for() -> None:
         {"id": 7, "model_output": "b", "scenario_result": {"x": [1, 2.5, None, True]}},
         {"id": "q", "model_output": "", "metadata": {"k": "v"}, "messages": [{"role": "u"}]},
     ]
-    fast = stored_dumps(rows)
+    fast = stored_rows_of(rows)
     assert isinstance(fast, StoredRows) and len(fast) == 3
-    assert fast.dumps == _model_dumps(rows)
-    assert fast.dumps[0]["metadata"] is not fast.dumps[2]["metadata"]
-    assert fast.dumps[0]["metadata"] == {}
+    assert fast.rows is rows  # stored as they were sent
+    read = [whole_row(row) for row in fast.rows]
+    assert read == _model_dumps(rows)
+    assert read[0]["metadata"] is not read[1]["metadata"]
+    assert read[0]["metadata"] == {}
 
 
 def _nested(depth: int) -> Any:
@@ -140,18 +146,30 @@ def _nested(depth: int) -> Any:
     ],
 )
 def test_a_row_it_cannot_vouch_for_is_left_to_the_model(row: Any) -> None:
-    assert stored_dumps([{"model_output": "ok"}, row]) is None
+    assert stored_rows_of([{"model_output": "ok"}, row]) is None
 
 
 def test_depth_is_judged_as_the_model_judges_it() -> None:
     deepest = {"model_output": "x", "scenario_input": _nested(MAX_JSON_DEPTH)}
     assert _model_dumps([deepest]) is not None
-    fast = stored_dumps([deepest])
-    assert fast is not None and fast.dumps == _model_dumps([deepest])
+    fast = stored_rows_of([deepest])
+    assert fast is not None and [whole_row(r) for r in fast.rows] == _model_dumps([deepest])
     too_deep = {"model_output": "x", "scenario_input": _nested(MAX_JSON_DEPTH + 1)}
     assert _model_dumps([too_deep]) is None
 
 
 @pytest.mark.parametrize("rows", [[], {"model_output": "x"}, None, "rows"])
 def test_what_is_not_a_list_of_rows_is_left_to_the_model(rows: Any) -> None:
-    assert stored_dumps(rows) is None
+    assert stored_rows_of(rows) is None
+
+
+@pytest.mark.parametrize("big", [1, 2**70])  # orjson writes the one block, json the other
+def test_rows_stored_as_sent_are_read_back_whole_and_others_as_given(big: int) -> None:
+    sent: list[Any] = [{"model_output": "a", "metadata": {"n": big}}, {"model_output": "b"}]
+    checked = stored_rows_of(sent)
+    assert checked is not None
+    [(start, stop, text)] = list(row_blocks(checked))
+    assert (start, stop) == (0, 2) and json.loads(text) == sent  # as sent, any JSON reader
+    assert _loads(text) == _model_dumps(sent)
+    [(_, _, plain)] = list(row_blocks(iter(sent)))  # a store's caller's rows: as given
+    assert _loads(plain) == sent

@@ -58,6 +58,17 @@ def test_input_rows_read_back_as_given(database_url: str) -> None:
         )
         missing = store.missing_rows(run.id, 0)
         assert len(missing) == len(rows) - 2 and 0 not in missing and 150 not in missing
+        # another check's results, all of them, leave this check's rows missing
+        store.save_results(
+            run.id,
+            [(1, i, RowResult(status=Status.OK, score=True)) for i in range(len(rows))],
+        )
+        assert store.missing_rows(run.id, 1) == []
+        assert store.missing_rows(run.id, 0) == missing
+        store.save_results(
+            run.id, [(0, i, RowResult(status=Status.OK, score=True)) for i in missing[:-1]]
+        )
+        assert store.missing_rows(run.id, 0) == [missing[-1]]
         # what orjson refuses to write goes through json, and reads back the same
         huge = [{"model_output": "x", "metadata": {"huge": 2**70 + 1, "low": -(2**70) - 1}}]
         other = queued_run(tenant.id, 1)

@@ -22,7 +22,10 @@ from pydantic import AfterValidator
 MAX_JSON_DEPTH = 64
 
 
-def _has_lone_surrogate(text: str) -> bool:
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone UTF-16 surrogate (no UTF-8 encoding of it exists)."""
+    if text.isascii():
+        return False
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -57,7 +60,7 @@ def json_problem(value: Any, path: str = "", max_depth: int | None = MAX_JSON_DE
     while stack:
         item, where, depth = stack.pop()
         if isinstance(item, str):
-            if _has_lone_surrogate(item):
+            if has_lone_surrogate(item):
                 return surrogate_message(where)
             continue
         if not isinstance(item, dict | list):
@@ -69,7 +72,7 @@ def json_problem(value: Any, path: str = "", max_depth: int | None = MAX_JSON_DE
             )
         if isinstance(item, dict):
             for key, child in item.items():
-                if isinstance(key, str) and _has_lone_surrogate(key):
+                if isinstance(key, str) and has_lone_surrogate(key):
                     return surrogate_message(_child(where, "<key>"))
                 stack.append((child, _child(where, key), depth + 1))
         else:

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from engine.json_limits import MAX_JSON_DEPTH
+from engine.json_limits import MAX_JSON_DEPTH, has_lone_surrogate
 from engine.models import Row
 
 __all__ = ["StoredRows", "stored_rows_of"]
@@ -107,13 +107,7 @@ def _object_ok(value: Any) -> bool:
 
 def _text_ok(text: str) -> bool:
     """No lone UTF-16 surrogate (what :func:`engine.json_limits.json_problem` refuses)."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return not has_lone_surrogate(text)
 
 
 def _free_ok(value: Any) -> bool:

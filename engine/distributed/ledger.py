@@ -57,18 +57,20 @@ DISPATCH_LOCK = 0x73636F7265626F78 & 0x7FFFFFFFFFFFFFFF
 #: A chunk claimed this many times without finishing fails its run (a poison chunk).
 MAX_ATTEMPTS = 8
 
-# A worker's per-chunk statements, as the driver's SQL (psycopg's named placeholders).
+# A worker's per-chunk statements, as the driver's SQL (psycopg's named placeholders); the
+# states are this module's constants, every value a bound parameter.
 CLAIM_SQL = (
-    "UPDATE run_chunks SET state = 'running', attempts = attempts + 1, worker = %(worker)s, "
-    "lease_until = %(lease)s WHERE run_id = %(run_id)s AND check_index = %(check_index)s "
-    "AND chunk_no = %(chunk_no)s AND state = 'queued' AND epoch = %(epoch)s"
+    f"UPDATE run_chunks SET state = '{RUNNING}', attempts = attempts + 1, "  # nosec B608
+    "worker = %(worker)s, lease_until = %(lease)s WHERE run_id = %(run_id)s "
+    "AND check_index = %(check_index)s AND chunk_no = %(chunk_no)s "
+    f"AND state = '{QUEUED}' AND epoch = %(epoch)s"
 )
 SETTLE_SQL = (
-    "UPDATE run_chunks SET state = %(state)s, lease_until = NULL WHERE run_id = %(run_id)s "
-    "AND check_index = %(check_index)s AND chunk_no = %(chunk_no)s "
-    "AND epoch = %(epoch)s AND state = 'running'"
+    "UPDATE run_chunks SET state = %(state)s, lease_until = NULL "  # nosec B608
+    "WHERE run_id = %(run_id)s AND check_index = %(check_index)s AND chunk_no = %(chunk_no)s "
+    f"AND epoch = %(epoch)s AND state = '{RUNNING}'"
 )
-UNFINISHED_SQL = "SELECT count(*) FROM run_chunks WHERE run_id = %(run_id)s AND state <> 'done'"
+UNFINISHED_SQL = f"SELECT count(*) FROM run_chunks WHERE run_id = %(run_id)s AND state <> '{DONE}'"  # nosec B608
 RUN_STATUS_SQL = "SELECT status FROM runs WHERE id = %(run_id)s"
 
 

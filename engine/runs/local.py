@@ -315,9 +315,17 @@ class LocalDispatch:
             # a scoring thread is idle and nothing is queued: run it here, as that thread
             # would at once, sparing the hand-off to it and the wake-up back
             self._run_item(items[0])
-            if items[0].error is not None:
-                raise items[0].error
-            return results
+        else:
+            self._hand_over(batch, items)
+        for item in items:
+            item.finished.wait()
+            if item.error is not None:
+                raise item.error
+        return results
+
+    def _hand_over(self, batch: ScoreBatch, items: list[WorkItem]) -> None:
+        """Queue a batch's items for the scoring threads; if none has started when the
+        tenant's wait is over, take them back and refuse the batch (HTTP 429)."""
         for item in items:
             self.scheduler.submit(item)
         wait = self.settings.score_wait_seconds
@@ -339,8 +347,3 @@ class LocalDispatch:
             for item, gone in zip(items, withdrawn, strict=True):
                 if gone:
                     self.scheduler.submit(item)
-        for item in items:
-            item.finished.wait()
-            if item.error is not None:
-                raise item.error
-        return results

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from engine.api.schemas import ResultItem, ScoreRequest, ScoreResponse
@@ -22,13 +23,21 @@ router = APIRouter(tags=["scoring"])
     "within its concurrent-jobs quota (429 with Retry-After when no slot frees in time).",
     responses=responses(401, 404, 422, 429, 503),
 )
-async def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> ScoreResponse:
-    # one worker thread for the blocking part; FastAPI validates the answer of an async
-    # route on the event loop (a sync route's answer would take a second thread hop)
+async def score(body: ScoreRequest, runs: RunsDep, principal: PrincipalDep) -> Response:
+    # one worker thread for the blocking part, which also encodes the answer: returned as
+    # a Response, it is sent as is (response_model documents it; FastAPI would otherwise
+    # validate the model it was just built as once more and encode it through dicts, on
+    # the event loop)
     return await run_in_threadpool(score_now, body, runs, principal)
 
 
-def score_now(body: ScoreRequest, runs: RunService, principal: Principal) -> ScoreResponse:
+def score_now(body: ScoreRequest, runs: RunService, principal: Principal) -> Response:
+    """The rows scored, as the route's JSON answer (blocking: waits for a sandbox slot and
+    the sandbox's answer)."""
+    return Response(scored(body, runs, principal).model_dump_json(), media_type="application/json")
+
+
+def scored(body: ScoreRequest, runs: RunService, principal: Principal) -> ScoreResponse:
     """The rows scored (blocking: waits for a sandbox slot and the sandbox's answer)."""
     outcome = runs.score(principal, body.checks, body.rows, body.limits)
     items = [

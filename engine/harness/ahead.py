@@ -40,7 +40,7 @@ from engine.harness.gateway import Gateway
 from engine.harness.reset import reset_or_raise
 
 #: What loading a check depends on: a child forked ahead serves only a job equal in these.
-LOAD_KEYS = ("source", "policy", "entry", "max_output_bytes", "max_row_output_chars")
+LOAD_KEYS = ("source", "policy", "entry", "okareo", "max_output_bytes", "max_row_output_chars")
 #: Rows a child forked ahead can take (its result block's memory is mapped before the fork).
 AHEAD_MAX_ROWS = 1024
 #: A job bigger than this, as the JSON the child reads, gets a child forked for it

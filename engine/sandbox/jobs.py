@@ -20,6 +20,7 @@ from engine.models import IndexedRow, Limits, ResultCallback, Row, RowResult
 from engine.sandbox.backend import JobEnd, SandboxBackend, Termination
 from engine.sandbox.blocks import BlockRecord, ResultBlock
 from engine.sandbox.columns import IndexedColumns
+from engine.sandbox.load_hints import okareo_source
 from engine.sandbox.protocol import Job, LoadedRecord, RowRecord
 from engine.settings import Settings
 
@@ -278,6 +279,7 @@ def job_of(
         policy=check.policy,
         output_type=check.output_type,
         entry=check.entry,
+        okareo=okareo_source(check.source, check.entry),
         config=dict(check.config) if check.config else None,
         row_timeout_seconds=limits.row_timeout_seconds,
         max_output_bytes=limits.max_output_bytes,

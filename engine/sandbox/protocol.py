@@ -63,6 +63,9 @@ class Job(BaseModel):
     max_row_output_chars: int = 4096
     #: The entry function named at upload (None: found by name or by its parameters).
     entry: str | None = None
+    #: The host found the source an Okareo check (engine/sandbox/load_hints.py): the
+    #: harness's child goes straight to its entry, without parsing it again.
+    okareo: bool = False
     #: The check version's configuration, bound by the format (engine.contract.formats.bind).
     config: dict[str, Any] | None = None
     #: Under gVisor: how many tasks the checks may create in one container before it is

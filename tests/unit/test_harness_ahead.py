@@ -121,6 +121,7 @@ def test_a_spare_serves_the_next_job_with_nothing_of_the_last(blocks: bool, devn
         "source",
         "policy",
         "entry",
+        "okareo",
         "max_output_bytes",
         "max_row_output_chars",
         "load_timeout_seconds",

@@ -20,6 +20,7 @@ import time
 from bench import workload
 from bench.measure import percentile
 from engine.models import Row
+from engine.sandbox.load_hints import okareo_source
 from engine.sandbox.protocol import Job
 
 
@@ -37,6 +38,7 @@ def one_job(harness: subprocess.Popen[bytes], n: int) -> tuple[float, float]:
     job = Job(
         nonce=f"n{n}",
         source=workload.TRIVIAL,
+        okareo=okareo_source(workload.TRIVIAL, None),  # as the service's jobs say
         row_timeout_seconds=5.0,
         max_output_bytes=100_000,
         rows=[Row(model_output="the model answered that paris")],

@@ -4,6 +4,7 @@ source; the check's process then loads it without parsing it again, to the same 
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from typing import Any
 
@@ -65,7 +66,7 @@ def test_a_child_told_does_not_parse_the_source(monkeypatch: pytest.MonkeyPatch)
     def no_parse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("parsed again")
 
-    monkeypatch.setattr(child.ast, "parse", no_parse)
+    monkeypatch.setattr(ast, "parse", no_parse)  # the module child.py parses with
     assert child.load_check({"source": FUNCTION, "okareo": True}).parameters == [
         "model_output",
         "scenario_input",

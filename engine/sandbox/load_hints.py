@@ -12,21 +12,34 @@ formats cannot place) is left to the child, as before.
 from __future__ import annotations
 
 import ast
-import functools
+import hashlib
 
 from engine.contract import formats
 
-#: Distinct check sources remembered (each is a check version the node scored lately).
-REMEMBERED_SOURCES = 256
+#: Distinct check sources remembered (each is a check version the node scored lately),
+#: by digest: a source may be 256 KiB, and the answer is one bit.
+REMEMBERED_SOURCES = 1024
+
+_found: dict[tuple[bytes, str | None], bool] = {}
 
 
-@functools.lru_cache(maxsize=REMEMBERED_SOURCES)
 def okareo_source(source: str, entry: str | None) -> bool:
     """Whether ``source`` (with the entry named at upload) is an Okareo check, as the
     harness's child would find it (:func:`engine.harness.child.load_check`)."""
+    digest = hashlib.blake2b(source.encode(errors="surrogatepass"), digest_size=16).digest()
+    key = (digest, entry)
+    found = _found.get(key)
+    if found is None:
+        found = _is_okareo(source, entry)
+        if len(_found) >= REMEMBERED_SOURCES:
+            _found.clear()  # scoring threads may race here: forgetting is always safe
+        _found[key] = found
+    return found
+
+
+def _is_okareo(source: str, entry: str | None) -> bool:
     try:
-        tree = ast.parse(source)
-        detected = formats.detect(*formats.shapes_of(tree), entry=entry)
+        detected = formats.detect(*formats.shapes_of(ast.parse(source)), entry=entry)
     except (SyntaxError, ValueError, RecursionError, MemoryError, formats.FormatError):
         return False
     return detected.format is formats.Format.OKAREO

@@ -14,6 +14,7 @@ from engine.contract import EntrypointError, Policy
 from engine.harness import child
 from engine.harness.ahead import LOAD_KEYS
 from engine.models import Limits, Row
+from engine.sandbox import load_hints
 from engine.sandbox.jobs import job_of
 from engine.sandbox.load_hints import okareo_source
 
@@ -90,3 +91,10 @@ def test_jobs_carry_the_hint_and_a_child_forked_ahead_serves_only_its_own() -> N
     assert job.okareo is True
     assert '"okareo":true' in job.encode().decode()
     assert "okareo" in LOAD_KEYS  # a job told otherwise never gets a child loaded without
+
+
+def test_the_host_remembers_digests_of_a_bounded_number_of_sources() -> None:
+    for k in range(load_hints.REMEMBERED_SOURCES + 10):
+        assert okareo_source(f"def evaluate(model_output):\n    return {k}\n", None)
+    assert 0 < len(load_hints._found) <= load_hints.REMEMBERED_SOURCES
+    assert all(isinstance(digest, bytes) and len(digest) == 16 for digest, _ in load_hints._found)

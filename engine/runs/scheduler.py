@@ -69,7 +69,11 @@ class FairScheduler:
                 queue.interactive.append(item)
             else:
                 queue.groups.setdefault(item.group, deque()).append(item)
-            self._cond.notify()
+            if not self._full():
+                # at capacity no thread can take it: the finish that frees a slot wakes
+                # one (a thread woken now would find nothing and wait again, costing the
+                # request that submitted a thread switch and the GIL)
+                self._cond.notify()
 
     def _full(self) -> bool:
         return self._capacity is not None and self._total >= self._capacity

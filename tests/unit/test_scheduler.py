@@ -164,6 +164,27 @@ def test_finish_with_nothing_queued_wakes_no_idle_worker() -> None:
     assert got == [None]
 
 
+def test_a_submit_at_capacity_wakes_no_thread_until_a_slot_frees() -> None:
+    scheduler = FairScheduler(lambda tenant: 8, capacity=1)
+    cond = scheduler._cond = _CountingCondition()
+    running, queued = _item("a", interactive=True), _item("b", interactive=True)
+    assert scheduler.claim(running)  # a request's own thread holds the only slot
+    got: list[WorkItem | None] = []
+    idle = threading.Thread(target=lambda: got.append(scheduler.take(timeout=10)))
+    idle.start()
+    time.sleep(0.05)  # the idle scoring thread waits on the condition
+    scheduler.submit(queued)
+    time.sleep(0.05)
+    assert cond.woken == 0  # it could take nothing: it is not woken for nothing
+    assert not got
+    began = time.monotonic()
+    scheduler.finish(running)  # the slot frees: now it is woken, and takes the item
+    idle.join(5)
+    assert got == [queued]
+    assert cond.woken == 1
+    assert time.monotonic() - began < 2  # woken by the finish, not by its timeout
+
+
 def test_finish_wakes_a_worker_for_an_item_held_back_by_concurrency() -> None:
     scheduler = FairScheduler(lambda tenant: 1)
     first, second = _item("a"), _item("a")

@@ -124,7 +124,9 @@ class FairScheduler:
 
         The slot it frees matters only to items still queued: with none, no waiting thread
         is woken (each wake-up of an idle thread costs the request that finished here a
-        thread switch and the GIL, for a thread that finds nothing and waits again).
+        thread switch and the GIL, for a thread that finds nothing and waits again). With
+        some, one thread is woken: one slot (of the capacity and of the item's tenant) is
+        free, so one item at most can start, and any waiting thread may take any item.
         """
         with self._cond:
             self._inflight[item.tenant_id] -= 1
@@ -133,7 +135,7 @@ class FairScheduler:
                 del self._inflight[item.tenant_id]
             item.finished.set()
             if self._tenants:  # a tenant held back at its concurrency may go on now
-                self._cond.notify_all()
+                self._cond.notify()
 
     def claim(self, item: WorkItem) -> bool:
         """Mark ``item`` in flight for the calling thread to run (then :meth:`finish` it), when

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from engine.runs.scheduler import FairScheduler, WorkItem
 
@@ -164,6 +165,14 @@ def test_finish_with_nothing_queued_wakes_no_idle_worker() -> None:
     assert got == [None]
 
 
+def _until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    """Wait (polling) until ``condition()`` holds: threads on a loaded machine start late."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
 def test_a_submit_at_capacity_wakes_no_thread_until_a_slot_frees() -> None:
     scheduler = FairScheduler(lambda tenant: 8, capacity=1)
     cond = scheduler._cond = _CountingCondition()
@@ -172,7 +181,7 @@ def test_a_submit_at_capacity_wakes_no_thread_until_a_slot_frees() -> None:
     got: list[WorkItem | None] = []
     idle = threading.Thread(target=lambda: got.append(scheduler.take(timeout=10)))
     idle.start()
-    time.sleep(0.05)  # the idle scoring thread waits on the condition
+    _until(lambda: len(cond._waiters) == 1)  # type: ignore[attr-defined]
     scheduler.submit(queued)
     time.sleep(0.05)
     assert cond.woken == 0  # it could take nothing: it is not woken for nothing
@@ -183,6 +192,30 @@ def test_a_submit_at_capacity_wakes_no_thread_until_a_slot_frees() -> None:
     assert got == [queued]
     assert cond.woken == 1
     assert time.monotonic() - began < 2  # woken by the finish, not by its timeout
+
+
+def test_a_finish_wakes_one_idle_thread_for_the_one_slot_it_frees() -> None:
+    scheduler = FairScheduler(lambda tenant: 8, capacity=1)
+    cond = scheduler._cond = _CountingCondition()
+    running = _item("a", interactive=True)
+    queued = [_item("b", interactive=True), _item("c", interactive=True)]
+    assert scheduler.claim(running)
+    for item in queued:
+        scheduler.submit(item)
+    got: list[WorkItem | None] = []
+    idle = [
+        threading.Thread(target=lambda: got.append(scheduler.take(timeout=0.5))) for _ in range(2)
+    ]
+    for thread in idle:
+        thread.start()
+    _until(lambda: len(cond._waiters) == 2)  # type: ignore[attr-defined]
+    scheduler.finish(running)
+    _until(lambda: bool(got))
+    assert cond.woken == 1  # one slot: one thread woken, not both
+    assert got == [queued[0]]  # and it took the next item at once
+    for thread in idle:
+        thread.join(5)
+    assert got == [queued[0], None]  # the other waited out its timeout: nothing was free
 
 
 def test_finish_wakes_a_worker_for_an_item_held_back_by_concurrency() -> None:

@@ -18,6 +18,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -152,6 +153,26 @@ class RunRowBlock(Base):
     row_start: Mapped[int] = mapped_column(Integer, primary_key=True)
     row_stop: Mapped[int] = mapped_column(Integer)
     rows: Mapped[str] = mapped_column(Text)
+
+
+class ResultBlockRow(Base):
+    """A block of one check's results on a run (migration 0020): ``data`` holds results of
+    rows ``row_start`` to ``row_stop - 1``, ``rows`` of them, encoded by
+    ``engine/storage/result_blocks.py``; ``rows == row_stop - row_start`` when the block holds
+    every row of its range. A (run, check, row) has at most one result across the run's
+    blocks (``engine/storage/run_writes.py`` keeps it): blocks of one check may interleave
+    in range, never hold a row twice."""
+
+    __tablename__ = "run_result_blocks"
+
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
+    check_index: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: The block's first row index.
+    row_start: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: Its last row index + 1.
+    row_stop: Mapped[int] = mapped_column(Integer)
+    rows: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class ResultRow(Base):

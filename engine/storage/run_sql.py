@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Connection, Integer, String, case, cast, delete, func, select, update
 from sqlalchemy.orm import Session
 
@@ -22,9 +23,10 @@ from engine.storage.records import (
     aware,
     utcnow,
 )
+from engine.storage.result_ranges import block_ranges, rows_with_results
 from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
 from engine.storage.run_writes import ResultValues, insert_results
-from engine.storage.tables import ResultRow, RunRow, RunRowBlock, TenantRow
+from engine.storage.tables import ResultBlockRow, ResultRow, RunRow, RunRowBlock, TenantRow
 
 #: Rows per statement when storing a run's rows (SQLite; see ``run_writes``).
 BULK_CHUNK = 2000
@@ -220,38 +222,26 @@ class SqlRuns(SqlSessions):
             stored = stored_row_ranges(conn, run_id)
             rows = stored[-1][1] if stored else 0
             whole = sum(stop - start for start, stop in stored) == rows  # 0 to rows - 1
-            mark = _mark(conn)
-            where = (
-                f"WHERE run_id = {mark} AND check_index = {mark} "
-                f"AND row_index >= 0 AND row_index < {mark}"
-            )
-            # asked when a run's chunks have all run, when mostly none is missing: a count
-            # on the primary key's index says so without a row_index a row to Python
-            counted = conn.exec_driver_sql(
-                f"SELECT count(*) FROM row_results {where}",  # nosec B608 (marks only)
-                (run_id, check_index, rows),
-            ).scalar()
-            if whole and int(counted or 0) >= rows:
+            blocks = block_ranges(conn, run_id, check_index)
+            # asked when a run's chunks have all run, when mostly none is missing: the
+            # blocks' ranges and counts say so without reading a block
+            if (
+                whole
+                and all(a >= 0 and b <= rows and n == b - a for a, b, n in blocks)
+                and sum(n for _, _, n in blocks) >= rows
+            ):
                 return []
-            found = conn.exec_driver_sql(
-                f"SELECT row_index FROM row_results {where}",  # nosec B608 (marks only)
-                (run_id, check_index, rows),
+            done = rows_with_results(conn, run_id, check_index, 0, rows, blocks)
+            given = np.concatenate(
+                [np.arange(start, stop, dtype=np.int64) for start, stop in stored]
+                or [np.empty(0, dtype=np.int64)]
             )
-            done = {int(index) for (index,) in found}
-            return [i for start, stop in stored for i in range(start, stop) if i not in done]
+            return [int(i) for i in given[~np.isin(given, done, assume_unique=True)]]
 
     def result_rows(self, run_id: str, check_index: int, start: int, stop: int) -> list[int]:
         """Row indices in ``[start, stop)`` that already have a result for the check."""
-        # asked once a chunk: the driver's SQL costs a quarter of an ORM select's CPU
         with self._session() as s:
-            conn = s.connection()
-            mark = _mark(conn)
-            found = conn.exec_driver_sql(
-                "SELECT row_index FROM row_results WHERE run_id = "  # nosec B608 (marks only)
-                f"{mark} AND check_index = {mark} AND row_index >= {mark} AND row_index < {mark}",
-                (run_id, check_index, start, stop),
-            )
-            return [int(index) for (index,) in found]
+            return rows_with_results(s.connection(), run_id, check_index, start, stop).tolist()
 
     def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int:
         """Insert results, ignoring any (run, check, row) already stored; returns rows inserted."""
@@ -292,23 +282,15 @@ class SqlRuns(SqlSessions):
     def _insert_results(self, run_id: str, values: ResultValues) -> int:
         if not values:
             return 0
-        # the rowcount counts what was inserted; counting the run's results before and after
-        # cost two index scans per batch, growing with the run (15 ms a batch at 100k rows)
         with self._session() as s:
-            conn = s.connection()
-            inserted = insert_results(conn, values)
-            if inserted:  # last: the run's row stays locked only until the commit
-                mark = _mark(conn)
-                conn.exec_driver_sql(  # once a flush: the driver's SQL, not an ORM update
-                    f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}",  # nosec B608 (marks only)
-                    (inserted, run_id),
-                )
-            return inserted
+            return insert_results(s.connection(), values)
 
     @staticmethod
     def _count(s: Session, run_id: str) -> int:
         value = s.scalar(
-            select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)
+            select(func.coalesce(func.sum(ResultBlockRow.rows), 0)).where(
+                ResultBlockRow.run_id == run_id
+            )
         )
         return int(value or 0)
 
@@ -445,7 +427,7 @@ class SqlRuns(SqlSessions):
     def delete_run_data(self, run_id: str) -> None:
         """Remove a run with its rows and results (operator clean-up)."""
         with self._session() as s:
-            s.execute(delete(ResultRow).where(ResultRow.run_id == run_id))
+            s.execute(delete(ResultBlockRow).where(ResultBlockRow.run_id == run_id))
             s.execute(delete(RunRowBlock).where(RunRowBlock.run_id == run_id))
             s.execute(delete(RunRow).where(RunRow.id == run_id))
 

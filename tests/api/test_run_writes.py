@@ -7,17 +7,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, cast, select
+import numpy as np
+from sqlalchemy import select
 
 from engine.contract import Status
 from engine.models import ResultColumns, Row, RowResult
 from engine.storage import new_id, open_store
+from engine.storage.records import StoredResult
+from engine.storage.result_blocks import MODEL_CHARS, ResultArrays, concat, decode_block
 from engine.storage.run_blocks import ROWS_PER_BLOCK
-from engine.storage.run_writes import MODEL_CHARS, ROWS_PER_ARRAY
-from engine.storage.tables import ResultRow, RunRowBlock
+from engine.storage.run_writes import ROWS_PER_BLOCK as RESULTS_PER_BLOCK
+from engine.storage.tables import ResultBlockRow, RunRowBlock
 from tests.conftest import queued_run
 
 AWKWARD = "tab\there, newline\nthere, back\\slash, quote \" and ', é, 日本, 🙂"
+
+
+def _blocks(store: Any, run_id: str, check_index: int) -> list[tuple[int, int, int]]:
+    """``(row_start, row_stop, rows)`` of a check's stored result blocks."""
+    with store.engine.connect() as conn:
+        found = conn.execute(
+            select(ResultBlockRow.row_start, ResultBlockRow.row_stop, ResultBlockRow.rows)
+            .where(ResultBlockRow.run_id == run_id, ResultBlockRow.check_index == check_index)
+            .order_by(ResultBlockRow.row_start)
+        ).all()
+    return [tuple(b) for b in found]
+
+
+def _arrays(store: Any, run_id: str, check_index: int) -> ResultArrays:
+    """A check's stored results, every block decoded, in row order."""
+    with store.engine.connect() as conn:
+        data = conn.scalars(
+            select(ResultBlockRow.data)
+            .where(ResultBlockRow.run_id == run_id, ResultBlockRow.check_index == check_index)
+            .order_by(ResultBlockRow.row_start)
+        ).all()
+    arrays = concat([decode_block(d) for d in data])
+    return arrays.take(np.argsort(arrays.row_index, kind="stable"))
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
@@ -127,21 +153,16 @@ def test_results_store_every_field_and_leave_out_duplicates(database_url: str) -
         stats = store.score_stats(run.id, 0)
         assert stats.counts == {"ok": 2, "error": 1}
         assert stats.bool_scores == 1  # the stored JSON false is read as a bool score
-        with store.engine.connect() as conn:
-            nums = dict(
-                conn.execute(
-                    select(ResultRow.row_index, ResultRow.score_num).where(
-                        ResultRow.run_id == run.id, ResultRow.check_index == 0
-                    )
-                ).all()
-            )
-        assert nums == {0: 0.25, 1: None, 2: 0.0}  # the index the dashboard sorts by
+        assert _blocks(store, run.id, 0) == [(0, 3, 3)]  # one block, the duplicate left out
+        stored_scores = _arrays(store, run.id, 0).score
+        assert stored_scores[[0, 2]].tolist() == [0.25, 0.0]  # what the dashboard sorts by
+        assert np.isnan(stored_scores[1])
     finally:
         store.engine.dispose()
 
 
 def test_result_columns_past_one_statement(database_url: str) -> None:
-    n = ROWS_PER_ARRAY + 7  # past one PostgreSQL statement and many SQLite ones
+    n = 2 * RESULTS_PER_BLOCK + 7  # each write past one block
     store = open_store(database_url)
     try:
         tenant = store.create_tenant(f"writes-{new_id('t')}")
@@ -164,24 +185,21 @@ def test_result_columns_past_one_statement(database_url: str) -> None:
             (2, True, None),
             (3, 3, None),
         ]
+        # the first write's rows in one block, the second's missing rows in blocks of their
+        # own (interleaving in range with the first, at most RESULTS_PER_BLOCK rows each)
+        per = RESULTS_PER_BLOCK
+        assert _blocks(store, run.id, 0) == [
+            (0, 2 * per - 1, per),  # even rows 0 to 2 * per - 2
+            (1, 2 * per, per),  # odd rows 1 to 2 * per - 1
+            (2 * per, n, 4),
+            (2 * per + 1, n - 1, 3),
+        ]
+        arrays = _arrays(store, run.id, 0)
+        assert arrays.row_index.tolist() == list(range(n))  # every row once
         # a block without extras stores what one with them stores for a bare result
-        with store.engine.connect() as conn:
-            stored = conn.execute(
-                select(
-                    ResultRow.row_index,
-                    ResultRow.score_num,
-                    ResultRow.duration_ms,
-                    ResultRow.explanation,
-                    ResultRow.passed,
-                    ResultRow.model,
-                    cast(ResultRow.result_metadata, Text),
-                )
-                .where(ResultRow.run_id == run.id, ResultRow.row_index.in_((2, 3)))
-                .order_by(ResultRow.row_index)
-            ).all()
-        assert [tuple(r) for r in stored] == [
-            (2, 1.0, 0.1, None, None, None, "null"),  # the bare block's
-            (3, 3.0, 0.2, None, None, None, "null"),  # the block with extras'
+        assert [arrays.stored(0, k) for k in (2, 3)] == [
+            StoredResult(0, 2, "ok", True, None, None, None, 0.1, None, None, None),
+            StoredResult(0, 3, "ok", 3, None, None, None, 0.2, None, None, None),
         ]
     finally:
         store.engine.dispose()

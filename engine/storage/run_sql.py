@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Integer, String, case, cast, delete, func, select, update
+from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFoundError
 from engine.models import ResultColumns, RowResult
-from engine.storage import moments
+from engine.storage import result_stats
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (
     Run,
@@ -24,9 +23,10 @@ from engine.storage.records import (
     utcnow,
 )
 from engine.storage.result_ranges import block_ranges, rows_with_results
+from engine.storage.result_reads import check_indexes, check_results, merged_page
 from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
 from engine.storage.run_writes import ResultValues, insert_results
-from engine.storage.tables import ResultBlockRow, ResultRow, RunRow, RunRowBlock, TenantRow
+from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
 
 #: Rows per statement when storing a run's rows (SQLite; see ``run_writes``).
 BULK_CHUNK = 2000
@@ -301,118 +301,28 @@ class SqlRuns(SqlSessions):
     def results_page(
         self, run_id: str, offset: int, limit: int, check_index: int | None = None
     ) -> list[StoredResult]:
+        """Results ordered by (row index, check index), ``limit`` of them from ``offset``."""
         with self._session() as s:
-            query = select(ResultRow).where(ResultRow.run_id == run_id)
+            conn = s.connection()
             if check_index is not None:
-                query = query.where(ResultRow.check_index == check_index)
-            query = query.order_by(ResultRow.row_index, ResultRow.check_index)
-            rows = s.scalars(query.offset(offset).limit(limit))
-            return [
-                StoredResult(
-                    r.check_index,
-                    r.row_index,
-                    r.status,
-                    r.score,
-                    r.explanation,
-                    r.error,
-                    r.output,
-                    r.duration_ms,
-                    r.passed,
-                    r.result_metadata,
-                    r.model,
-                )
-                for r in rows
-            ]
+                arrays = check_results(conn, run_id, check_index)
+                stop = min(len(arrays), offset + limit)
+                return [arrays.stored(check_index, k) for k in range(offset, stop)]
+            checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
+            rows = {c: arrays.row_index for c, arrays in checks.items()}
+            return [checks[c].stored(c, k) for c, k in merged_page(rows, offset, limit)]
 
     def score_stats(self, run_id: str, check_index: int) -> ScoreStats:
-        where = (ResultRow.run_id == run_id, ResultRow.check_index == check_index)
         with self._session() as s:
-            counts = {
-                status: int(n)
-                for status, n in s.execute(
-                    select(ResultRow.status, func.count()).where(*where).group_by(ResultRow.status)
-                )
-            }
-            ok = (*where, ResultRow.status == "ok", ResultRow.score_num.is_not(None))
-            is_bool = cast(ResultRow.score, String).in_(("true", "false"))  # JSON true/false
-            large = func.abs(ResultRow.score_num) >= moments.LARGE  # summed scaled: no overflow
-            # sums, not AVG: PostgreSQL's AVG also sums squares, which overflow sooner
-            n, small_sum, large_sum, low, high, bools, flagged, passes = s.execute(
-                select(
-                    func.count(),
-                    func.sum(case((large, 0.0), else_=ResultRow.score_num)),
-                    func.sum(case((large, ResultRow.score_num * moments.SCALE), else_=0.0)),
-                    func.min(ResultRow.score_num),
-                    func.max(ResultRow.score_num),
-                    func.sum(case((is_bool, 1), else_=0)),
-                    func.count(ResultRow.passed),
-                    func.sum(case((ResultRow.passed.is_(True), 1), else_=0)),
-                ).where(*ok)
-            ).one()
-            p50: float | None = None
-            if n:
-                middle: list[float] = list(
-                    s.scalars(
-                        select(ResultRow.score_num)
-                        .where(*ok)
-                        .order_by(ResultRow.score_num)
-                        .offset((n - 1) // 2)
-                        .limit(2 if n % 2 == 0 else 1)
-                    )
-                )
-                p50 = middle[0] if len(middle) == 1 else moments.midpoint(*middle)
-            mean = None
-            if n and small_sum is not None and large_sum is not None:
-                mean = moments.combine(float(small_sum) / n, float(large_sum) / n)
-            return ScoreStats(
-                counts=counts,
-                ok_count=int(n),
-                mean=mean,
-                min=None if low is None else float(low),
-                max=None if high is None else float(high),
-                p50=p50,
-                bool_scores=int(bools or 0),
-                flagged=int(flagged or 0),
-                passes=int(passes or 0),
-            )
+            return result_stats.score_stats(check_results(s.connection(), run_id, check_index))
 
     def score_histogram(
         self, run_id: str, check_index: int, bins: int = 20
     ) -> list[tuple[float, int]]:
         """``(lower edge, count)`` of a check's ok numeric scores, in ``bins`` equal bins."""
-        ok = (
-            ResultRow.run_id == run_id,
-            ResultRow.check_index == check_index,
-            ResultRow.status == "ok",
-            ResultRow.score_num.is_not(None),
-        )
         with self._session() as s:
-            found = s.execute(
-                select(func.min(ResultRow.score_num), func.max(ResultRow.score_num)).where(*ok)
-            ).one()
-            if found[0] is None or found[1] is None:
-                return []
-            low, high = float(found[0]), float(found[1])
-            if high == low:
-                n = s.scalar(select(func.count()).select_from(ResultRow).where(*ok))
-                return [(low, int(n or 0))]
-            width = (high - low) / bins
-            scaled = (ResultRow.score_num - low) / width
-            if not math.isfinite(width):  # scores past half the largest float, both signs
-                width = high / bins - low / bins
-                scaled = ResultRow.score_num / width - low / width
-            bucket: Any
-            if self._dialect == "postgresql":
-                bucket = func.least(func.floor(scaled), bins - 1)
-            else:  # SQLite: CAST truncates, which is floor for these non-negative values
-                bucket = func.min(cast(scaled, Integer), bins - 1)
-            counts = {
-                int(b): int(n)
-                for b, n in s.execute(select(bucket, func.count()).where(*ok).group_by(bucket))
-            }
-        if math.isfinite(high - low):
-            return [(low + i * width, counts.get(i, 0)) for i in range(bins)]
-        return [(low * (1 - i / bins) + high * (i / bins), counts.get(i, 0)) for i in range(bins)]
+            arrays = check_results(s.connection(), run_id, check_index)
+        return result_stats.score_histogram(arrays, bins)
 
     def save_run_summary(self, run_id: str, summary: Mapping[str, Any], done: int) -> bool:
         """Store a run's summary if it still has ``done`` results (no write came in between)."""

@@ -6,6 +6,11 @@ holds without being read; only a block that skips rows of its range (a retried c
 a migrated run's) is decoded for its row indices. The writer asks this before each write
 (``engine/storage/run_writes.py``), the run service when a run's chunks have run
 (``missing_rows``), a chunk before it runs (``result_rows``).
+
+No block spans more than :data:`MAX_SPAN` rows (``row_stop - row_start``; the writer and
+migration 0020 cut blocks there), so the blocks that meet a range of rows start less than
+:data:`MAX_SPAN` rows before it: both bounds are on the primary key, and a write to a
+run of thousands of blocks reads a few of their ranges, not every one before its rows.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ from sqlalchemy import Connection
 
 from engine.storage.result_blocks import decode_block
 
-__all__ = ["BlockRange", "block_ranges", "rows_with_results"]
+__all__ = ["MAX_SPAN", "BlockRange", "block_ranges", "rows_with_results"]
+
+#: A block's ``row_stop - row_start`` at most.
+MAX_SPAN = 5000
 
 #: ``(row_start, row_stop, rows)`` of a stored block.
 BlockRange = tuple[int, int, int]
@@ -37,8 +45,8 @@ def block_ranges(
     where = f"run_id = {mark} AND check_index = {mark}"
     params: tuple[object, ...] = (run_id, check_index)
     if start is not None and stop is not None:
-        where += f" AND row_start < {mark} AND row_stop > {mark}"
-        params = (*params, stop, start)
+        where += f" AND row_start > {mark} AND row_start < {mark} AND row_stop > {mark}"
+        params = (*params, start - MAX_SPAN, stop, start)
     found = conn.exec_driver_sql(
         f"SELECT row_start, row_stop, rows FROM run_result_blocks WHERE {where} "  # nosec B608 (marks only)
         "ORDER BY row_start",

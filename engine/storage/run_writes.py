@@ -16,7 +16,9 @@ run's blocks.** A write keeps it in its transaction:
    result, and rows that a stored block of that (run, check) already holds are left out:
    only blocks whose ``[row_start, row_stop)`` meets the batch's range are read, and one
    that holds every row of its range (``rows == row_stop - row_start``) without decoding;
-3. the blocks are inserted and ``runs.results_done`` grows by the results they hold.
+3. the blocks are inserted (cut at :data:`ROWS_PER_BLOCK` results and at a span of
+   :data:`~engine.storage.result_ranges.MAX_SPAN` rows, which bounds step 2's read) and
+   ``runs.results_done`` grows by the results they hold.
 
 A result saved twice is stored once and counted once: a retried chunk writes only its
 missing rows, in a block that may interleave in range with the others.
@@ -25,6 +27,7 @@ missing rows, in a block that may interleave in range with the others.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -32,7 +35,7 @@ from numpy.typing import NDArray
 from sqlalchemy import Connection
 
 from engine.storage.result_blocks import encode_block
-from engine.storage.result_ranges import rows_with_results
+from engine.storage.result_ranges import MAX_SPAN, rows_with_results
 
 __all__ = [
     "ROWS_PER_BLOCK",
@@ -42,6 +45,8 @@ __all__ = [
 
 #: Results a block at most: a batch of one check past it becomes several blocks.
 ROWS_PER_BLOCK = 5000
+#: Blocks an INSERT statement at most (six bound values a block).
+BLOCKS_PER_STATEMENT = 100
 
 _NONE: Mapping[str, Any] = {}
 
@@ -124,10 +129,15 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
         return 0
     run_id = values.run_id
     mark = _mark(conn)
-    # first: the run's row lock (SQLite's write lock at this first write), held to the
-    # commit, so no other writer of this run stores a row between the read and the insert
+    postgres = conn.dialect.name == "postgresql"
+    # first: the run's row lock, held to the commit, so no other writer of this run stores
+    # a row between the read of the stored ranges and the insert. PostgreSQL: NO KEY, which
+    # leaves the foreign-key checks of the run's other writes (chunks, labels) unblocked;
+    # SQLite: the write lock, taken at a transaction's first write
     conn.exec_driver_sql(
-        f"UPDATE runs SET results_done = results_done WHERE id = {mark}",  # nosec B608 (marks only)
+        f"SELECT id FROM runs WHERE id = {mark} FOR NO KEY UPDATE"  # nosec B608 (marks only)
+        if postgres
+        else f"UPDATE runs SET results_done = results_done WHERE id = {mark}",  # nosec B608
         (run_id,),
     )
     blocks: list[tuple[Any, ...]] = []
@@ -138,16 +148,25 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
         ):
             blocks.append((run_id, check_index, row_start, row_stop, rows, data))
             inserted += rows
-    if blocks:
-        conn.exec_driver_sql(
+    if not blocks:
+        return 0
+    count = f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}"  # nosec B608
+    for start in range(0, len(blocks), BLOCKS_PER_STATEMENT):
+        group = blocks[start : start + BLOCKS_PER_STATEMENT]
+        marks = ", ".join([f"({mark}, {mark}, {mark}, {mark}, {mark}, {mark})"] * len(group))
+        insert = (
             "INSERT INTO run_result_blocks (run_id, check_index, row_start, row_stop, rows, "  # nosec B608 (marks only)
-            f"data) VALUES ({mark}, {mark}, {mark}, {mark}, {mark}, {mark})",
-            blocks,
+            f"data) VALUES {marks}"
         )
-        conn.exec_driver_sql(
-            f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}",  # nosec B608 (marks only)
-            (inserted, run_id),
-        )
+        params = tuple(chain.from_iterable(group))
+        if postgres and start + BLOCKS_PER_STATEMENT >= len(blocks):
+            # the last insert and the count in one round trip (a data-modifying WITH runs
+            # whether or not it is read)
+            both = f"WITH stored AS ({insert}) {count}"  # nosec B608 (marks only)
+            conn.exec_driver_sql(both, (*params, inserted, run_id))
+            return inserted
+        conn.exec_driver_sql(insert, params)
+    conn.exec_driver_sql(count, (inserted, run_id))
     return inserted
 
 
@@ -176,8 +195,7 @@ def _new_blocks(
     if not len(positions):
         return
     columns = _taken(check, positions)
-    for start in range(0, len(positions), ROWS_PER_BLOCK):
-        stop = min(start + ROWS_PER_BLOCK, len(positions))
+    for start, stop in _cuts(rows):
         extras = {k - start: e for k, e in columns.extras.items() if start <= k < stop}
         data = encode_block(
             columns.row_index[start:stop],
@@ -187,6 +205,19 @@ def _new_blocks(
             extras,
         )
         yield int(rows[start]), int(rows[stop - 1]) + 1, stop - start, data
+
+
+def _cuts(rows: NDArray[np.int64]) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` positions of the blocks ``rows`` (ascending) are cut into: at most
+    :data:`ROWS_PER_BLOCK` rows each, none past a span of ``MAX_SPAN`` rows."""
+    start, n = 0, len(rows)
+    while start < n:
+        stop = min(start + ROWS_PER_BLOCK, n)
+        # rows[stop - 1] - rows[start] < MAX_SPAN: row_stop - row_start <= MAX_SPAN
+        past = int(np.searchsorted(rows[start:stop], rows[start] + MAX_SPAN))
+        stop = start + past
+        yield start, stop
+        start = stop
 
 
 def _taken(check: _Check, positions: NDArray[np.intp]) -> _Check:

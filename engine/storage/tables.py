@@ -161,7 +161,9 @@ class ResultBlockRow(Base):
     ``engine/storage/result_blocks.py``; ``rows == row_stop - row_start`` when the block holds
     every row of its range. A (run, check, row) has at most one result across the run's
     blocks (``engine/storage/run_writes.py`` keeps it): blocks of one check may interleave
-    in range, never hold a row twice."""
+    in range, never hold a row twice. No block spans more than ``MAX_SPAN`` rows
+    (``engine/storage/result_ranges.py``): the blocks that meet a range of rows are found
+    on the primary key."""
 
     __tablename__ = "run_result_blocks"
 

@@ -15,6 +15,7 @@ from engine.models import ResultColumns, Row, RowResult
 from engine.storage import new_id, open_store
 from engine.storage.records import StoredResult
 from engine.storage.result_blocks import MODEL_CHARS, ResultArrays, concat, decode_block
+from engine.storage.result_ranges import MAX_SPAN
 from engine.storage.run_blocks import ROWS_PER_BLOCK
 from engine.storage.run_writes import ROWS_PER_BLOCK as RESULTS_PER_BLOCK
 from engine.storage.tables import ResultBlockRow, RunRowBlock
@@ -162,7 +163,7 @@ def test_results_store_every_field_and_leave_out_duplicates(database_url: str) -
 
 
 def test_result_columns_past_one_statement(database_url: str) -> None:
-    n = 2 * RESULTS_PER_BLOCK + 7  # each write past one block
+    n = 2 * RESULTS_PER_BLOCK + 7  # each write past one block, past one span
     store = open_store(database_url)
     try:
         tenant = store.create_tenant(f"writes-{new_id('t')}")
@@ -185,14 +186,16 @@ def test_result_columns_past_one_statement(database_url: str) -> None:
             (2, True, None),
             (3, 3, None),
         ]
-        # the first write's rows in one block, the second's missing rows in blocks of their
-        # own (interleaving in range with the first, at most RESULTS_PER_BLOCK rows each)
-        per = RESULTS_PER_BLOCK
+        # each write's rows in blocks of their own, cut at a span of MAX_SPAN rows: the
+        # second's missing rows interleave in range with the first's
+        half_span = MAX_SPAN // 2
         assert _blocks(store, run.id, 0) == [
-            (0, 2 * per - 1, per),  # even rows 0 to 2 * per - 2
-            (1, 2 * per, per),  # odd rows 1 to 2 * per - 1
-            (2 * per, n, 4),
-            (2 * per + 1, n - 1, 3),
+            (0, MAX_SPAN - 1, half_span),  # even rows 0 to MAX_SPAN - 2
+            (1, MAX_SPAN, half_span),  # odd rows 1 to MAX_SPAN - 1
+            (MAX_SPAN, 2 * MAX_SPAN - 1, half_span),
+            (MAX_SPAN + 1, 2 * MAX_SPAN, half_span),
+            (2 * MAX_SPAN, n, 4),
+            (2 * MAX_SPAN + 1, n - 1, 3),
         ]
         arrays = _arrays(store, run.id, 0)
         assert arrays.row_index.tolist() == list(range(n))  # every row once
@@ -201,5 +204,39 @@ def test_result_columns_past_one_statement(database_url: str) -> None:
             StoredResult(0, 2, "ok", True, None, None, None, 0.1, None, None, None),
             StoredResult(0, 3, "ok", 3, None, None, None, 0.2, None, None, None),
         ]
+    finally:
+        store.engine.dispose()
+
+
+def test_result_blocks_span_at_most_max_span_rows(database_url: str) -> None:
+    n = 3 * MAX_SPAN
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        run = queued_run(tenant.id, n)
+        store.create_run(run, ({"model_output": "x"} for _ in range(n)), None)
+        ok = RowResult(status=Status.OK, score=1)
+        sparse = [0, 3, MAX_SPAN - 1, MAX_SPAN, 2 * MAX_SPAN + 10]
+        assert store.save_results(run.id, [(0, i, ok) for i in sparse]) == 5
+        assert _blocks(store, run.id, 0) == [
+            (0, MAX_SPAN, 3),  # a span of MAX_SPAN rows, no more
+            (MAX_SPAN, MAX_SPAN + 1, 1),
+            (2 * MAX_SPAN + 10, 2 * MAX_SPAN + 11, 1),
+        ]
+        # the stored rows are found whichever block holds them, in or out of order
+        again = [2 * MAX_SPAN + 10, 3, 4, MAX_SPAN - 1, MAX_SPAN + 1, 7]
+        assert store.save_results(run.id, [(0, i, ok) for i in again]) == 3
+        assert store.get_run(tenant.id, run.id).results_done == 8 == store.count_results(run.id)
+        assert store.result_rows(run.id, 0, 2, MAX_SPAN + 2) == [
+            3,
+            4,
+            7,
+            MAX_SPAN - 1,
+            MAX_SPAN,
+            MAX_SPAN + 1,
+        ]
+        held = set(sparse) | set(again)
+        assert store.missing_rows(run.id, 0) == [i for i in range(n) if i not in held]
+        assert sorted(_arrays(store, run.id, 0).row_index.tolist()) == sorted(held)
     finally:
         store.engine.dispose()

@@ -38,6 +38,9 @@ depends_on = None
 
 #: Results a block at most.
 ROWS_PER_BLOCK = 1000
+#: A block's ``row_stop - row_start`` at most: writers read only the blocks starting
+#: this close before their rows (``engine/storage/result_ranges.py``'s ``MAX_SPAN``).
+MAX_SPAN = 5000
 #: Results read a statement when moving a check's results.
 READ = 10_000
 #: Blocks inserted a statement at most.
@@ -133,6 +136,9 @@ def _blocks(bind: Any, run_id: str, check_index: int) -> Iterator[dict[str, Any]
             .limit(READ)
         ).all()
         for result in found:
+            if block and result[0] - block[0][0] >= MAX_SPAN:
+                yield _block(run_id, check_index, block)
+                block = []
             block.append(result)
             if len(block) >= ROWS_PER_BLOCK:
                 yield _block(run_id, check_index, block)

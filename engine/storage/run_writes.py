@@ -100,7 +100,7 @@ class ResultValues:
         check.row_index.append(row_index)
         check.status.append(status)
         check.score.append(score)
-        check.duration_ms.append(float(duration_ms))
+        check.duration_ms.append(duration_ms)
 
     def add_columns(
         self,
@@ -119,7 +119,7 @@ class ResultValues:
         check.row_index.extend(row_index)
         check.status.extend(status)
         check.score.extend(score)
-        check.duration_ms.extend(float(d) for d in duration_ms)
+        check.duration_ms.extend(duration_ms)  # made float64 by the encoder
 
 
 def insert_results(conn: Connection, values: ResultValues) -> int:

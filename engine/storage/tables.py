@@ -14,7 +14,6 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -177,28 +176,6 @@ class ResultBlockRow(Base):
     data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
-class ResultRow(Base):
-    """One check's result on one row of a run; the primary key makes writes idempotent."""
-
-    __tablename__ = "row_results"
-
-    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
-    check_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    row_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    status: Mapped[str] = mapped_column(String(16))
-    score: Mapped[Any] = mapped_column(JSON, nullable=True)
-    score_num: Mapped[float | None] = mapped_column(Float)
-    explanation: Mapped[str | None] = mapped_column(Text)
-    error: Mapped[str | None] = mapped_column(Text)
-    output: Mapped[str | None] = mapped_column(Text)
-    duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
-    #: A scorer format's own pass flag and its sub-scores / extra keys (migration 0008).
-    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
-    result_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    #: The model that served the row, where one did (migration 0010).
-    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
-
-
 class LLMCacheRow(Base):
     """A cached LLM reply keyed by the sha256 of (model, messages, parameters)."""
 
@@ -212,21 +189,6 @@ class LLMCacheRow(Base):
 
 
 Index("ix_check_versions_tenant_name", CheckVersionRow.tenant_id, CheckVersionRow.name)
-# The dashboard's row table (migration 0005): filter by status, sort by score, keyset by row.
-Index(
-    "ix_row_results_run_check_status_row",
-    ResultRow.run_id,
-    ResultRow.check_index,
-    ResultRow.status,
-    ResultRow.row_index,
-)
-Index(
-    "ix_row_results_run_check_score_row",
-    ResultRow.run_id,
-    ResultRow.check_index,
-    ResultRow.score_num,
-    ResultRow.row_index,
-)
 
 
 class RunChunkRow(Base):

@@ -241,7 +241,8 @@ class SqlRuns(SqlSessions):
     def result_rows(self, run_id: str, check_index: int, start: int, stop: int) -> list[int]:
         """Row indices in ``[start, stop)`` that already have a result for the check."""
         with self._session() as s:
-            return rows_with_results(s.connection(), run_id, check_index, start, stop).tolist()
+            found = rows_with_results(s.connection(), run_id, check_index, start, stop)
+            return [int(i) for i in found]
 
     def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int:
         """Insert results, ignoring any (run, check, row) already stored; returns rows inserted."""

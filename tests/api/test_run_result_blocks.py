@@ -10,6 +10,7 @@ import importlib.util
 import io
 import json
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -397,21 +398,35 @@ def test_results_move_in_reads_of_a_few_and_blocks_of_at_most_so_many(
     database_url: str,
 ) -> None:
     """The move reads a check's results a statement at a time on the primary key and cuts
-    them into blocks, whatever the sizes: none is lost or read twice at a read's edge."""
+    them into blocks of so many results spanning so many rows at most, whatever the sizes:
+    none is lost or read twice at a read's edge, and a block is cut only when it must be."""
     migration = _migration()
-    migration.READ, migration.ROWS_PER_BLOCK = 7, 10
+    migration.READ, migration.ROWS_PER_BLOCK, migration.MAX_SPAN = 7, 10, 10
     db = create_db_engine(database_url)
     try:
         upgrade(db, BEFORE)
         _store_a_run_before(db)
         with db.connect() as conn:
-            found = list(migration._blocks(conn, "run_1", 1))
-        indices = sorted(_results(1))
-        assert [(b["row_start"], b["row_stop"], b["rows"]) for b in found] == [
-            (part[0], part[-1] + 1, len(part))
-            for part in (indices[k : k + 10] for k in range(0, len(indices), 10))
-        ]
-        rows = [int(i) for b in found for i in decode_block(b["data"]).row_index]
-        assert rows == indices
+            found = {ci: list(migration._blocks(conn, "run_1", ci)) for ci in (0, 1)}
     finally:
         db.dispose()
+    cuts = []
+    for ci, blocks in found.items():
+        held = [[int(i) for i in decode_block(b["data"]).row_index] for b in blocks]
+        assert [i for rows in held for i in rows] == sorted(_results(ci)), ci
+        for block, rows in zip(blocks, held, strict=True):
+            assert (block["row_start"], block["row_stop"], block["rows"]) == (
+                rows[0],
+                rows[-1] + 1,
+                len(rows),
+            )
+            assert len(rows) <= 10 and block["row_stop"] - block["row_start"] <= 10
+        cuts += [
+            "full" if len(rows) == 10 else "span"
+            for rows, after in pairwise(held)
+            if len(rows) == 10 or after[0] - rows[0] >= 10
+        ]
+    # every block but a check's last was full or had to end: check 0's rows follow one
+    # another (cut full), check 1 skips one row in ten (cut by the span)
+    assert len(cuts) == sum(len(b) - 1 for b in found.values())
+    assert {"full", "span"} <= set(cuts)

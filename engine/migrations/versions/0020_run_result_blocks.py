@@ -5,9 +5,12 @@ indexes of 0005) becomes ``run_result_blocks``: up to :data:`ROWS_PER_BLOCK` res
 one check of a run a database row, as columns (``engine/storage/result_blocks.py``).
 Each (run, check)'s results move in row order, a block holding the next results stored
 whether or not their row indices follow one another (``rows`` counts them;
-``row_start`` and ``row_stop`` bound them). Runs, their counts and stored summaries are
-unchanged. Going down makes the results one a database row again, in the table and
-indexes 0019 left.
+``row_start`` and ``row_stop`` bound them, at most :data:`MAX_SPAN` rows apart). They are
+read :data:`READ` at a time on the primary key, so a large table is never loaded at once.
+Runs, their counts and stored summaries are unchanged; SQLite's ``row_results.score``, a
+JSON column of numeric affinity, held a whole float score (``3.0``) as the integer 3 and
+read it back so: it moves as it reads. Going down makes the results one a database row
+again, in the table and indexes 0019 left.
 
 Revision ID: 0020
 Revises: 0019

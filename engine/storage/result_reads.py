@@ -25,10 +25,9 @@ from engine.storage.result_blocks import EMPTY, ResultArrays, concat, decode_blo
 from engine.storage.tables import ResultBlockRow, RunRow
 
 __all__ = [
-    "CACHED_ROWS",
+    "CACHED_BYTES",
     "check_indexes",
     "check_results",
-    "forget_cached",
     "merged_page",
     "read_results",
     "results_at_row",
@@ -36,8 +35,12 @@ __all__ = [
 
 #: The blocks table.
 BLOCKS: Table = ResultBlockRow.__table__  # type: ignore[assignment]
-#: Decoded results kept per engine, counted in rows: a few finished million-row checks.
-CACHED_ROWS = 3_000_000
+#: Decoded results kept per engine, in (estimated) bytes: a finished million-row check
+#: with an explanation a row, or several without.
+CACHED_BYTES = 512 * 2**20
+#: What a result costs held decoded: its columns, and a row's extras as Python objects.
+_COLUMN_BYTES = 26
+_EXTRA_BYTES = 320
 
 
 def read_results(
@@ -108,11 +111,15 @@ def results_at_row(conn: Connection, run_id: str, row_index: int) -> dict[int, S
     return out
 
 
-class _Cache:
-    """Least recently used decoded results of finished runs, bounded in rows."""
+def _size(arrays: ResultArrays) -> int:
+    return _COLUMN_BYTES * len(arrays) + _EXTRA_BYTES * len(arrays.extras)
 
-    def __init__(self, rows: int) -> None:
-        self._rows = rows
+
+class _Cache:
+    """Least recently used decoded results of finished runs, bounded in estimated bytes."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
         self._held = 0
         self._entries: OrderedDict[tuple[str, int, int], ResultArrays] = OrderedDict()
         self._lock = threading.Lock()
@@ -125,21 +132,16 @@ class _Cache:
             return found
 
     def put(self, key: tuple[str, int, int], arrays: ResultArrays) -> None:
-        if len(arrays) > self._rows:
+        if _size(arrays) > self._size:
             return
         with self._lock:
             old = self._entries.pop(key, None)
-            self._held -= 0 if old is None else len(old)
+            self._held -= 0 if old is None else _size(old)
             self._entries[key] = arrays
-            self._held += len(arrays)
-            while self._held > self._rows:
+            self._held += _size(arrays)
+            while self._held > self._size:
                 _, dropped = self._entries.popitem(last=False)
-                self._held -= len(dropped)
-
-    def forget(self, run_id: str) -> None:
-        with self._lock:
-            for key in [k for k in self._entries if k[0] == run_id]:
-                self._held -= len(self._entries.pop(key))
+                self._held -= _size(dropped)
 
 
 _CACHES: weakref.WeakKeyDictionary[Engine, _Cache] = weakref.WeakKeyDictionary()
@@ -150,13 +152,8 @@ def _cache_of(engine: Engine) -> _Cache:
     with _CACHES_LOCK:
         cache = _CACHES.get(engine)
         if cache is None:
-            cache = _CACHES[engine] = _Cache(CACHED_ROWS)
+            cache = _CACHES[engine] = _Cache(CACHED_BYTES)
         return cache
-
-
-def forget_cached(engine: Engine, run_id: str) -> None:
-    """Drop what is cached of a run (its results deleted or rewritten in place)."""
-    _cache_of(engine).forget(run_id)
 
 
 def check_results(conn: Connection, run_id: str, check_index: int) -> ResultArrays:

@@ -186,3 +186,18 @@ def test_a_cursor_is_a_plain_float_and_row() -> None:
 def test_a_run_with_no_results_has_an_empty_table() -> None:
     for sort in ("row", "score_asc", "score_desc"):
         assert _ordered(EMPTY, TableFilter(sort=sort, status="ok"), None, 10).tolist() == []
+
+
+def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
+    from engine.storage.result_reads import _Cache, _size
+
+    three = _arrays([_ok(0.5)] * 3)
+    cache = _Cache(2 * _size(three))
+    cache.put(("a", 0, 3), three)
+    cache.put(("b", 0, 3), three)
+    assert cache.get(("a", 0, 3)) is three  # now the most recently used
+    cache.put(("c", 0, 3), three)
+    assert cache.get(("b", 0, 3)) is None
+    assert cache.get(("a", 0, 3)) is three and cache.get(("c", 0, 3)) is three
+    cache.put(("big", 0, 9), _arrays([_ok(0.5)] * 9))  # larger than the whole cache: not kept
+    assert cache.get(("big", 0, 9)) is None and cache.get(("c", 0, 3)) is three

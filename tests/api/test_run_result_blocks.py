@@ -22,6 +22,7 @@ from sqlalchemy import inspect
 from engine.contract import Status
 from engine.models import RowResult
 from engine.runs.summary import summarize
+from engine.storage import SqlStore
 from engine.storage.database import alembic_config, create_db_engine, current_revision, upgrade
 from engine.storage.records import RunCheck, StoredResult
 from engine.storage.result_blocks import decode_block
@@ -181,9 +182,9 @@ def _store_a_run_before(db: sa.Engine) -> None:
         )
 
 
-def _stored_results(db: sa.Engine) -> dict[tuple[int, int], dict[str, Any]]:
+def _stored_results(db: sa.Engine, run_id: str = "run_1") -> dict[tuple[int, int], dict[str, Any]]:
     with db.connect() as conn:
-        found = conn.execute(sa.select(_ROW_RESULTS).where(_ROW_RESULTS.c.run_id == "run_1"))
+        found = conn.execute(sa.select(_ROW_RESULTS).where(_ROW_RESULTS.c.run_id == run_id))
         return {(r.check_index, r.row_index): dict(r._mapping) for r in found}
 
 
@@ -311,6 +312,42 @@ def test_results_move_into_blocks_and_back(database_url: str) -> None:
 
         upgrade(db, AFTER)
         assert [b[:4] for b in _blocks(db)] == _expected_blocks()
+    finally:
+        db.dispose()
+
+
+def test_results_written_in_blocks_go_down_as_rows(database_url: str) -> None:
+    """Blocks the writer stored after 0020, a retry's interleaving with the first write's,
+    go down one result a database row, each once."""
+    db = create_db_engine(database_url)
+    try:
+        upgrade(db, BEFORE)
+        _store_a_run_before(db)
+        upgrade(db, AFTER)
+        with db.begin() as conn:
+            _store_run(conn, "run_2", 0)
+        store = SqlStore(db)
+        every = [(ci, i, _as_read(r, db.dialect.name)) for ci, i, r in _every_result()]
+        first = [(ci, i, r) for ci, i, r in every if ci == 0 and i % 2 == 0]
+        assert store.save_results("run_2", first) == len(first)
+        assert store.save_results("run_2", every) == len(every) - len(first)
+        with db.connect() as conn:
+            spans = conn.execute(
+                sa.text(
+                    "SELECT row_start, row_stop, rows FROM run_result_blocks "
+                    "WHERE run_id = 'run_2' AND check_index = 0"
+                )
+            ).all()
+        assert sorted(r for _, _, r in spans) == sorted([len(first), ROWS - len(first)])
+        assert all(rows < stop - start for start, stop, rows in spans)  # they interleave
+
+        command.downgrade(alembic_config(db), BEFORE)
+        assert _stored_results(db, "run_2") == {
+            (ci, i): _old_row("run_2", ci, i, r) for ci, i, r in every
+        }
+        assert _stored_results(db, "run_1") == {
+            (ci, i): _old_row("run_1", ci, i, r) for ci, i, r in every
+        }
     finally:
         db.dispose()
 

@@ -29,6 +29,7 @@ from engine.storage.result_blocks import decode_block
 from engine.storage.run_blocks import row_blocks
 from engine.storage.tables import RunRow, TenantRow
 from engine.tenancy.auth import issue_key
+from engine.web import table
 from tests.api.conftest import AppFactory
 
 BEFORE = "0019"
@@ -410,6 +411,25 @@ def test_a_moved_run_is_browsed_exported_compared_and_summarised(
     assert counted == {s.value for s in Status}
     assert runs["run_1"]["summary"] == runs["run_2"]["summary"]
     assert runs["run_1"]["progress"] == runs["run_2"]["progress"]
+
+    # the dashboard's run table: filters, sorts and a text search; a row's results
+    engine = api.store.engine
+    for ci in (0, 1):
+        for f in (
+            table.TableFilter(ci),
+            table.TableFilter(ci, status="error"),
+            table.TableFilter(ci, min_score=0.5, max_score=100.0, sort="score_desc"),
+            table.TableFilter(ci, text="QUOTED", sort="score_asc"),
+        ):
+            pages = {run: table.read_page(engine, run, f, limit=5000) for run in ("run_1", "run_2")}
+            assert pages["run_1"] == pages["run_2"], f
+            assert pages["run_1"].rows, f
+        errors = table.read_page(engine, "run_1", table.TableFilter(ci, status="error"))
+        assert [r.row_index for r in errors.rows] == [
+            i for i, r in _results(ci).items() if r.status is Status.ERROR
+        ]
+    assert table.results_of_row(engine, "run_1", 2) == table.results_of_row(engine, "run_2", 2)
+    assert table.results_of_row(engine, "run_1", 2)[1].score == BIG
 
     compared = api.client.get("/v1/runs/run_1/compare/run_2", headers=headers)
     assert compared.status_code == 200, compared.text

@@ -27,6 +27,7 @@ from engine.storage.tables import ResultBlockRow, RunRow
 __all__ = [
     "CACHED_BYTES",
     "check_indexes",
+    "check_page",
     "check_results",
     "merged_page",
     "read_results",
@@ -175,6 +176,56 @@ def check_results(conn: Connection, run_id: str, check_index: int) -> ResultArra
         arrays = read_results(conn, run_id, check_index)
         cache.put(key, arrays)
     return arrays
+
+
+def check_page(
+    conn: Connection, run_id: str, check_index: int, offset: int, limit: int
+) -> ResultArrays:
+    """A check's results ``offset`` to ``offset + limit - 1`` in row order: sliced from the
+    kept results of a finished run, read from only the blocks that hold them otherwise
+    (a run still going is read afresh, so a page of it decodes a page's blocks, not all).
+    """
+    found = conn.execute(select(RunRow.status).where(RunRow.id == run_id)).first()
+    if found is None or limit <= 0:
+        return EMPTY
+    if not RunStatus(found[0]).active:
+        arrays = check_results(conn, run_id, check_index)
+        return _slice(arrays, offset, offset + limit)
+    spans = conn.execute(
+        select(BLOCKS.c.row_start, BLOCKS.c.row_stop, BLOCKS.c.rows)
+        .where(BLOCKS.c.run_id == run_id, BLOCKS.c.check_index == check_index)
+        .order_by(BLOCKS.c.row_start)
+    ).all()
+    # blocks whose ranges overlap (a retried chunk's) are one span, holding the sum of
+    # their results (no row twice): the spans are then disjoint and in row order
+    merged: list[list[int]] = []
+    for start, stop, rows in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+            merged[-1][2] += rows
+        else:
+            merged.append([start, stop, rows])
+    before = 0
+    low: int | None = None
+    high = skip = 0
+    for start, stop, rows in merged:
+        if before + rows > offset:
+            if low is None:
+                low, skip = start, offset - before
+            high = stop
+        before += rows
+        if before >= offset + limit:
+            break
+    if low is None:
+        return EMPTY
+    return _slice(read_results(conn, run_id, check_index, low, high), skip, skip + limit)
+
+
+def _slice(arrays: ResultArrays, start: int, stop: int) -> ResultArrays:
+    stop = min(stop, len(arrays))
+    if start == 0 and stop == len(arrays):
+        return arrays
+    return arrays.take(np.arange(start, max(start, stop), dtype=np.intp))
 
 
 def merged_page(

@@ -23,7 +23,7 @@ from engine.storage.records import (
     utcnow,
 )
 from engine.storage.result_ranges import block_ranges, rows_with_results
-from engine.storage.result_reads import check_indexes, check_results, merged_page
+from engine.storage.result_reads import check_indexes, check_page, check_results, merged_page
 from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
 from engine.storage.run_writes import ResultValues, insert_results
 from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
@@ -306,9 +306,8 @@ class SqlRuns(SqlSessions):
         with self._session() as s:
             conn = s.connection()
             if check_index is not None:
-                arrays = check_results(conn, run_id, check_index)
-                stop = min(len(arrays), offset + limit)
-                return [arrays.stored(check_index, k) for k in range(offset, stop)]
+                page = check_page(conn, run_id, check_index, offset, limit)
+                return [page.stored(check_index, k) for k in range(len(page))]
             checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
             rows = {c: arrays.row_index for c, arrays in checks.items()}
             return [checks[c].stored(c, k) for c, k in merged_page(rows, offset, limit)]

@@ -16,7 +16,7 @@ from engine.models import RowResult
 from engine.runs.summary import score_stats as in_memory_stats
 from engine.storage import RunStatus, SqlStore, new_id, open_store
 from engine.storage.result_blocks import encode_block
-from engine.storage.result_reads import check_results, read_results
+from engine.storage.result_reads import check_page, check_results, read_results
 from engine.storage.tables import ResultBlockRow, RunRow
 from engine.web import table
 from tests.conftest import queued_run
@@ -49,9 +49,9 @@ def _block(run_id: str, check: int, rows: list[int]) -> dict[str, Any]:
     }
 
 
-def _interleaved(store: SqlStore) -> str:
+def _interleaved(store: SqlStore, status: RunStatus = RunStatus.SUCCEEDED) -> str:
     """Check 0 in three blocks, two interleaving in range (0, 2, 4 | 1, 3 | 5..9); check 1
-    in two contiguous blocks; the run finished with its 20 results counted."""
+    in two contiguous blocks; the run in ``status`` with its 20 results counted."""
     run_id = _run(store)
     with store.engine.begin() as conn:
         conn.execute(
@@ -67,7 +67,7 @@ def _interleaved(store: SqlStore) -> str:
         conn.execute(
             sa.update(RunRow)
             .where(RunRow.id == run_id)
-            .values(status=RunStatus.SUCCEEDED.value, results_done=2 * ROWS)
+            .values(status=status.value, results_done=2 * ROWS)
         )
     return run_id
 
@@ -107,6 +107,29 @@ def test_interleaved_blocks_read_back_in_row_order_and_by_range(database_url: st
             1: (3, "c1 r3"),
         }
         assert table.results_of_row(store.engine, run_id, ROWS) == {}
+    finally:
+        store.engine.dispose()
+
+
+def test_a_page_of_a_running_check_reads_the_blocks_that_hold_it(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        running = _interleaved(store, RunStatus.RUNNING)
+        finished = _interleaved(store)
+        for run_id in (running, finished):
+            with store.engine.connect() as conn:
+                for offset in range(ROWS + 2):
+                    for limit in (1, 2, 3, 4, 6, 20):
+                        page = check_page(conn, run_id, 0, offset, limit)
+                        want = list(range(offset, min(ROWS, offset + limit)))
+                        assert page.row_index.tolist() == want, (run_id, offset, limit)
+                        assert [page.stored(0, k).explanation for k in range(len(page))] == [
+                            f"c0 r{r}" for r in want
+                        ]
+                assert len(check_page(conn, run_id, 0, 0, 0)) == 0
+                assert len(check_page(conn, run_id, 2, 0, 5)) == 0  # no such check
+        with store.engine.connect() as conn:
+            assert len(check_page(conn, "run_none", 0, 0, 5)) == 0
     finally:
         store.engine.dispose()
 

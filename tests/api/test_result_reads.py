@@ -18,7 +18,9 @@ from engine.storage import RunStatus, SqlStore, new_id, open_store
 from engine.storage.result_blocks import encode_block
 from engine.storage.result_reads import check_page, check_results, read_results
 from engine.storage.tables import ResultBlockRow, RunRow
+from engine.tenancy.auth import create_tenant
 from engine.web import table
+from tests.api.conftest import Api
 from tests.conftest import queued_run
 
 ROWS = 10
@@ -252,3 +254,30 @@ def test_kept_results_are_those_of_their_own_database(tmp_path: Path) -> None:
         finally:
             store.engine.dispose()
     assert scores == [[0.25], [0.75]]
+
+
+def test_the_row_page_shows_each_checks_result_with_its_sub_scores(api: Api) -> None:
+    new = create_tenant(api.store, f"rows-{new_id('t')}")
+    run = replace(queued_run(new.tenant.id, 2, checks=2), status=RunStatus.SUCCEEDED)
+    api.store.create_run(run, [{"model_output": "first"}, {"model_output": "second"}], None)
+    judged = RowResult(
+        status=Status.OK,
+        score=0.75,
+        explanation="mostly right",
+        output="printed line",
+        passed=True,
+        metadata={"sub_scores": {"tone": {"score": 0.5, "reason": "curt"}}},
+        model="judge-model",
+    )
+    failed = RowResult(status=Status.ERROR, error="Traceback: boom")
+    api.store.save_results(run.id, [(0, 1, judged), (1, 1, failed)])
+    reply = api.client.post("/ui/signin", data={"api_key": new.secret}, follow_redirects=False)
+    assert reply.status_code == 303, reply.text
+    page = api.client.get(f"/ui/runs/{run.id}/rows/1")
+    assert page.status_code == 200, page.text
+    assert 'aria-label="sub-scores of c0"' in page.text
+    for shown in ("curt", "mostly right", "printed line", "judge-model", "Result metadata"):
+        assert shown in page.text, shown
+    assert "Traceback: boom" in page.text
+    first = api.client.get(f"/ui/runs/{run.id}/rows/0").text
+    assert first.count("Not scored yet.") == 2

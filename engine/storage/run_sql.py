@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFoundError
@@ -23,7 +23,7 @@ from engine.storage.records import (
     utcnow,
 )
 from engine.storage.result_ranges import block_ranges, rows_with_results
-from engine.storage.result_reads import check_indexes, check_page, check_results, merged_page
+from engine.storage.result_reads import check_page, check_results, run_page
 from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
 from engine.storage.run_writes import ResultValues, insert_results
 from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
@@ -308,9 +308,7 @@ class SqlRuns(SqlSessions):
             if check_index is not None:
                 page = check_page(conn, run_id, check_index, offset, limit)
                 return [page.stored(check_index, k) for k in range(len(page))]
-            checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
-            rows = {c: arrays.row_index for c, arrays in checks.items()}
-            return [checks[c].stored(c, k) for c, k in merged_page(rows, offset, limit)]
+            return run_page(conn, run_id, offset, limit)
 
     def score_stats(self, run_id: str, check_index: int) -> ScoreStats:
         with self._session() as s:
@@ -340,8 +338,3 @@ class SqlRuns(SqlSessions):
             s.execute(delete(ResultBlockRow).where(ResultBlockRow.run_id == run_id))
             s.execute(delete(RunRowBlock).where(RunRowBlock.run_id == run_id))
             s.execute(delete(RunRow).where(RunRow.id == run_id))
-
-
-def _mark(conn: Connection) -> str:
-    """The driver's parameter mark: ``?`` (sqlite3) or ``%s`` (psycopg)."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

@@ -32,6 +32,7 @@ __all__ = [
     "merged_page",
     "read_results",
     "results_at_row",
+    "run_page",
 ]
 
 #: The blocks table.
@@ -191,15 +192,56 @@ def check_page(
     if not RunStatus(found[0]).active:
         arrays = check_results(conn, run_id, check_index)
         return _slice(arrays, offset, offset + limit)
-    spans = conn.execute(
-        select(BLOCKS.c.row_start, BLOCKS.c.row_stop, BLOCKS.c.rows)
-        .where(BLOCKS.c.run_id == run_id, BLOCKS.c.check_index == check_index)
-        .order_by(BLOCKS.c.row_start)
-    ).all()
-    # blocks whose ranges overlap (a retried chunk's) are one span, holding the sum of
-    # their results (no row twice): the spans are then disjoint and in row order
+    window = _window(_spans(conn, run_id, check_index), offset, limit)
+    if window is None:
+        return EMPTY
+    low, high, skip = window
+    return _slice(read_results(conn, run_id, check_index, low, high), skip, skip + limit)
+
+
+def run_page(conn: Connection, run_id: str, offset: int, limit: int) -> list[StoredResult]:
+    """A run's results ``offset`` to ``offset + limit - 1`` ordered by (row index, check
+    index): from the kept results of a finished run, else from only the blocks of the
+    rows the page spans."""
+    found = conn.execute(select(RunRow.status).where(RunRow.id == run_id)).first()
+    if found is None or limit <= 0:
+        return []
+    checks: dict[int, ResultArrays]
+    if not RunStatus(found[0]).active:
+        checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
+    else:
+        spans = _spans(conn, run_id, None)
+        window = _window(spans, offset, limit)
+        if window is None:
+            return []
+        low, high, offset = window
+        every = sorted({c for c, *_ in spans})
+        checks = {c: read_results(conn, run_id, c, low, high) for c in every}
+    rows = {c: arrays.row_index for c, arrays in checks.items()}
+    return [checks[c].stored(c, k) for c, k in merged_page(rows, offset, limit)]
+
+
+def _spans(conn: Connection, run_id: str, check_index: int | None) -> list[tuple[int, ...]]:
+    """``(check_index, row_start, row_stop, rows)`` of a run's blocks (of one check, when
+    given), in ``row_start`` order."""
+    query = select(BLOCKS.c.check_index, BLOCKS.c.row_start, BLOCKS.c.row_stop, BLOCKS.c.rows)
+    query = query.where(BLOCKS.c.run_id == run_id)
+    if check_index is not None:
+        query = query.where(BLOCKS.c.check_index == check_index)
+    return [tuple(map(int, span)) for span in conn.execute(query.order_by(BLOCKS.c.row_start))]
+
+
+def _window(spans: list[tuple[int, ...]], offset: int, limit: int) -> tuple[int, int, int] | None:
+    """``(low, high, skip)``: the rows ``low <= row_index < high`` hold results ``offset``
+    to ``offset + limit - 1`` (in (row, check) order) of the blocks ``spans`` describe,
+    the first of them after ``skip`` others in that range; None past the last result.
+
+    Blocks whose ranges overlap (a retried chunk's, or the checks' blocks of one batch)
+    are taken as one range holding the sum of their results (no (check, row) twice), so
+    the ranges are disjoint and in row order, and counting before one is exact.
+    """
     merged: list[list[int]] = []
-    for start, stop, rows in spans:
+    for _, start, stop, rows in spans:
         if merged and start < merged[-1][1]:
             merged[-1][1] = max(merged[-1][1], stop)
             merged[-1][2] += rows
@@ -216,9 +258,7 @@ def check_page(
         before += rows
         if before >= offset + limit:
             break
-    if low is None:
-        return EMPTY
-    return _slice(read_results(conn, run_id, check_index, low, high), skip, skip + limit)
+    return None if low is None else (low, high, skip)
 
 
 def _slice(arrays: ResultArrays, start: int, stop: int) -> ResultArrays:

@@ -136,6 +136,52 @@ def test_a_page_of_a_running_check_reads_the_blocks_that_hold_it(database_url: s
         store.engine.dispose()
 
 
+def _misaligned(store: SqlStore) -> str:
+    """A running run whose two checks' blocks end at different rows."""
+    run_id = _run(store)
+    with store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(ResultBlockRow),
+            [
+                _block(run_id, 0, [0, 1, 2]),
+                _block(run_id, 0, [4, 5, 6, 7]),
+                _block(run_id, 0, [9]),
+                _block(run_id, 1, [0, 1, 2, 3, 4, 5]),
+                _block(run_id, 1, [6, 8]),
+            ],
+        )
+        conn.execute(
+            sa.update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(status=RunStatus.RUNNING.value, results_done=13)
+        )
+    return run_id
+
+
+def test_a_page_of_every_check_reads_the_blocks_of_its_rows(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        for run_id in (
+            _interleaved(store, RunStatus.RUNNING),
+            _interleaved(store),
+            _misaligned(store),
+        ):
+            with store.engine.connect() as conn:
+                every = sorted(
+                    (int(r), c)
+                    for c in (0, 1)
+                    for r in read_results(conn, run_id, c).row_index.tolist()
+                )
+            for offset in range(len(every) + 2):
+                for limit in (1, 2, 3, 7, 50):
+                    page = store.results_page(run_id, offset, limit)
+                    got = [(r.row_index, r.check_index) for r in page]
+                    assert got == every[offset : offset + limit], (run_id, offset, limit)
+                    assert all(r.explanation == f"c{r.check_index} r{r.row_index}" for r in page)
+    finally:
+        store.engine.dispose()
+
+
 def test_the_run_table_pages_across_block_edges(database_url: str) -> None:
     store = open_store(database_url)
     try:

@@ -17,6 +17,7 @@ from engine.storage.records import StoredResult
 from engine.storage.result_blocks import MODEL_CHARS, ResultArrays, concat, decode_block
 from engine.storage.result_ranges import MAX_SPAN
 from engine.storage.run_blocks import ROWS_PER_BLOCK
+from engine.storage.run_writes import BLOCKS_PER_STATEMENT
 from engine.storage.run_writes import ROWS_PER_BLOCK as RESULTS_PER_BLOCK
 from engine.storage.tables import ResultBlockRow, RunRowBlock
 from tests.conftest import queued_run
@@ -238,5 +239,23 @@ def test_result_blocks_span_at_most_max_span_rows(database_url: str) -> None:
         held = set(sparse) | set(again)
         assert store.missing_rows(run.id, 0) == [i for i in range(n) if i not in held]
         assert sorted(_arrays(store, run.id, 0).row_index.tolist()) == sorted(held)
+    finally:
+        store.engine.dispose()
+
+
+def test_a_batch_of_more_blocks_than_one_statement_counts_them_all(database_url: str) -> None:
+    checks = BLOCKS_PER_STATEMENT + 3  # a block a check: two INSERT statements
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        run = queued_run(tenant.id, 2, checks)
+        store.create_run(run, ({"model_output": "x"} for _ in range(2)), None)
+        ok = RowResult(status=Status.OK, score=0.5)
+        given = [(ci, i, ok) for ci in range(checks) for i in (1, 0)]
+        assert store.save_results(run.id, given) == 2 * checks
+        assert store.save_results(run.id, given) == 0
+        assert store.get_run(tenant.id, run.id).results_done == 2 * checks
+        assert store.count_results(run.id) == 2 * checks
+        assert [_blocks(store, run.id, ci) for ci in (0, checks - 1)] == [[(0, 2, 2)]] * 2
     finally:
         store.engine.dispose()

@@ -9,16 +9,18 @@ service path's server CPU.
 The invariant readers rely on: **a (run, check, row) has at most one result across the
 run's blocks.** A write keeps it in its transaction:
 
-1. it takes the run's row lock first (an ``UPDATE`` of the run's row: PostgreSQL's row
-   lock, SQLite's write lock), so writers of one run go one at a time until they commit,
-   and what they read next is what the others committed;
+1. it takes the run's row lock first (PostgreSQL: ``SELECT ... FOR NO KEY UPDATE`` of the
+   run's row; SQLite: its write lock, by an ``UPDATE`` of the run's row), so writers of
+   one run go one at a time until they commit, and what they read next is what the
+   others committed;
 2. each check's results are ordered by row index, a row given twice keeps its first
    result, and rows that a stored block of that (run, check) already holds are left out:
    only blocks whose ``[row_start, row_stop)`` meets the batch's range are read, and one
    that holds every row of its range (``rows == row_stop - row_start``) without decoding;
 3. the blocks are inserted (cut at :data:`ROWS_PER_BLOCK` results and at a span of
    :data:`~engine.storage.result_ranges.MAX_SPAN` rows, which bounds step 2's read) and
-   ``runs.results_done`` grows by the results they hold.
+   ``runs.results_done`` grows by the results they hold (on PostgreSQL in the statement
+   of the last insert).
 
 A result saved twice is stored once and counted once: a retried chunk writes only its
 missing rows, in a block that may interleave in range with the others.

@@ -40,6 +40,7 @@ from engine.storage.result_blocks import encode_block
 from engine.storage.result_ranges import MAX_SPAN, rows_with_results
 
 __all__ = [
+    "BLOCKS_PER_STATEMENT",
     "ROWS_PER_BLOCK",
     "ResultValues",
     "insert_results",
@@ -49,8 +50,6 @@ __all__ = [
 ROWS_PER_BLOCK = 5000
 #: Blocks an INSERT statement at most (six bound values a block).
 BLOCKS_PER_STATEMENT = 100
-
-_NONE: Mapping[str, Any] = {}
 
 
 class _Check:

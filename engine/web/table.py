@@ -166,14 +166,21 @@ def _matching(
     """
     blocks: dict[int, dict[int, dict[str, Any]]] = {}
     matched: list[int] = []
-    for k in window.tolist():
-        extra = arrays.extras.get(k, {})
-        if not _contains(text, extra.get("explanation"), extra.get("error"), extra.get("output")):
-            index = int(arrays.row_index[k])
+    extras = arrays.extras  # most results have none: a row's model output is then all to read
+    for k, index in zip(window.tolist(), arrays.row_index[window].tolist(), strict=True):
+        extra = extras.get(k)
+        if extra is None or not _contains(
+            text, extra.get("explanation"), extra.get("error"), extra.get("output")
+        ):
             start = index - index % ROWS_PER_BLOCK
-            if start not in blocks:
-                blocks[start] = read_rows_at(conn, run_id, range(start, start + ROWS_PER_BLOCK))
-            if not _contains(text, blocks[start].get(index, {}).get("model_output")):
+            block = blocks.get(start)
+            if block is None:
+                block = blocks[start] = read_rows_at(
+                    conn, run_id, range(start, start + ROWS_PER_BLOCK)
+                )
+            row = block.get(index)
+            output = None if row is None else row.get("model_output")
+            if not (isinstance(output, str) and text in output.lower()):
                 continue
         matched.append(k)
         if len(matched) >= limit:
@@ -186,9 +193,24 @@ def _rows(
 ) -> list[TableRow]:
     """The table's rows of the results at positions ``at``, with their rows' inputs."""
     results = [arrays.stored(check_index, k) for k in at]
-    indices = [r.row_index for r in results]
-    inputs = read_rows_at(conn, run_id, indices) if indices else {}
+    inputs = _inputs(conn, run_id, [r.row_index for r in results])
     return [_row(r, inputs.get(r.row_index, {})) for r in results]
+
+
+def _inputs(conn: Connection, run_id: str, indices: list[int]) -> dict[int, dict[str, Any]]:
+    """The input rows at ``indices``, read a run of nearby rows at a time: a page sorted by
+    score holds rows from all over the run, and one read from its lowest to its highest
+    would fetch every block in between."""
+    out: dict[int, dict[str, Any]] = {}
+    group: list[int] = []
+    for index in sorted(set(indices)):
+        if group and index - group[-1] >= ROWS_PER_BLOCK:
+            out.update(read_rows_at(conn, run_id, group))
+            group = []
+        group.append(index)
+    if group:
+        out.update(read_rows_at(conn, run_id, group))
+    return out
 
 
 def _row(r: StoredResult, d: dict[str, Any]) -> TableRow:

@@ -198,6 +198,7 @@ def test_the_run_table_pages_across_block_edges(database_url: str) -> None:
                     f = table.TableFilter(sort=sort)
                     page = table.read_page(store.engine, run_id, f, cursor, size)
                     seen += [r.row_index for r in page.rows]
+                    assert all(r.model_output == f"out {r.row_index}" for r in page.rows)
                     if page.next_cursor is None:
                         break
                     cursor = page.next_cursor
@@ -327,3 +328,17 @@ def test_the_row_page_shows_each_checks_result_with_its_sub_scores(api: Api) -> 
     assert "Traceback: boom" in page.text
     first = api.client.get(f"/ui/runs/{run.id}/rows/0").text
     assert first.count("Not scored yet.") == 2
+
+
+def test_a_pages_inputs_are_read_for_rows_far_apart(database_url: str) -> None:
+    store = open_store(database_url)
+    try:
+        run_id = _run(store, rows=350, checks=1)
+        wanted = [349, 0, 5, 150, 120, 0, 251]
+        with store.engine.connect() as conn:
+            found = table._inputs(conn, run_id, wanted)
+        assert {i: d["model_output"] for i, d in found.items()} == {
+            i: f"out {i}" for i in set(wanted)
+        }
+    finally:
+        store.engine.dispose()

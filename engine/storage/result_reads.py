@@ -6,7 +6,9 @@ concatenated into columns, sorted by row index where retried chunks left blocks 
 ranges interleave. A finished run's results change only when ``results_done`` does (a
 late result of a cancelled chunk), so they are kept decoded, per engine, keyed by
 ``(run_id, check_index, results_done)``: the dashboard paging through a finished run
-decodes its blocks once, not once a page. A run still active is read afresh each time.
+decodes its blocks once, not once a page. A run still active is read afresh each time,
+and a page of its results (:func:`check_page`, :func:`run_page`) decodes only the
+blocks of the rows the page spans, found from the blocks' ranges and counts.
 """
 
 from __future__ import annotations

@@ -148,7 +148,7 @@ def _walk(arrays: ResultArrays, f: TableFilter, page: int) -> list[int]:
     """Every row of the table, ``page`` rows a page, following the keyset cursor."""
     seen: list[int] = []
     cursor: str | None = None
-    for _ in range(100):
+    for _ in range(10_000):
         at = _ordered(arrays, f, cursor, page + 1).tolist()
         seen += [int(arrays.row_index[k]) for k in at[:page]]
         if len(at) <= page:
@@ -201,3 +201,46 @@ def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
     assert cache.get(("a", 0, 3)) is three and cache.get(("c", 0, 3)) is three
     cache.put(("big", 0, 9), _arrays([_ok(0.5)] * 9))  # larger than the whole cache: not kept
     assert cache.get(("big", 0, 9)) is None and cache.get(("c", 0, 3)) is three
+
+
+def _brute_table(arrays: ResultArrays, f: TableFilter) -> list[int]:
+    """The table's rows as the SQL ordered them: the filter, then (score, row) or row."""
+    rows: list[tuple[float, int]] = []
+    for k in range(len(arrays)):
+        score, row = float(arrays.score[k]), int(arrays.row_index[k])
+        has = not math.isnan(score)
+        if f.status and arrays.status_at(k) != f.status:
+            continue
+        if f.min_score is not None and not (has and score >= f.min_score):
+            continue
+        if f.max_score is not None and not (has and score <= f.max_score):
+            continue
+        if f.sort != "row" and not has:
+            continue
+        rows.append((score if f.sort != "score_desc" else -score, row))
+    if f.sort == "row":
+        return sorted(row for _, row in rows)
+    return [row for _, row in sorted(rows)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_keyset_pages_equal_the_sorted_filtered_rows(seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(1, 300)
+    results = [
+        RowResult(status=Status.ERROR)
+        if rng.random() < 0.1
+        else _ok(rng.choice([None, rng.randint(0, 4) / 4, rng.random()]))
+        for _ in range(n)
+    ]
+    rows = sorted(rng.sample(range(n * 3), n))  # not contiguous: a run with gaps
+    blocks = [_arrays(results[i : i + 37], rows[i : i + 37]) for i in range(0, n, 37)]
+    arrays = concat(blocks)
+    for sort in ("row", "score_asc", "score_desc"):
+        for f in (
+            TableFilter(sort=sort),
+            TableFilter(sort=sort, status="ok", min_score=0.25),
+            TableFilter(sort=sort, max_score=0.5),
+            TableFilter(sort=sort, status="error"),
+        ):
+            assert _walk(arrays, f, rng.randint(1, 40)) == _brute_table(arrays, f), f

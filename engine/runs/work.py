@@ -34,8 +34,12 @@ from engine.storage import RunCheck, Store
 
 log = logging.getLogger("scorebox.runs")
 
-#: Results buffered before a write; a kill loses at most these (they are re-scored).
-FLUSH_ROWS = 100
+#: Results buffered before a write, at most; a kill loses at most these, or the last
+#: ``FLUSH_SECONDS``' worth (they are re-scored). Each write stores a check's results as
+#: one block (engine/storage/run_writes.py): a chunk of a fast built-in's rows, delivered
+#: one at a time, is one write, not one every hundred rows. (A sandbox's result blocks
+#: arrive whole, each a write at this size or less.)
+FLUSH_ROWS = 1000
 FLUSH_SECONDS = 1.0
 
 #: Usage written by chunks' writers: one at a time per process (a run's totals are

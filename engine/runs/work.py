@@ -30,6 +30,7 @@ from engine.models import IndexedRow, Limits, ResultCallback, ResultColumns, Row
 from engine.runs.executors import CodeExecutor, Executors
 from engine.runs.metrics import Metrics
 from engine.sandbox.blocks import ResultBlock
+from engine.sandbox.columns import IndexedColumns, stored_columns
 from engine.storage import RunCheck, Store
 
 log = logging.getLogger("scorebox.runs")
@@ -253,6 +254,19 @@ def pending_rows(store: Store, spec: ChunkSpec) -> list[int]:
     return [i for i in spec.rows if i not in done]
 
 
+def _stored_rows(
+    indices: list[int], data: dict[int, dict[str, Any]], as_columns: bool = False
+) -> Sequence[IndexedRow]:
+    """A chunk's loaded rows under their indices. ``as_columns`` (for the sandbox, whose job
+    carries columns): consecutive rows, each a whole dump, stay columns with no Row made a
+    row; otherwise, or for any other executor, a Row each."""
+    if as_columns and indices == list(range(indices[0], indices[0] + len(indices))):
+        columns = stored_columns([data[i] for i in indices])
+        if columns is not None:
+            return IndexedColumns(columns, indices[0])
+    return [(i, Row.stored(data[i])) for i in indices]
+
+
 def execute_chunk(
     store: Store,
     executors: Executors,
@@ -271,7 +285,6 @@ def execute_chunk(
     if not indices:
         return ChunkOutcome(0, 0, {})
     data = store.load_rows(spec.run_id, indices)
-    rows = [(i, Row.stored(data[i])) for i in indices]
     meter = WrittenMeter()
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
@@ -284,12 +297,17 @@ def execute_chunk(
             logs.bound(tenant=spec.tenant_id, run=spec.run_id),  # on each line it logs
         ):
             executor = executors.for_check(check)
-            if isinstance(executor, CodeExecutor):  # the sandbox's blocks go in as columns
+            if isinstance(executor, CodeExecutor):  # rows and results go as columns
                 executor.score(
-                    check, rows, spec.limits, labels, writer.add, on_block=writer.add_block
+                    check,
+                    _stored_rows(indices, data, as_columns=True),
+                    spec.limits,
+                    labels,
+                    writer.add,
+                    on_block=writer.add_block,
                 )
             else:
-                executor.score(check, rows, spec.limits, labels, writer.add)
+                executor.score(check, _stored_rows(indices, data), spec.limits, labels, writer.add)
     except ChunkStopped:
         outcome = "stopped"
         raise

@@ -177,7 +177,13 @@ class ResultWriter:
 
     def add_block(self, rows: Sequence[IndexedRow], block: ResultBlock) -> None:
         """Buffer a sandbox result block for ``rows``: as columns, no RowResult per row."""
-        columns = block.columns([index for index, _ in rows])
+        # consecutive columns' indices without a Row made a row to read each one's
+        indices = (
+            range(rows.first, rows.first + len(rows))
+            if isinstance(rows, IndexedColumns)
+            else [index for index, _ in rows]
+        )
+        columns = block.columns(indices)
         with self._lock:
             self._columns.append((self.check_index, columns))
             self._buffered += len(columns)

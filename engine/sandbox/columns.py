@@ -123,10 +123,13 @@ def stored_columns(rows: Sequence[Mapping[str, Any]]) -> RowColumns | None:
     dump (an unknown key, a field missing), whose Row must be made the usual way. A column
     of only its default is left out (the harness assumes it), as :func:`dump_row_columns`
     leaves it out."""
-    fields = _FIELDS.keys()
-    if not rows or any(row.keys() != fields for row in rows):
+    size = len(_FIELDS)
+    if not rows or any(len(row) != size for row in rows):
         return None
-    taken = zip(*map(_ALL_VALUES, rows), strict=True)
+    try:  # as many keys as a Row has fields: an unknown one means a field is missing
+        taken = zip(*map(_ALL_VALUES, rows), strict=True)
+    except KeyError:
+        return None
     columns: dict[str, list[Any]] = {}
     for name, values in zip(_FIELDS, taken, strict=True):
         if any(values) if name == "metadata" else values.count(None) != len(values):

@@ -52,6 +52,8 @@ def test_a_row_that_is_not_a_whole_dump_leaves_the_rows_to_be_made_one_by_one() 
     whole = Row(model_output="a").model_dump(mode="json")
     assert stored_columns([whole, {"model_output": "b"}]) is None
     assert stored_columns([whole, {**whole, "extra": 1}]) is None
+    swapped = {k: v for k, v in whole.items() if k != "item"} | {"extra": 1}
+    assert len(swapped) == len(whole) and stored_columns([whole, swapped]) is None
     assert stored_columns([]) is None
 
 

@@ -1,9 +1,9 @@
 """``python -m bench.bench_dashboard``: the dashboard's row table on a 1,000,000-row run.
 
 Builds a run of N rows with one check (SQLite in a temporary directory, or
-``--database-url``), written straight into the tables (scoring a million rows
-is not what this measures) and its summary stored as the run's finish does,
-then times each kind of row-table page: the query the page makes
+``--database-url``), written straight into the tables, its results in blocks of
+20,000 (scoring a million rows is not what this measures), and its summary stored as
+the run's finish does; then times each kind of row-table page: the query the page makes
 (``engine.web.table.read_page``), the row table alone and the whole run page
 over HTTP (signed in, rendered, through the app in process), then
 ``GET /v1/runs/{id}``, the runs list and the live-progress poll. Medians and
@@ -30,8 +30,9 @@ from engine.runs.summary import store_summary
 from engine.settings import Settings
 from engine.storage import open_store
 from engine.storage.repository import new_id, utcnow
+from engine.storage.result_blocks import encode_block
 from engine.storage.run_blocks import row_blocks
-from engine.storage.tables import ResultRow, RunRow, RunRowBlock
+from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock
 from engine.tenancy.auth import create_tenant
 from engine.web import table
 
@@ -74,26 +75,17 @@ def build(database_url: str, rows: int, seed: int = 7) -> tuple[str, str]:
         )
     batch = 20_000
     for start in range(0, rows, batch):
-        inputs, results = [], []
-        for i in range(start, min(start + batch, rows)):
+        stop = min(start + batch, rows)
+        inputs, statuses, scores = [], [], []
+        extras: dict[int, dict[str, str]] = {}
+        for i in range(start, stop):
             status = rng.choice(STATUSES)
-            score = round(rng.random(), 4) if status == "ok" else None
+            statuses.append(status)
+            scores.append(round(rng.random(), 4) if status == "ok" else None)
+            if status == "error":
+                extras[i - start] = {"error": "ValueError: bad row"}
             inputs.append(
                 {"id": f"r{i}", "model_output": f"answer number {i}", "scenario_input": f"q{i}"}
-            )
-            results.append(
-                {
-                    "run_id": run_id,
-                    "check_index": 0,
-                    "row_index": i,
-                    "status": status,
-                    "score": score,
-                    "score_num": score,
-                    "explanation": None,
-                    "error": "ValueError: bad row" if status == "error" else None,
-                    "output": None,
-                    "duration_ms": 1.0,
-                }
             )
         with store.engine.begin() as conn:
             blocks = [
@@ -101,7 +93,19 @@ def build(database_url: str, rows: int, seed: int = 7) -> tuple[str, str]:
                 for a, b, text in row_blocks(inputs)
             ]
             conn.execute(insert(RunRowBlock), blocks)
-            conn.execute(insert(ResultRow), results)
+            data = encode_block(
+                range(start, stop), statuses, scores, [1.0] * (stop - start), extras
+            )
+            conn.execute(
+                insert(ResultBlockRow).values(
+                    run_id=run_id,
+                    check_index=0,
+                    row_start=start,
+                    row_stop=stop,
+                    rows=stop - start,
+                    data=data,
+                )
+            )
     t0 = time.perf_counter()
     store_summary(store, store.get_run(tenant_id, run_id))  # what the run's finish does, once
     print(f"summary computed and stored at the run's finish in {time.perf_counter() - t0:.1f} s")

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,7 @@ from sqlalchemy import Engine, text
 
 from engine.settings import Settings
 from engine.storage import open_store
+from engine.storage.result_blocks import decode_block
 from engine.tenancy import auth
 from tests.conftest import TEST_LABEL
 from tests.fake_llm import MODEL
@@ -165,15 +167,22 @@ def run_results(client: httpx.Client, run_id: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines]
 
 
+#: SQL joining a run's result blocks (``b``) to the distributed chunk (``c``) whose range
+#: holds their first row: a chunk's writes never leave its range.
+IN_CHUNK = (
+    "b.run_id = c.run_id AND b.check_index = c.check_index "
+    "AND b.row_start >= c.row_start AND b.row_start < c.row_stop"
+)
+
+
 def duplicate_results(engine: Engine, run_id: str) -> list[Any]:
     """(check, row, count) for every row of a run stored more than once: [] when none."""
+    seen: Counter[tuple[int, int]] = Counter()
     with engine.connect() as conn:
-        return list(
-            conn.execute(
-                text(
-                    "SELECT check_index, row_index, COUNT(*) FROM row_results WHERE run_id = :r "
-                    "GROUP BY check_index, row_index HAVING COUNT(*) > 1"
-                ),
-                {"r": run_id},
-            ).all()
-        )
+        blocks = conn.execute(
+            text("SELECT check_index, data FROM run_result_blocks WHERE run_id = :r"),
+            {"r": run_id},
+        ).all()
+    for check_index, data in blocks:
+        seen.update((int(check_index), row) for row in decode_block(bytes(data)).row_index.tolist())
+    return sorted((check, row, n) for (check, row), n in seen.items() if n > 1)

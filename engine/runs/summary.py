@@ -2,7 +2,7 @@
 
 One implementation for every caller: ``/v1/score`` and the CLI summarise
 results held in memory (:func:`summarize`); a stored run's summary comes from
-the database's aggregates (:func:`run_summary`). A finished run's summary is
+the store's aggregates over its result blocks (:func:`run_summary`). A finished run's summary is
 computed once and stored with the run (``runs.summary``), so its page and
 ``GET /v1/runs/{id}`` read one row instead of scanning a million results; it is
 used only while the run's result count is the one it was computed at (results
@@ -72,7 +72,7 @@ def summarize(
 
 
 def score_stats(results: Iterable[RowResult]) -> ScoreStats:
-    """The aggregates :meth:`engine.storage.RunStore.score_stats` computes in the database."""
+    """The aggregates :meth:`engine.storage.RunStore.score_stats` computes from stored results."""
     counts: Counter[str] = Counter()
     scores: list[float] = []
     bools = flagged = passes = 0
@@ -87,7 +87,7 @@ def score_stats(results: Iterable[RowResult]) -> ScoreStats:
     return ScoreStats(
         counts=dict(counts),
         ok_count=len(scores),
-        mean=moments.mean(scores),  # never overflows, and splits as the database does
+        mean=moments.mean(scores),  # never overflows, and splits as the store does
         min=min(scores) if scores else None,
         max=max(scores) if scores else None,
         p50=moments.median(scores),
@@ -192,7 +192,7 @@ def _keep(run: Run, summary: RunSummary, started: float) -> None:
 
 
 def run_summary(store: RunStore, run: Run) -> RunSummary:
-    """``run``'s summary: the stored one while it is still true, else computed from the database.
+    """``run``'s summary: the stored one while it is still true, else computed from its results.
 
     A finished run's computed summary is stored, guarded by its result count: if
     a result landed while it was computed, it is not stored (the next call

@@ -30,12 +30,17 @@ from engine.models import IndexedRow, Limits, ResultCallback, ResultColumns, Row
 from engine.runs.executors import CodeExecutor, Executors
 from engine.runs.metrics import Metrics
 from engine.sandbox.blocks import ResultBlock
+from engine.sandbox.columns import IndexedColumns, stored_columns
 from engine.storage import RunCheck, Store
 
 log = logging.getLogger("scorebox.runs")
 
-#: Results buffered before a write; a kill loses at most these (they are re-scored).
-FLUSH_ROWS = 100
+#: Results buffered before a write, at most; a kill loses at most these, or the last
+#: ``FLUSH_SECONDS``' worth (they are re-scored). Each write stores a check's results as
+#: one block (engine/storage/run_writes.py): a chunk of a fast built-in's rows, delivered
+#: one at a time, is one write, not one every hundred rows. (A sandbox's result blocks
+#: arrive whole, each a write at this size or less.)
+FLUSH_ROWS = 1000
 FLUSH_SECONDS = 1.0
 
 #: Usage written by chunks' writers: one at a time per process (a run's totals are
@@ -172,7 +177,13 @@ class ResultWriter:
 
     def add_block(self, rows: Sequence[IndexedRow], block: ResultBlock) -> None:
         """Buffer a sandbox result block for ``rows``: as columns, no RowResult per row."""
-        columns = block.columns([index for index, _ in rows])
+        # consecutive columns' indices without a Row made a row to read each one's
+        indices = (
+            range(rows.first, rows.first + len(rows))
+            if isinstance(rows, IndexedColumns)
+            else [index for index, _ in rows]
+        )
+        columns = block.columns(indices)
         with self._lock:
             self._columns.append((self.check_index, columns))
             self._buffered += len(columns)
@@ -249,6 +260,19 @@ def pending_rows(store: Store, spec: ChunkSpec) -> list[int]:
     return [i for i in spec.rows if i not in done]
 
 
+def _stored_rows(
+    indices: list[int], data: dict[int, dict[str, Any]], as_columns: bool = False
+) -> Sequence[IndexedRow]:
+    """A chunk's loaded rows under their indices. ``as_columns`` (for the sandbox, whose job
+    carries columns): consecutive rows, each a whole dump, stay columns with no Row made a
+    row; otherwise, or for any other executor, a Row each."""
+    if as_columns and indices == list(range(indices[0], indices[0] + len(indices))):
+        columns = stored_columns([data[i] for i in indices])
+        if columns is not None:
+            return IndexedColumns(columns, indices[0])
+    return [(i, Row.stored(data[i])) for i in indices]
+
+
 def execute_chunk(
     store: Store,
     executors: Executors,
@@ -267,7 +291,6 @@ def execute_chunk(
     if not indices:
         return ChunkOutcome(0, 0, {})
     data = store.load_rows(spec.run_id, indices)
-    rows = [(i, Row.stored(data[i])) for i in indices]
     meter = WrittenMeter()
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
@@ -280,12 +303,17 @@ def execute_chunk(
             logs.bound(tenant=spec.tenant_id, run=spec.run_id),  # on each line it logs
         ):
             executor = executors.for_check(check)
-            if isinstance(executor, CodeExecutor):  # the sandbox's blocks go in as columns
+            if isinstance(executor, CodeExecutor):  # rows and results go as columns
                 executor.score(
-                    check, rows, spec.limits, labels, writer.add, on_block=writer.add_block
+                    check,
+                    _stored_rows(indices, data, as_columns=True),
+                    spec.limits,
+                    labels,
+                    writer.add,
+                    on_block=writer.add_block,
                 )
             else:
-                executor.score(check, rows, spec.limits, labels, writer.add)
+                executor.score(check, _stored_rows(indices, data), spec.limits, labels, writer.add)
     except ChunkStopped:
         outcome = "stopped"
         raise

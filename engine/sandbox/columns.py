@@ -113,6 +113,30 @@ class RowColumns(Sequence[Row]):
         return b"{" + b",".join(parts) + b"}"
 
 
+#: Every field's value, as a tuple, from a whole dump of a Row.
+_ALL_VALUES = operator.itemgetter(*_FIELDS)
+
+
+def stored_columns(rows: Sequence[Mapping[str, Any]]) -> RowColumns | None:
+    """Rows as a run's chunk loads them (whole JSON dumps of Rows the service checked before
+    storing them) as columns, with no Row made a row; None when one of them is not a whole
+    dump (an unknown key, a field missing), whose Row must be made the usual way. A column
+    of only its default is left out (the harness assumes it), as :func:`dump_row_columns`
+    leaves it out."""
+    size = len(_FIELDS)
+    if not rows or any(len(row) != size for row in rows):
+        return None
+    try:  # as many keys as a Row has fields: an unknown one means a field is missing
+        taken = zip(*map(_ALL_VALUES, rows), strict=True)
+    except KeyError:
+        return None
+    columns: dict[str, list[Any]] = {}
+    for name, values in zip(_FIELDS, taken, strict=True):
+        if any(values) if name == "metadata" else values.count(None) != len(values):
+            columns[name] = list(values)
+    return RowColumns(columns)  # model_output is a str in every checked row: never left out
+
+
 def dump_row_columns(rows: Sequence[Row]) -> bytes:
     """Row values as the job's columns (what :meth:`RowColumns.dump_columns` gives for the
     same rows): one list per field some row holds, in one encoding call."""

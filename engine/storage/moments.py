@@ -5,8 +5,9 @@ A check may score 1.7e308: two of those summed are past the largest float, which
 infinite (which JSON cannot carry). Scores are split at :data:`LARGE`: the small ones are
 averaged as they are, the large ones scaled down by an exact power of two first, and the
 two means added. Scaling by a power of two changes no digit, so scores below
-:data:`LARGE` (all that real checks give) get exactly the mean they always had, and the
-database (:func:`engine.storage.run_sql`) and the in-memory summary split the same way.
+:data:`LARGE` (all that real checks give) get exactly the mean they always had, and a
+stored run's figures (:mod:`engine.storage.result_stats`, over its result blocks) and the
+in-memory summary split the same way.
 """
 
 from __future__ import annotations

@@ -179,7 +179,7 @@ class StoredResult:
 
 @dataclass(frozen=True)
 class ScoreStats:
-    """Aggregates of one check's results in a run (computed by the database)."""
+    """Aggregates of one check's results in a run (computed from its result blocks)."""
 
     counts: dict[str, int]
     ok_count: int

@@ -18,7 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from engine.errors import InvalidRequestError
 from engine.storage.database import database_error
 from engine.storage.records import RunStatus
-from engine.storage.tables import ResultRow, RunRow, RunRowBlock, TenantRow
+from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
 
 #: runs deleted per transaction, so a big prune holds no long lock
 BATCH = 200
@@ -89,12 +89,13 @@ def prune_runs(
             with engine.begin() as conn:
                 stored = func.coalesce(func.sum(RunRowBlock.row_stop - RunRowBlock.row_start), 0)
                 rows += int(conn.scalar(select(stored).where(RunRowBlock.run_id.in_(batch))) or 0)
+                held = func.coalesce(func.sum(ResultBlockRow.rows), 0)
                 results += int(
-                    conn.scalar(select(func.count()).where(ResultRow.run_id.in_(batch))) or 0
+                    conn.scalar(select(held).where(ResultBlockRow.run_id.in_(batch))) or 0
                 )
                 if not dry_run:
                     # explicit, not only the foreign keys' cascade: the biggest tables first
-                    conn.execute(delete(ResultRow).where(ResultRow.run_id.in_(batch)))
+                    conn.execute(delete(ResultBlockRow).where(ResultBlockRow.run_id.in_(batch)))
                     conn.execute(delete(RunRowBlock).where(RunRowBlock.run_id.in_(batch)))
                     conn.execute(delete(RunRow).where(RunRow.id.in_(batch)))
     except SQLAlchemyError as exc:

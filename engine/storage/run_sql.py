@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Integer, String, case, cast, delete, func, select, update
+import numpy as np
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from engine.errors import NotFoundError
 from engine.models import ResultColumns, RowResult
-from engine.storage import moments
+from engine.storage import result_stats
 from engine.storage.database import SqlSessions, one_or_404
 from engine.storage.records import (
     Run,
@@ -22,9 +22,11 @@ from engine.storage.records import (
     aware,
     utcnow,
 )
+from engine.storage.result_ranges import block_ranges, rows_with_results
+from engine.storage.result_reads import check_page, check_results, run_page
 from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
 from engine.storage.run_writes import ResultValues, insert_results
-from engine.storage.tables import ResultRow, RunRow, RunRowBlock, TenantRow
+from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
 
 #: Rows per statement when storing a run's rows (SQLite; see ``run_writes``).
 BULK_CHUNK = 2000
@@ -220,38 +222,27 @@ class SqlRuns(SqlSessions):
             stored = stored_row_ranges(conn, run_id)
             rows = stored[-1][1] if stored else 0
             whole = sum(stop - start for start, stop in stored) == rows  # 0 to rows - 1
-            mark = _mark(conn)
-            where = (
-                f"WHERE run_id = {mark} AND check_index = {mark} "
-                f"AND row_index >= 0 AND row_index < {mark}"
-            )
-            # asked when a run's chunks have all run, when mostly none is missing: a count
-            # on the primary key's index says so without a row_index a row to Python
-            counted = conn.exec_driver_sql(
-                f"SELECT count(*) FROM row_results {where}",  # nosec B608 (marks only)
-                (run_id, check_index, rows),
-            ).scalar()
-            if whole and int(counted or 0) >= rows:
+            blocks = block_ranges(conn, run_id, check_index)
+            # asked when a run's chunks have all run, when mostly none is missing: the
+            # blocks' ranges and counts say so without reading a block
+            if (
+                whole
+                and all(a >= 0 and b <= rows and n == b - a for a, b, n in blocks)
+                and sum(n for _, _, n in blocks) >= rows
+            ):
                 return []
-            found = conn.exec_driver_sql(
-                f"SELECT row_index FROM row_results {where}",  # nosec B608 (marks only)
-                (run_id, check_index, rows),
+            done = rows_with_results(conn, run_id, check_index, 0, rows, blocks)
+            given = np.concatenate(
+                [np.arange(start, stop, dtype=np.int64) for start, stop in stored]
+                or [np.empty(0, dtype=np.int64)]
             )
-            done = {int(index) for (index,) in found}
-            return [i for start, stop in stored for i in range(start, stop) if i not in done]
+            return [int(i) for i in given[~np.isin(given, done, assume_unique=True)]]
 
     def result_rows(self, run_id: str, check_index: int, start: int, stop: int) -> list[int]:
         """Row indices in ``[start, stop)`` that already have a result for the check."""
-        # asked once a chunk: the driver's SQL costs a quarter of an ORM select's CPU
         with self._session() as s:
-            conn = s.connection()
-            mark = _mark(conn)
-            found = conn.exec_driver_sql(
-                "SELECT row_index FROM row_results WHERE run_id = "  # nosec B608 (marks only)
-                f"{mark} AND check_index = {mark} AND row_index >= {mark} AND row_index < {mark}",
-                (run_id, check_index, start, stop),
-            )
-            return [int(index) for (index,) in found]
+            found = rows_with_results(s.connection(), run_id, check_index, start, stop)
+            return [int(i) for i in found]
 
     def save_results(self, run_id: str, results: Sequence[tuple[int, int, RowResult]]) -> int:
         """Insert results, ignoring any (run, check, row) already stored; returns rows inserted."""
@@ -292,23 +283,15 @@ class SqlRuns(SqlSessions):
     def _insert_results(self, run_id: str, values: ResultValues) -> int:
         if not values:
             return 0
-        # the rowcount counts what was inserted; counting the run's results before and after
-        # cost two index scans per batch, growing with the run (15 ms a batch at 100k rows)
         with self._session() as s:
-            conn = s.connection()
-            inserted = insert_results(conn, values)
-            if inserted:  # last: the run's row stays locked only until the commit
-                mark = _mark(conn)
-                conn.exec_driver_sql(  # once a flush: the driver's SQL, not an ORM update
-                    f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}",  # nosec B608 (marks only)
-                    (inserted, run_id),
-                )
-            return inserted
+            return insert_results(s.connection(), values)
 
     @staticmethod
     def _count(s: Session, run_id: str) -> int:
         value = s.scalar(
-            select(func.count()).select_from(ResultRow).where(ResultRow.run_id == run_id)
+            select(func.coalesce(func.sum(ResultBlockRow.rows), 0)).where(
+                ResultBlockRow.run_id == run_id
+            )
         )
         return int(value or 0)
 
@@ -319,118 +302,25 @@ class SqlRuns(SqlSessions):
     def results_page(
         self, run_id: str, offset: int, limit: int, check_index: int | None = None
     ) -> list[StoredResult]:
+        """Results ordered by (row index, check index), ``limit`` of them from ``offset``."""
         with self._session() as s:
-            query = select(ResultRow).where(ResultRow.run_id == run_id)
+            conn = s.connection()
             if check_index is not None:
-                query = query.where(ResultRow.check_index == check_index)
-            query = query.order_by(ResultRow.row_index, ResultRow.check_index)
-            rows = s.scalars(query.offset(offset).limit(limit))
-            return [
-                StoredResult(
-                    r.check_index,
-                    r.row_index,
-                    r.status,
-                    r.score,
-                    r.explanation,
-                    r.error,
-                    r.output,
-                    r.duration_ms,
-                    r.passed,
-                    r.result_metadata,
-                    r.model,
-                )
-                for r in rows
-            ]
+                page = check_page(conn, run_id, check_index, offset, limit)
+                return [page.stored(check_index, k) for k in range(len(page))]
+            return run_page(conn, run_id, offset, limit)
 
     def score_stats(self, run_id: str, check_index: int) -> ScoreStats:
-        where = (ResultRow.run_id == run_id, ResultRow.check_index == check_index)
         with self._session() as s:
-            counts = {
-                status: int(n)
-                for status, n in s.execute(
-                    select(ResultRow.status, func.count()).where(*where).group_by(ResultRow.status)
-                )
-            }
-            ok = (*where, ResultRow.status == "ok", ResultRow.score_num.is_not(None))
-            is_bool = cast(ResultRow.score, String).in_(("true", "false"))  # JSON true/false
-            large = func.abs(ResultRow.score_num) >= moments.LARGE  # summed scaled: no overflow
-            # sums, not AVG: PostgreSQL's AVG also sums squares, which overflow sooner
-            n, small_sum, large_sum, low, high, bools, flagged, passes = s.execute(
-                select(
-                    func.count(),
-                    func.sum(case((large, 0.0), else_=ResultRow.score_num)),
-                    func.sum(case((large, ResultRow.score_num * moments.SCALE), else_=0.0)),
-                    func.min(ResultRow.score_num),
-                    func.max(ResultRow.score_num),
-                    func.sum(case((is_bool, 1), else_=0)),
-                    func.count(ResultRow.passed),
-                    func.sum(case((ResultRow.passed.is_(True), 1), else_=0)),
-                ).where(*ok)
-            ).one()
-            p50: float | None = None
-            if n:
-                middle: list[float] = list(
-                    s.scalars(
-                        select(ResultRow.score_num)
-                        .where(*ok)
-                        .order_by(ResultRow.score_num)
-                        .offset((n - 1) // 2)
-                        .limit(2 if n % 2 == 0 else 1)
-                    )
-                )
-                p50 = middle[0] if len(middle) == 1 else moments.midpoint(*middle)
-            mean = None
-            if n and small_sum is not None and large_sum is not None:
-                mean = moments.combine(float(small_sum) / n, float(large_sum) / n)
-            return ScoreStats(
-                counts=counts,
-                ok_count=int(n),
-                mean=mean,
-                min=None if low is None else float(low),
-                max=None if high is None else float(high),
-                p50=p50,
-                bool_scores=int(bools or 0),
-                flagged=int(flagged or 0),
-                passes=int(passes or 0),
-            )
+            return result_stats.score_stats(check_results(s.connection(), run_id, check_index))
 
     def score_histogram(
         self, run_id: str, check_index: int, bins: int = 20
     ) -> list[tuple[float, int]]:
         """``(lower edge, count)`` of a check's ok numeric scores, in ``bins`` equal bins."""
-        ok = (
-            ResultRow.run_id == run_id,
-            ResultRow.check_index == check_index,
-            ResultRow.status == "ok",
-            ResultRow.score_num.is_not(None),
-        )
         with self._session() as s:
-            found = s.execute(
-                select(func.min(ResultRow.score_num), func.max(ResultRow.score_num)).where(*ok)
-            ).one()
-            if found[0] is None or found[1] is None:
-                return []
-            low, high = float(found[0]), float(found[1])
-            if high == low:
-                n = s.scalar(select(func.count()).select_from(ResultRow).where(*ok))
-                return [(low, int(n or 0))]
-            width = (high - low) / bins
-            scaled = (ResultRow.score_num - low) / width
-            if not math.isfinite(width):  # scores past half the largest float, both signs
-                width = high / bins - low / bins
-                scaled = ResultRow.score_num / width - low / width
-            bucket: Any
-            if self._dialect == "postgresql":
-                bucket = func.least(func.floor(scaled), bins - 1)
-            else:  # SQLite: CAST truncates, which is floor for these non-negative values
-                bucket = func.min(cast(scaled, Integer), bins - 1)
-            counts = {
-                int(b): int(n)
-                for b, n in s.execute(select(bucket, func.count()).where(*ok).group_by(bucket))
-            }
-        if math.isfinite(high - low):
-            return [(low + i * width, counts.get(i, 0)) for i in range(bins)]
-        return [(low * (1 - i / bins) + high * (i / bins), counts.get(i, 0)) for i in range(bins)]
+            arrays = check_results(s.connection(), run_id, check_index)
+        return result_stats.score_histogram(arrays, bins)
 
     def save_run_summary(self, run_id: str, summary: Mapping[str, Any], done: int) -> bool:
         """Store a run's summary if it still has ``done`` results (no write came in between)."""
@@ -445,11 +335,6 @@ class SqlRuns(SqlSessions):
     def delete_run_data(self, run_id: str) -> None:
         """Remove a run with its rows and results (operator clean-up)."""
         with self._session() as s:
-            s.execute(delete(ResultRow).where(ResultRow.run_id == run_id))
+            s.execute(delete(ResultBlockRow).where(ResultBlockRow.run_id == run_id))
             s.execute(delete(RunRowBlock).where(RunRowBlock.run_id == run_id))
             s.execute(delete(RunRow).where(RunRow.id == run_id))
-
-
-def _mark(conn: Connection) -> str:
-    """The driver's parameter mark: ``?`` (sqlite3) or ``%s`` (psycopg)."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

@@ -1,101 +1,88 @@
-"""A run's results written on the driver's own terms.
+"""A run's results written a block at a time (``run_result_blocks``, migration 0020).
 
-The service path stores every result of every check: at 100,000 rows, SQLAlchemy's
-parameter processing (a dict a row, a bind processor a value, ``insertmanyvalues``
-rebuilding the rows it batches) cost more server CPU than the database's own work. Here
-each value is encoded once, in Python's C JSON encoder, and the rows go to the driver
-without a dict apiece:
+A write stores each check's results of a batch as one block (split past
+:data:`ROWS_PER_BLOCK` rows), encoded once by ``engine/storage/result_blocks.py``: a
+database row and one primary-key entry a block, where a result a database row cost three
+b-tree inserts a result (the primary key and two browse indexes), the largest part of the
+service path's server CPU.
 
-- SQLite: a multi-row ``INSERT ... VALUES (...), (...)`` of up to :data:`ROWS_PER_STATEMENT`
-  rows, one step of SQLite each (an ``executemany`` takes the GIL back at every row, and
-  waits there for the threads reading the sandbox's blocks);
-- PostgreSQL: one ``INSERT ... SELECT FROM unnest(...)`` a batch, each column sent as one
-  array parameter (psycopg dumps a list in C), ``ON CONFLICT DO NOTHING`` kept (``COPY``
-  has no conflict clause, and results must stay idempotent).
+The invariant readers rely on: **a (run, check, row) has at most one result across the
+run's blocks.** A write keeps it in its transaction:
 
-Statements go through ``Connection.exec_driver_sql``: the session's transaction, and its
-error translation, without SQLAlchemy's per-value processing. The stored values are what
-the ORM stored (JSON text from ``json.dumps``, ``null`` for a missing score or metadata):
-``row_results``, its indexes and every reader are unchanged. A run's input rows are
-stored in blocks (``engine/storage/run_blocks.py``).
+1. it takes the run's row lock first (PostgreSQL: ``SELECT ... FOR NO KEY UPDATE`` of the
+   run's row; SQLite: its write lock, by an ``UPDATE`` of the run's row), so writers of
+   one run go one at a time until they commit, and what they read next is what the
+   others committed;
+2. each check's results are ordered by row index, a row given twice keeps its first
+   result, and rows that a stored block of that (run, check) already holds are left out:
+   only blocks whose ``[row_start, row_stop)`` meets the batch's range are read, and one
+   that holds every row of its range (``rows == row_stop - row_start``) without decoding;
+3. the blocks are inserted (cut at :data:`ROWS_PER_BLOCK` results and at a span of
+   :data:`~engine.storage.result_ranges.MAX_SPAN` rows, which bounds step 2's read) and
+   ``runs.results_done`` grows by the results they hold (on PostgreSQL in the statement
+   of the last insert).
+
+A result saved twice is stored once and counted once: a retried chunk writes only its
+missing rows, in a block that may interleave in range with the others.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy import Connection
 
-from engine.errors import StorageError
-from engine.nul import without_nul
+from engine.storage.result_blocks import encode_block
+from engine.storage.result_ranges import MAX_SPAN, rows_with_results
 
 __all__ = [
-    "RESULT_COLUMNS",
+    "BLOCKS_PER_STATEMENT",
+    "ROWS_PER_BLOCK",
     "ResultValues",
     "insert_results",
 ]
 
-#: Rows a SQLite statement at most (its variable limit is read from the connection too).
-ROWS_PER_STATEMENT = 500
-#: Rows a PostgreSQL statement at most: arrays of this many values each.
-ROWS_PER_ARRAY = 5000
-
-#: ``row_results``'s columns, in the order of a :class:`ResultValues` row.
-RESULT_COLUMNS = (
-    "run_id",
-    "check_index",
-    "row_index",
-    "status",
-    "score",
-    "score_num",
-    "duration_ms",
-    "explanation",
-    "error",
-    "output",
-    "passed",
-    "result_metadata",
-    "model",
-)
-
-#: The values of a row up to its extras part (run_id to duration_ms).
-BARE = 7
-
-#: The width of ``row_results.model`` (migration 0010).
-MODEL_CHARS = 200
-
-_JSON_CONSTANTS: dict[Any, str] = {None: "null", True: "true", False: "false"}
+#: Results a block at most: a batch of one check past it becomes several blocks.
+ROWS_PER_BLOCK = 5000
+#: Blocks an INSERT statement at most (six bound values a block).
+BLOCKS_PER_STATEMENT = 100
 
 
-def _score_json(score: bool | int | float | None) -> str:
-    """A score as the JSON column stores it (``json.dumps``, common values without a call)."""
-    if score is None or score is True or score is False:
-        return _JSON_CONSTANTS[score]
-    return json.dumps(score)
+class _Check:
+    """One check's results of a batch, as columns in the order given."""
 
+    __slots__ = ("duration_ms", "extras", "row_index", "score", "status")
 
-def _text(value: Any) -> str | None:
-    # a check's own text: a NUL in it must never fail the run's write
-    return None if value is None else without_nul(str(value))
+    def __init__(self) -> None:
+        self.row_index: list[int] = []
+        self.status: list[str] = []
+        self.score: list[bool | int | float | None] = []
+        self.duration_ms: list[float] = []
+        #: By position in these columns: results with more than a status and a score.
+        self.extras: dict[int, Mapping[str, Any]] = {}
 
 
 class ResultValues:
-    """Results of a run, one tuple a row in :data:`RESULT_COLUMNS` order, encoded once."""
+    """Results of a run to store, gathered by check."""
 
-    __slots__ = ("extras", "rows", "run_id")
+    __slots__ = ("checks", "run_id")
 
     def __init__(self, run_id: str) -> None:
         self.run_id = run_id
-        self.rows: list[tuple[Any, ...]] = []
-        #: Whether any row has an extras part: without, only the first :data:`BARE` values
-        #: of each row are sent (the statement writes the constant rest).
-        self.extras = False
+        self.checks: dict[int, _Check] = {}
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return sum(len(c.row_index) for c in self.checks.values())
+
+    def _check(self, check_index: int) -> _Check:
+        found = self.checks.get(check_index)
+        if found is None:
+            found = self.checks[check_index] = _Check()
+        return found
 
     def add(
         self,
@@ -108,20 +95,13 @@ class ResultValues:
     ) -> None:
         """One result; ``extras`` holds its explanation, error, output, pass flag, metadata
         and serving model (RowResult's names), each absent or None when it has none."""
-        if extras:
-            self.extras = True
-        self.rows.append(
-            (
-                self.run_id,
-                check_index,
-                row_index,
-                status,
-                _score_json(score),
-                None if score is None else float(score),
-                float(duration_ms),
-                *(_extras(extras) if extras else _NO_EXTRAS),
-            )
-        )
+        check = self._check(check_index)
+        if extras and any(value is not None for value in extras.values()):
+            check.extras[len(check.row_index)] = extras
+        check.row_index.append(row_index)
+        check.status.append(status)
+        check.score.append(score)
+        check.duration_ms.append(duration_ms)
 
     def add_columns(
         self,
@@ -133,114 +113,133 @@ class ResultValues:
         extras: Mapping[int, Mapping[str, Any]],
     ) -> None:
         """Consecutive results of one check as columns (a sandbox result block)."""
-        if extras:
-            for k, (ri, st, sc, du) in enumerate(
-                zip(row_index, status, score, duration_ms, strict=True)
-            ):
-                self.add(check_index, ri, st, sc, du, extras.get(k, _NONE))
-            return
-        run_id = self.run_id
-        constants = _JSON_CONSTANTS
-        self.rows.extend(
-            (
-                run_id,
-                check_index,
-                ri,
-                st,
-                constants[sc] if sc is None or sc is True or sc is False else json.dumps(sc),
-                None if sc is None else float(sc),
-                float(du),
-                *_NO_EXTRAS,
-            )
-            for ri, st, sc, du in zip(row_index, status, score, duration_ms, strict=True)
-        )
-
-
-_NONE: Mapping[str, Any] = {}
-
-#: The extras part of a result that has none: explanation, error, output, pass flag,
-#: metadata (JSON ``null``) and model.
-_NO_EXTRAS: tuple[Any, ...] = (None, None, None, None, "null", None)
-
-
-def _extras(extras: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The extras part of a result's row, in :data:`RESULT_COLUMNS` order."""
-    model = extras.get("model")
-    metadata = extras.get("metadata")
-    return (
-        _text(extras.get("explanation")),
-        _text(extras.get("error")),
-        _text(extras.get("output")),
-        extras.get("passed"),
-        "null" if metadata is None else json.dumps(metadata),
-        # PostgreSQL refuses a longer value, which would fail the whole write
-        None if model is None else str(model)[:MODEL_CHARS],
-    )
+        check = self._check(check_index)
+        base = len(check.row_index)
+        for position, found in extras.items():
+            check.extras[base + int(position)] = found
+        check.row_index.extend(row_index)
+        check.status.extend(status)
+        check.score.extend(score)
+        check.duration_ms.extend(duration_ms)  # made float64 by the encoder
 
 
 def insert_results(conn: Connection, values: ResultValues) -> int:
-    """Insert ``values`` into ``row_results`` in ``conn``'s transaction, leaving out any
-    (run, check, row) already stored; returns the rows inserted."""
-    rows = values.rows
-    if not rows:
+    """Store ``values`` in ``conn``'s transaction, leaving out any (run, check, row) already
+    stored or given twice; adds what it stored to the run's ``results_done`` and returns it."""
+    if not values.checks:
         return 0
-    names = ", ".join(RESULT_COLUMNS)
-    dialect = conn.dialect.name
+    run_id = values.run_id
+    mark = _mark(conn)
+    postgres = conn.dialect.name == "postgresql"
+    # first: the run's row lock, held to the commit, so no other writer of this run stores
+    # a row between the read of the stored ranges and the insert. PostgreSQL: NO KEY, which
+    # leaves the foreign-key checks of the run's other writes (chunks, labels) unblocked;
+    # SQLite: the write lock, taken at a transaction's first write
+    conn.exec_driver_sql(
+        f"SELECT id FROM runs WHERE id = {mark} FOR NO KEY UPDATE"  # nosec B608 (marks only)
+        if postgres
+        else f"UPDATE runs SET results_done = results_done WHERE id = {mark}",  # nosec B608
+        (run_id,),
+    )
+    blocks: list[tuple[Any, ...]] = []
     inserted = 0
-    if dialect == "sqlite":
-        width = len(RESULT_COLUMNS) if values.extras else BARE
-        per = max(1, min(ROWS_PER_STATEMENT, _sqlite_variables(conn) // width))
-        group = "(" + ", ".join("?" * width) + ("" if values.extras else _SQLITE_NO_EXTRAS) + ")"
-        for start in range(0, len(rows), per):
-            batch = rows[start : start + per]
-            # names are this module's constants; every value is a bound parameter
-            sql = (
-                f"INSERT INTO row_results ({names}) VALUES "  # nosec B608
-                + ", ".join([group] * len(batch))
-                + " ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
-            )
-            bound = batch if values.extras else (row[:BARE] for row in batch)
-            params = tuple(chain.from_iterable(bound))
-            inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
-        return inserted
-    if dialect == "postgresql":
-        sql = (
-            _PG_NO_EXTRAS
-            if not values.extras
-            else (
-                f"INSERT INTO row_results ({names}) "  # nosec B608
-                "SELECT %s, ci, ri, st, sc::json, sn, du, ex, er, ou, pa, me::json, mo FROM unnest("
-                "%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::float8[], "
-                "%s::text[], %s::text[], %s::text[], %s::bool[], %s::text[], %s::text[]"
-                ") AS t(ci, ri, st, sc, sn, du, ex, er, ou, pa, me, mo) "
-                "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
-            )
+    for check_index in sorted(values.checks):
+        for row_start, row_stop, rows, data in _new_blocks(
+            conn, run_id, check_index, values.checks[check_index]
+        ):
+            blocks.append((run_id, check_index, row_start, row_stop, rows, data))
+            inserted += rows
+    if not blocks:
+        return 0
+    count = f"UPDATE runs SET results_done = results_done + {mark} WHERE id = {mark}"  # nosec B608
+    for start in range(0, len(blocks), BLOCKS_PER_STATEMENT):
+        group = blocks[start : start + BLOCKS_PER_STATEMENT]
+        marks = ", ".join([f"({mark}, {mark}, {mark}, {mark}, {mark}, {mark})"] * len(group))
+        insert = (
+            "INSERT INTO run_result_blocks (run_id, check_index, row_start, row_stop, rows, "  # nosec B608 (marks only)
+            f"data) VALUES {marks}"
         )
-        for start in range(0, len(rows), ROWS_PER_ARRAY):
-            columns = list(zip(*rows[start : start + ROWS_PER_ARRAY], strict=True))
-            sent = columns[1:] if values.extras else columns[1:BARE]
-            params = (values.run_id, *(list(c) for c in sent))
-            inserted += _count(conn.exec_driver_sql(sql, params).rowcount)
-        return inserted
-    raise StorageError(f"unsupported database dialect {dialect}")  # pragma: no cover
+        params = tuple(chain.from_iterable(group))
+        if postgres and start + BLOCKS_PER_STATEMENT >= len(blocks):
+            # the last insert and the count in one round trip (a data-modifying WITH runs
+            # whether or not it is read)
+            both = f"WITH stored AS ({insert}) {count}"  # nosec B608 (marks only)
+            conn.exec_driver_sql(both, (*params, inserted, run_id))
+            return inserted
+        conn.exec_driver_sql(insert, params)
+    conn.exec_driver_sql(count, (inserted, run_id))
+    return inserted
 
 
-#: The extras part of a row without one (:data:`_NO_EXTRAS`), written by the statement.
-_SQLITE_NO_EXTRAS = ", NULL, NULL, NULL, NULL, 'null', NULL"
-_PG_NO_EXTRAS = (
-    f"INSERT INTO row_results ({', '.join(RESULT_COLUMNS)}) "  # nosec B608 (constants)
-    "SELECT %s, ci, ri, st, sc::json, sn, du, NULL, NULL, NULL, NULL, 'null'::json, NULL "
-    "FROM unnest(%s::int[], %s::int[], %s::text[], %s::text[], %s::float8[], %s::float8[]) "
-    "AS t(ci, ri, st, sc, sn, du) "
-    "ON CONFLICT (run_id, check_index, row_index) DO NOTHING"
-)
+def _new_blocks(
+    conn: Connection, run_id: str, check_index: int, check: _Check
+) -> Iterator[tuple[int, int, int, bytes]]:
+    """``(row_start, row_stop, rows, data)`` of the blocks holding ``check``'s results that
+    are neither stored nor given earlier in the batch."""
+    given = np.asarray(check.row_index, dtype=np.int64)
+    if not len(given):
+        return
+    if len(given) == 1 or bool(np.all(given[1:] > given[:-1])):
+        positions = np.arange(len(given), dtype=np.intp)  # the usual batch: in order, once each
+    else:
+        order = np.argsort(given, kind="stable")  # stable: the first given of a row wins
+        ordered = given[order]
+        first = np.ones(len(ordered), dtype=bool)
+        first[1:] = ordered[1:] != ordered[:-1]
+        positions = order[first]
+    rows = given[positions]
+    stored = rows_with_results(conn, run_id, check_index, int(rows[0]), int(rows[-1]) + 1)
+    held = np.isin(rows, stored, assume_unique=True)
+    if held.any():
+        positions = positions[~held]
+        rows = rows[~held]
+    if not len(positions):
+        return
+    columns = _taken(check, positions)
+    for start, stop in _cuts(rows):
+        extras = {k - start: e for k, e in columns.extras.items() if start <= k < stop}
+        data = encode_block(
+            columns.row_index[start:stop],
+            columns.status[start:stop],
+            columns.score[start:stop],
+            columns.duration_ms[start:stop],
+            extras,
+        )
+        yield int(rows[start]), int(rows[stop - 1]) + 1, stop - start, data
 
 
-def _count(rowcount: int | None) -> int:
-    return max(0, int(rowcount or 0))
+def _cuts(rows: NDArray[np.int64]) -> Iterator[tuple[int, int]]:
+    """``[start, stop)`` positions of the blocks ``rows`` (ascending) are cut into: at most
+    :data:`ROWS_PER_BLOCK` rows each, none past a span of ``MAX_SPAN`` rows."""
+    start, n = 0, len(rows)
+    while start < n:
+        stop = min(start + ROWS_PER_BLOCK, n)
+        # rows[stop - 1] - rows[start] < MAX_SPAN: row_stop - row_start <= MAX_SPAN
+        past = int(np.searchsorted(rows[start:stop], rows[start] + MAX_SPAN))
+        stop = start + past
+        yield start, stop
+        start = stop
 
 
-def _sqlite_variables(conn: Connection) -> int:
-    """How many parameters one SQLite statement may bind on this connection."""
-    driver = conn.connection.dbapi_connection
-    return int(driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))  # type: ignore[union-attr]
+def _taken(check: _Check, positions: NDArray[np.intp]) -> _Check:
+    """``check``'s results at ``positions``, in that order, extras re-keyed."""
+    if len(positions) == len(check.row_index) and bool(
+        np.all(positions == np.arange(len(positions)))
+    ):
+        return check
+    taken = _Check()
+    picks = positions.tolist()
+    taken.row_index = [check.row_index[p] for p in picks]
+    taken.status = [check.status[p] for p in picks]
+    taken.score = [check.score[p] for p in picks]
+    taken.duration_ms = [check.duration_ms[p] for p in picks]
+    if check.extras:
+        at = np.full(len(check.row_index), -1, dtype=np.intp)
+        at[positions] = np.arange(len(positions))
+        taken.extras = {int(at[p]): e for p, e in check.extras.items() if at[p] >= 0}
+    return taken
+
+
+def _mark(conn: Connection) -> str:
+    """The driver's parameter mark: ``?`` (sqlite3) or ``%s`` (psycopg)."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

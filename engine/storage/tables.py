@@ -14,10 +14,10 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     DateTime,
-    Float,
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -154,26 +154,26 @@ class RunRowBlock(Base):
     rows: Mapped[str] = mapped_column(Text)
 
 
-class ResultRow(Base):
-    """One check's result on one row of a run; the primary key makes writes idempotent."""
+class ResultBlockRow(Base):
+    """A block of one check's results on a run (migration 0020): ``data`` holds results of
+    rows ``row_start`` to ``row_stop - 1``, ``rows`` of them, encoded by
+    ``engine/storage/result_blocks.py``; ``rows == row_stop - row_start`` when the block holds
+    every row of its range. A (run, check, row) has at most one result across the run's
+    blocks (``engine/storage/run_writes.py`` keeps it): blocks of one check may interleave
+    in range, never hold a row twice. No block spans more than ``MAX_SPAN`` rows
+    (``engine/storage/result_ranges.py``): the blocks that meet a range of rows are found
+    on the primary key."""
 
-    __tablename__ = "row_results"
+    __tablename__ = "run_result_blocks"
 
     run_id: Mapped[str] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True)
     check_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    row_index: Mapped[int] = mapped_column(Integer, primary_key=True)
-    status: Mapped[str] = mapped_column(String(16))
-    score: Mapped[Any] = mapped_column(JSON, nullable=True)
-    score_num: Mapped[float | None] = mapped_column(Float)
-    explanation: Mapped[str | None] = mapped_column(Text)
-    error: Mapped[str | None] = mapped_column(Text)
-    output: Mapped[str | None] = mapped_column(Text)
-    duration_ms: Mapped[float] = mapped_column(Float, default=0.0)
-    #: A scorer format's own pass flag and its sub-scores / extra keys (migration 0008).
-    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
-    result_metadata: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
-    #: The model that served the row, where one did (migration 0010).
-    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    #: The block's first row index.
+    row_start: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: Its last row index + 1.
+    row_stop: Mapped[int] = mapped_column(Integer)
+    rows: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
 class LLMCacheRow(Base):
@@ -189,21 +189,6 @@ class LLMCacheRow(Base):
 
 
 Index("ix_check_versions_tenant_name", CheckVersionRow.tenant_id, CheckVersionRow.name)
-# The dashboard's row table (migration 0005): filter by status, sort by score, keyset by row.
-Index(
-    "ix_row_results_run_check_status_row",
-    ResultRow.run_id,
-    ResultRow.check_index,
-    ResultRow.status,
-    ResultRow.row_index,
-)
-Index(
-    "ix_row_results_run_check_score_row",
-    ResultRow.run_id,
-    ResultRow.check_index,
-    ResultRow.score_num,
-    ResultRow.row_index,
-)
 
 
 class RunChunkRow(Base):

@@ -16,7 +16,7 @@ from engine.storage.records import ApiKey, Tenant, aware, new_id, utcnow
 from engine.storage.tables import (
     ApiKeyRow,
     CheckVersionRow,
-    ResultRow,
+    ResultBlockRow,
     RunRow,
     RunRowBlock,
     TenantRow,
@@ -132,7 +132,14 @@ class SqlTenants(SqlSessions):
                     )
                     or 0
                 ),
-                results=_count(s, select(ResultRow.run_id).where(ResultRow.run_id.in_(runs))),
+                results=int(
+                    s.scalar(
+                        select(func.coalesce(func.sum(ResultBlockRow.rows), 0)).where(
+                            ResultBlockRow.run_id.in_(runs)
+                        )
+                    )
+                    or 0
+                ),
             )
 
     def delete_tenant(self, tenant_id: str) -> TenantData:

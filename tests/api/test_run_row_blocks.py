@@ -16,7 +16,7 @@ from sqlalchemy import inspect
 
 from engine.storage.database import alembic_config, create_db_engine, current_revision, upgrade
 from engine.storage.records import RunCheck
-from engine.storage.tables import ResultRow, RunRow, TenantRow
+from engine.storage.tables import RunRow, TenantRow
 from engine.tenancy.auth import issue_key
 from engine.web import table
 from tests.api.conftest import AppFactory
@@ -26,6 +26,17 @@ ROWS = 2503  # blocks of 100, the last one short
 
 _RUN_ROWS = sa.table(
     "run_rows", sa.column("run_id"), sa.column("row_index"), sa.column("data", sa.JSON)
+)
+#: ``row_results`` as it was before 0020 (results one a database row).
+_ROW_RESULTS = sa.table(
+    "row_results",
+    sa.column("run_id"),
+    sa.column("check_index"),
+    sa.column("row_index"),
+    sa.column("status"),
+    sa.column("score", sa.JSON),
+    sa.column("score_num"),
+    sa.column("duration_ms"),
 )
 
 
@@ -65,7 +76,7 @@ def _store_a_run_before(db: sa.Engine) -> None:
             [{"run_id": "run_1", "row_index": i, "data": _row(i)} for i in range(ROWS)],
         )
         conn.execute(
-            sa.insert(ResultRow),
+            sa.insert(_ROW_RESULTS),
             [
                 {
                     "run_id": "run_1",

@@ -7,17 +7,45 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, cast, select
+import numpy as np
+from sqlalchemy import select
 
 from engine.contract import Status
 from engine.models import ResultColumns, Row, RowResult
 from engine.storage import new_id, open_store
+from engine.storage.records import StoredResult
+from engine.storage.result_blocks import MODEL_CHARS, ResultArrays, concat, decode_block
+from engine.storage.result_ranges import MAX_SPAN
 from engine.storage.run_blocks import ROWS_PER_BLOCK
-from engine.storage.run_writes import MODEL_CHARS, ROWS_PER_ARRAY
-from engine.storage.tables import ResultRow, RunRowBlock
+from engine.storage.run_writes import BLOCKS_PER_STATEMENT
+from engine.storage.run_writes import ROWS_PER_BLOCK as RESULTS_PER_BLOCK
+from engine.storage.tables import ResultBlockRow, RunRowBlock
 from tests.conftest import queued_run
 
 AWKWARD = "tab\there, newline\nthere, back\\slash, quote \" and ', é, 日本, 🙂"
+
+
+def _blocks(store: Any, run_id: str, check_index: int) -> list[tuple[int, int, int]]:
+    """``(row_start, row_stop, rows)`` of a check's stored result blocks."""
+    with store.engine.connect() as conn:
+        found = conn.execute(
+            select(ResultBlockRow.row_start, ResultBlockRow.row_stop, ResultBlockRow.rows)
+            .where(ResultBlockRow.run_id == run_id, ResultBlockRow.check_index == check_index)
+            .order_by(ResultBlockRow.row_start)
+        ).all()
+    return [tuple(b) for b in found]
+
+
+def _arrays(store: Any, run_id: str, check_index: int) -> ResultArrays:
+    """A check's stored results, every block decoded, in row order."""
+    with store.engine.connect() as conn:
+        data = conn.scalars(
+            select(ResultBlockRow.data)
+            .where(ResultBlockRow.run_id == run_id, ResultBlockRow.check_index == check_index)
+            .order_by(ResultBlockRow.row_start)
+        ).all()
+    arrays = concat([decode_block(d) for d in data])
+    return arrays.take(np.argsort(arrays.row_index, kind="stable"))
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
@@ -127,21 +155,16 @@ def test_results_store_every_field_and_leave_out_duplicates(database_url: str) -
         stats = store.score_stats(run.id, 0)
         assert stats.counts == {"ok": 2, "error": 1}
         assert stats.bool_scores == 1  # the stored JSON false is read as a bool score
-        with store.engine.connect() as conn:
-            nums = dict(
-                conn.execute(
-                    select(ResultRow.row_index, ResultRow.score_num).where(
-                        ResultRow.run_id == run.id, ResultRow.check_index == 0
-                    )
-                ).all()
-            )
-        assert nums == {0: 0.25, 1: None, 2: 0.0}  # the index the dashboard sorts by
+        assert _blocks(store, run.id, 0) == [(0, 3, 3)]  # one block, the duplicate left out
+        stored_scores = _arrays(store, run.id, 0).score
+        assert stored_scores[[0, 2]].tolist() == [0.25, 0.0]  # what the dashboard sorts by
+        assert np.isnan(stored_scores[1])
     finally:
         store.engine.dispose()
 
 
 def test_result_columns_past_one_statement(database_url: str) -> None:
-    n = ROWS_PER_ARRAY + 7  # past one PostgreSQL statement and many SQLite ones
+    n = 2 * RESULTS_PER_BLOCK + 7  # each write past one block, past one span
     store = open_store(database_url)
     try:
         tenant = store.create_tenant(f"writes-{new_id('t')}")
@@ -164,24 +187,75 @@ def test_result_columns_past_one_statement(database_url: str) -> None:
             (2, True, None),
             (3, 3, None),
         ]
-        # a block without extras stores what one with them stores for a bare result
-        with store.engine.connect() as conn:
-            stored = conn.execute(
-                select(
-                    ResultRow.row_index,
-                    ResultRow.score_num,
-                    ResultRow.duration_ms,
-                    ResultRow.explanation,
-                    ResultRow.passed,
-                    ResultRow.model,
-                    cast(ResultRow.result_metadata, Text),
-                )
-                .where(ResultRow.run_id == run.id, ResultRow.row_index.in_((2, 3)))
-                .order_by(ResultRow.row_index)
-            ).all()
-        assert [tuple(r) for r in stored] == [
-            (2, 1.0, 0.1, None, None, None, "null"),  # the bare block's
-            (3, 3.0, 0.2, None, None, None, "null"),  # the block with extras'
+        # each write's rows in blocks of their own, cut at a span of MAX_SPAN rows: the
+        # second's missing rows interleave in range with the first's
+        half_span = MAX_SPAN // 2
+        assert _blocks(store, run.id, 0) == [
+            (0, MAX_SPAN - 1, half_span),  # even rows 0 to MAX_SPAN - 2
+            (1, MAX_SPAN, half_span),  # odd rows 1 to MAX_SPAN - 1
+            (MAX_SPAN, 2 * MAX_SPAN - 1, half_span),
+            (MAX_SPAN + 1, 2 * MAX_SPAN, half_span),
+            (2 * MAX_SPAN, n, 4),
+            (2 * MAX_SPAN + 1, n - 1, 3),
         ]
+        arrays = _arrays(store, run.id, 0)
+        assert arrays.row_index.tolist() == list(range(n))  # every row once
+        # a block without extras stores what one with them stores for a bare result
+        assert [arrays.stored(0, k) for k in (2, 3)] == [
+            StoredResult(0, 2, "ok", True, None, None, None, 0.1, None, None, None),
+            StoredResult(0, 3, "ok", 3, None, None, None, 0.2, None, None, None),
+        ]
+    finally:
+        store.engine.dispose()
+
+
+def test_result_blocks_span_at_most_max_span_rows(database_url: str) -> None:
+    n = 3 * MAX_SPAN
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        run = queued_run(tenant.id, n)
+        store.create_run(run, ({"model_output": "x"} for _ in range(n)), None)
+        ok = RowResult(status=Status.OK, score=1)
+        sparse = [0, 3, MAX_SPAN - 1, MAX_SPAN, 2 * MAX_SPAN + 10]
+        assert store.save_results(run.id, [(0, i, ok) for i in sparse]) == 5
+        assert _blocks(store, run.id, 0) == [
+            (0, MAX_SPAN, 3),  # a span of MAX_SPAN rows, no more
+            (MAX_SPAN, MAX_SPAN + 1, 1),
+            (2 * MAX_SPAN + 10, 2 * MAX_SPAN + 11, 1),
+        ]
+        # the stored rows are found whichever block holds them, in or out of order
+        again = [2 * MAX_SPAN + 10, 3, 4, MAX_SPAN - 1, MAX_SPAN + 1, 7]
+        assert store.save_results(run.id, [(0, i, ok) for i in again]) == 3
+        assert store.get_run(tenant.id, run.id).results_done == 8 == store.count_results(run.id)
+        assert store.result_rows(run.id, 0, 2, MAX_SPAN + 2) == [
+            3,
+            4,
+            7,
+            MAX_SPAN - 1,
+            MAX_SPAN,
+            MAX_SPAN + 1,
+        ]
+        held = set(sparse) | set(again)
+        assert store.missing_rows(run.id, 0) == [i for i in range(n) if i not in held]
+        assert sorted(_arrays(store, run.id, 0).row_index.tolist()) == sorted(held)
+    finally:
+        store.engine.dispose()
+
+
+def test_a_batch_of_more_blocks_than_one_statement_counts_them_all(database_url: str) -> None:
+    checks = BLOCKS_PER_STATEMENT + 3  # a block a check: two INSERT statements
+    store = open_store(database_url)
+    try:
+        tenant = store.create_tenant(f"writes-{new_id('t')}")
+        run = queued_run(tenant.id, 2, checks)
+        store.create_run(run, ({"model_output": "x"} for _ in range(2)), None)
+        ok = RowResult(status=Status.OK, score=0.5)
+        given = [(ci, i, ok) for ci in range(checks) for i in (1, 0)]
+        assert store.save_results(run.id, given) == 2 * checks
+        assert store.save_results(run.id, given) == 0
+        assert store.get_run(tenant.id, run.id).results_done == 2 * checks
+        assert store.count_results(run.id) == 2 * checks
+        assert [_blocks(store, run.id, ci) for ci in (0, checks - 1)] == [[(0, 2, 2)]] * 2
     finally:
         store.engine.dispose()

@@ -25,8 +25,9 @@ def test_usage_is_stored_with_each_write_of_results(database_url: str) -> None:
     store = open_store(database_url)
     try:
         tenant = store.create_tenant(f"usage-{new_id('t')}")
-        run = queued_run(tenant.id, 200)
-        store.create_run(run, ({"model_output": "x"} for _ in range(200)), None)
+        rows = FLUSH_ROWS + 30
+        run = queued_run(tenant.id, rows)
+        store.create_run(run, ({"model_output": "x"} for _ in range(rows)), None)
         meter = UsageMeter()
         writer = ResultWriter(store, run.id, 0, Metrics(), meter=meter)
         for i in range(FLUSH_ROWS):  # one model call per row; the last add writes them

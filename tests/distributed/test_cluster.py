@@ -21,7 +21,7 @@ from engine.storage import Run, RunCheck, RunStatus, new_id, utcnow
 from tests.conftest import assert_not_behind
 from tests.distributed.cluster import ROOT, Cluster
 from tests.fake_llm import FakeLLM
-from tests.live_server import CLI, free_port, wait_done, wait_run
+from tests.live_server import CLI, IN_CHUNK, free_port, wait_done, wait_run
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
 
@@ -132,8 +132,8 @@ def test_kill_9_of_a_worker_mid_chunk_and_of_an_api_node_mid_run(cluster: Cluste
         deadline = time.monotonic() + 120
         while True:  # kill w1 once it has stored part of a chunk it is running
             running = cluster.sql(
-                "SELECT c.chunk_no, COUNT(r.row_index) FROM run_chunks c LEFT JOIN row_results r "
-                "ON r.run_id = c.run_id AND r.row_index >= c.row_start AND r.row_index < c.row_stop"
+                "SELECT c.chunk_no, COALESCE(SUM(b.rows), 0) FROM run_chunks c "
+                f"LEFT JOIN run_result_blocks b ON {IN_CHUNK}"
                 " WHERE c.run_id = :r AND c.state = 'running' AND c.worker = :w "
                 "GROUP BY c.chunk_no",
                 r=run_id,
@@ -209,10 +209,9 @@ def test_cancel_and_quota_from_another_api_node(cluster: Cluster) -> None:
     assert "queued" not in states and "running" not in states and "pending" not in states, states
     # chunks that were running stopped part-way (they did not run to their end)
     partial = cluster.sql(
-        "SELECT c.chunk_no, COUNT(r.row_index) FROM run_chunks c JOIN row_results r "
-        "ON r.run_id = c.run_id AND r.row_index >= c.row_start AND r.row_index < c.row_stop "
+        f"SELECT c.chunk_no, SUM(b.rows) FROM run_chunks c JOIN run_result_blocks b ON {IN_CHUNK} "
         "WHERE c.run_id = :r AND c.state = 'dropped' GROUP BY c.chunk_no "
-        "HAVING COUNT(r.row_index) < 500",
+        "HAVING SUM(b.rows) < 500",
         r=run_id,
     )
     assert partial, "no running chunk was stopped mid-way"

@@ -13,6 +13,7 @@ import pytest
 
 from engine.settings import Settings
 from tests.distributed.cluster import Cluster
+from tests.live_server import IN_CHUNK
 from tests.online.otlp_requests import PROTOBUF, span, traces
 
 pytestmark = [pytest.mark.docker, pytest.mark.postgres, pytest.mark.slow]
@@ -54,9 +55,8 @@ def test_a_worker_killed_mid_batch_loses_no_span_and_scores_none_twice(cluster: 
         deadline = time.monotonic() + 180
         while True:  # kill w1 once it has stored part of a rule's chunk it is running
             running = cluster.sql(
-                "SELECT c.run_id, COUNT(r.row_index) FROM run_chunks c JOIN rule_runs rr "
-                "ON rr.run_id = c.run_id LEFT JOIN row_results r ON r.run_id = c.run_id "
-                "AND r.row_index >= c.row_start AND r.row_index < c.row_stop "
+                "SELECT c.run_id, COALESCE(SUM(b.rows), 0) FROM run_chunks c JOIN rule_runs rr "
+                f"ON rr.run_id = c.run_id LEFT JOIN run_result_blocks b ON {IN_CHUNK} "
                 "WHERE c.state = 'running' AND c.worker = :w GROUP BY c.run_id, c.chunk_no",
                 w=victim,
             )

@@ -2,7 +2,9 @@
 onto the spans.
 
 Ingestion only queues (:meth:`OnlineScorer.enqueue`: the rules' filters and sampling,
-then one insert of pending scores) and wakes the scorer's thread. That thread, on each
+then one insert of pending scores) and wakes the scorer's thread. A pass first asks the
+database, in one statement, whether anything waits (a pending score, a run not linked, a
+running backfill): an idle server's pass is that one read. Otherwise that thread, on each
 pass:
 
 - writes the results of the rules' runs back onto their spans as each chunk's results
@@ -251,6 +253,11 @@ class OnlineScorer:
         if now - self._last_orphans >= min(10.0, self.limits.orphan_seconds or 10.0):
             self._last_orphans = now
             self._recover_orphans()
+        if not self.scores.has_work():
+            # idle: nothing to link, step or submit (what the three reads below would find)
+            self._waiting_runs = {}
+            self._next_pass = time.monotonic() + self.limits.tick_seconds
+            return
         # first: it tells which rule versions have runs waiting
         open_runs, self._waiting_runs = self.linker.link()
         backfilling = self.stepper.step_running()

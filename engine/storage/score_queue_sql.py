@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy import Table, bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
@@ -29,13 +29,14 @@ from sqlalchemy.orm import Session
 from engine.storage.database import SqlSessions, once_per_engine
 from engine.storage.records import aware, utcnow
 from engine.storage.rule_records import (
+    BackfillStatus,
     Batch,
     RuleVersion,
     RunResult,
     ScoreStatus,
     SpanRef,
 )
-from engine.storage.rule_tables import RuleRunRow, SpanScoreRow
+from engine.storage.rule_tables import RuleBackfillRow, RuleRunRow, SpanScoreRow
 from engine.storage.score_plan import new_score_rows, plan_scores
 from engine.storage.tables import TenantRow
 
@@ -183,6 +184,28 @@ class ScoreQueue(SqlSessions):
             q = q.where(SpanScoreRow.rule_id == rule_id)
         with self._session() as s:
             return int(s.scalar(q) or 0)
+
+    def has_work(self) -> bool:
+        """Whether a pass of the online scorer has anything to do: a pending score, a run
+        whose results are not on its spans yet, or a running backfill. One statement of
+        three indexed probes: an idle server's pass costs this and nothing more."""
+        pending = (
+            select(SpanScoreRow.id)
+            .where(
+                SpanScoreRow.tenant_id.in_(select(TenantRow.id).scalar_subquery()),
+                SpanScoreRow.status == ScoreStatus.PENDING.value,
+            )
+            .limit(1)
+        )
+        unlinked = select(RuleRunRow.run_id).where(RuleRunRow.linked_at.is_(None)).limit(1)
+        running = (
+            select(RuleBackfillRow.id)
+            .where(RuleBackfillRow.status == BackfillStatus.RUNNING.value)
+            .limit(1)
+        )
+        q = select(or_(exists(pending), exists(unlinked), exists(running)))
+        with self._session() as s:
+            return bool(s.scalar(q))
 
     # ---- batches --------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Connection
 
+from engine.storage.database import param_mark
 from engine.storage.result_blocks import decode_block
 
 __all__ = ["MAX_SPAN", "BlockRange", "block_ranges", "rows_with_results"]
@@ -41,7 +42,7 @@ def block_ranges(
 ) -> list[BlockRange]:
     """The check's blocks, in ``row_start`` order; with ``start`` and ``stop``, only those
     whose range meets ``[start, stop)``."""
-    mark = _mark(conn)
+    mark = param_mark(conn)
     where = f"run_id = {mark} AND check_index = {mark}"
     params: tuple[object, ...] = (run_id, check_index)
     if start is not None and stop is not None:
@@ -70,7 +71,7 @@ def rows_with_results(
     if blocks is None:
         blocks = block_ranges(conn, run_id, check_index, start, stop)
     parts: list[NDArray[np.int64]] = []
-    mark = _mark(conn)
+    mark = param_mark(conn)
     for row_start, row_stop, rows in blocks:
         low, high = max(row_start, start), min(row_stop, stop)
         if low >= high:
@@ -92,8 +93,3 @@ def rows_with_results(
         return every
     # blocks of one check never hold a row twice, but may interleave in range
     return np.sort(every)
-
-
-def _mark(conn: Connection) -> str:
-    """The driver's parameter mark: ``?`` (sqlite3) or ``%s`` (psycopg)."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

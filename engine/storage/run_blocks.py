@@ -28,6 +28,7 @@ from sqlalchemy import Connection, Table
 from engine.models import Row
 from engine.row_dumps import StoredRows
 from engine.storage.bulk_insert import insert_statements, run_statements
+from engine.storage.database import param_mark
 from engine.storage.tables import RunRowBlock
 
 __all__ = [
@@ -116,7 +117,7 @@ def read_rows_at(
     if not wanted:
         return {}
     low, high = wanted[0], wanted[-1]
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     found = conn.exec_driver_sql(
         "SELECT row_start, row_stop, rows FROM run_row_blocks "  # nosec B608 (marks only)
         f"WHERE run_id = {mark} AND row_start > {mark} AND row_start <= {mark} "
@@ -152,7 +153,7 @@ def whole_row(stored: Any) -> Any:
 
 def stored_row_ranges(conn: Connection, run_id: str) -> list[tuple[int, int]]:
     """``(row_start, row_stop)`` of a run's blocks, in order."""
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     found = conn.exec_driver_sql(
         "SELECT row_start, row_stop FROM run_row_blocks "  # nosec B608 (marks only)
         f"WHERE run_id = {mark} ORDER BY row_start",

@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Engine, Table, select
 
 from engine.storage.records import RunStatus, StoredResult
 from engine.storage.result_blocks import EMPTY, ResultArrays, concat, decode_block
+from engine.storage.result_ranges import BlockSpan, block_spans
 from engine.storage.tables import ResultBlockRow, RunRow
 
 __all__ = [
@@ -194,7 +195,7 @@ def check_page(
     if not RunStatus(found[0]).active:
         arrays = check_results(conn, run_id, check_index)
         return _slice(arrays, offset, offset + limit)
-    window = _window(_spans(conn, run_id, check_index), offset, limit)
+    window = _window(block_spans(conn, run_id, check_index), offset, limit)
     if window is None:
         return EMPTY
     low, high, skip = window
@@ -212,7 +213,7 @@ def run_page(conn: Connection, run_id: str, offset: int, limit: int) -> list[Sto
     if not RunStatus(found[0]).active:
         checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
     else:
-        spans = _spans(conn, run_id, None)
+        spans = block_spans(conn, run_id)
         window = _window(spans, offset, limit)
         if window is None:
             return []
@@ -223,17 +224,7 @@ def run_page(conn: Connection, run_id: str, offset: int, limit: int) -> list[Sto
     return [checks[c].stored(c, k) for c, k in merged_page(rows, offset, limit)]
 
 
-def _spans(conn: Connection, run_id: str, check_index: int | None) -> list[tuple[int, ...]]:
-    """``(check_index, row_start, row_stop, rows)`` of a run's blocks (of one check, when
-    given), in ``row_start`` order."""
-    query = select(BLOCKS.c.check_index, BLOCKS.c.row_start, BLOCKS.c.row_stop, BLOCKS.c.rows)
-    query = query.where(BLOCKS.c.run_id == run_id)
-    if check_index is not None:
-        query = query.where(BLOCKS.c.check_index == check_index)
-    return [tuple(map(int, span)) for span in conn.execute(query.order_by(BLOCKS.c.row_start))]
-
-
-def _window(spans: list[tuple[int, ...]], offset: int, limit: int) -> tuple[int, int, int] | None:
+def _window(spans: list[BlockSpan], offset: int, limit: int) -> tuple[int, int, int] | None:
     """``(low, high, skip)``: the rows ``low <= row_index < high`` hold results ``offset``
     to ``offset + limit - 1`` (in (row, check) order) of the blocks ``spans`` describe,
     the first of them after ``skip`` others in that range; None past the last result.

@@ -161,20 +161,39 @@ def _cache_of(engine: Engine) -> _Cache:
         return cache
 
 
+#: What a read needs of its run, read once: whether it is active, and its ``results_done``.
+_RunState = tuple[bool, int]
+
+
+def _run_state(conn: Connection, run_id: str) -> _RunState | None:
+    """Whether the run is active and its ``results_done`` (None: no such run)."""
+    found = conn.execute(
+        select(RunRow.status, RunRow.results_done).where(RunRow.id == run_id)
+    ).first()
+    if found is None:
+        return None
+    return RunStatus(found[0]).active, int(found[1] or 0)
+
+
 def check_results(conn: Connection, run_id: str, check_index: int) -> ResultArrays:
     """Every result of a check in row order (:data:`EMPTY` for an unknown run), from the
     cache when the run has finished and its ``results_done`` has not moved."""
     # results_done before the blocks: a write landing in between is then cached under the
     # count it replaced, which no later reader asks for
-    found = conn.execute(
-        select(RunRow.status, RunRow.results_done).where(RunRow.id == run_id)
-    ).first()
-    if found is None:
+    state = _run_state(conn, run_id)
+    if state is None:
         return EMPTY
-    if RunStatus(found[0]).active:
+    return _check_results(conn, run_id, check_index, state)
+
+
+def _check_results(
+    conn: Connection, run_id: str, check_index: int, state: _RunState
+) -> ResultArrays:
+    active, done = state
+    if active:
         return read_results(conn, run_id, check_index)
     cache = _cache_of(conn.engine)
-    key = (run_id, check_index, int(found[1] or 0))
+    key = (run_id, check_index, done)
     arrays = cache.get(key)
     if arrays is None:
         arrays = read_results(conn, run_id, check_index)
@@ -189,11 +208,11 @@ def check_page(
     kept results of a finished run, read from only the blocks that hold them otherwise
     (a run still going is read afresh, so a page of it decodes a page's blocks, not all).
     """
-    found = conn.execute(select(RunRow.status).where(RunRow.id == run_id)).first()
-    if found is None or limit <= 0:
+    state = _run_state(conn, run_id)
+    if state is None or limit <= 0:
         return EMPTY
-    if not RunStatus(found[0]).active:
-        arrays = check_results(conn, run_id, check_index)
+    if not state[0]:
+        arrays = _check_results(conn, run_id, check_index, state)
         return _slice(arrays, offset, offset + limit)
     window = _window(block_spans(conn, run_id, check_index), offset, limit)
     if window is None:
@@ -206,12 +225,12 @@ def run_page(conn: Connection, run_id: str, offset: int, limit: int) -> list[Sto
     """A run's results ``offset`` to ``offset + limit - 1`` ordered by (row index, check
     index): from the kept results of a finished run, else from only the blocks of the
     rows the page spans."""
-    found = conn.execute(select(RunRow.status).where(RunRow.id == run_id)).first()
-    if found is None or limit <= 0:
+    state = _run_state(conn, run_id)
+    if state is None or limit <= 0:
         return []
     checks: dict[int, ResultArrays]
-    if not RunStatus(found[0]).active:
-        checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
+    if not state[0]:
+        checks = {c: _check_results(conn, run_id, c, state) for c in check_indexes(conn, run_id)}
     else:
         spans = block_spans(conn, run_id)
         window = _window(spans, offset, limit)

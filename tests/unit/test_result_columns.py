@@ -192,7 +192,7 @@ def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
     from engine.storage.result_reads import _Cache, _size
 
     three = _arrays([_ok(0.5)] * 3)
-    cache = _Cache(2 * _size(three))
+    cache: _Cache[tuple[str, int, int], ResultArrays] = _Cache(2 * _size(three), _size)
     cache.put(("a", 0, 3), three)
     cache.put(("b", 0, 3), three)
     assert cache.get(("a", 0, 3)) is three  # now the most recently used

@@ -22,7 +22,7 @@ from typing import Any
 from engine import logs
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
-from engine.errors import NotFoundError, StorageError
+from engine.errors import InvalidRequestError, NotFoundError, StorageError
 from engine.llm.cache import cache_scope
 from engine.llm.client import Completion
 from engine.llm.usage import UsageMeter, metering
@@ -30,7 +30,7 @@ from engine.models import IndexedRow, Limits, ResultCallback, ResultColumns, Row
 from engine.runs.executors import CodeExecutor, Executors
 from engine.runs.metrics import Metrics
 from engine.sandbox.blocks import ResultBlock
-from engine.sandbox.columns import IndexedColumns, stored_columns
+from engine.sandbox.columns import IndexedColumns, RowColumns, loaded_columns, stored_columns
 from engine.storage import RunCheck, Store
 
 log = logging.getLogger("scorebox.runs")
@@ -273,6 +273,23 @@ def _stored_rows(
     return [(i, Row.stored(data[i])) for i in indices]
 
 
+def _loaded_columns(
+    store: Store, run_id: str, indices: list[int], executors: Executors, check: ResolvedCheck
+) -> RowColumns | None:
+    """A chunk's consecutive rows loaded straight into the sandbox's columns (no row's
+    whole dump made), or None: rows with a gap, another executor, rows the store cannot
+    give as columns."""
+    if indices != list(range(indices[0], indices[0] + len(indices))):
+        return None
+    try:
+        if not isinstance(executors.for_check(check), CodeExecutor):
+            return None
+    except InvalidRequestError:
+        return None  # raised again, and counted, where the chunk runs
+    found = store.load_row_columns(run_id, indices[0], indices[0] + len(indices))
+    return None if found is None else loaded_columns(found)
+
+
 def execute_chunk(
     store: Store,
     executors: Executors,
@@ -290,7 +307,8 @@ def execute_chunk(
     indices = pending_rows(store, spec)
     if not indices:
         return ChunkOutcome(0, 0, {})
-    data = store.load_rows(spec.run_id, indices)
+    columns = _loaded_columns(store, spec.run_id, indices, executors, check)
+    data = {} if columns is not None else store.load_rows(spec.run_id, indices)
     meter = WrittenMeter()
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
@@ -306,7 +324,9 @@ def execute_chunk(
             if isinstance(executor, CodeExecutor):  # rows and results go as columns
                 executor.score(
                     check,
-                    _stored_rows(indices, data, as_columns=True),
+                    _stored_rows(indices, data, as_columns=True)
+                    if columns is None
+                    else IndexedColumns(columns, indices[0]),
                     spec.limits,
                     labels,
                     writer.add,

@@ -138,6 +138,14 @@ def stored_columns(rows: Sequence[Mapping[str, Any]]) -> RowColumns | None:
     return RowColumns(columns)  # model_output is a str in every checked row: never left out
 
 
+def loaded_columns(columns: Mapping[str, list[Any]]) -> RowColumns:
+    """A run's rows as its store loads them as columns (the fields some row gives; rows
+    the service checked before storing them), a column of only its default left out."""
+    return RowColumns(
+        {name: values for name, values in columns.items() if _says_something(name, values)}
+    )
+
+
 def dump_row_columns(rows: Sequence[Row]) -> bytes:
     """Row values as the job's columns (what :meth:`RowColumns.dump_columns` gives for the
     same rows): one list per field some row holds, in one encoding call."""
@@ -152,7 +160,7 @@ def dump_row_columns(rows: Sequence[Row]) -> bytes:
     return to_json(columns, inf_nan_mode="null")
 
 
-def _says_something(name: str, values: tuple[Any, ...]) -> bool:
+def _says_something(name: str, values: Sequence[Any]) -> bool:
     """Whether column ``name`` holds a value other than its default (metadata's is an
     empty dict, the others' None): a column of only defaults says nothing the harness
     does not assume, and is left out of a job."""

@@ -24,7 +24,12 @@ from engine.storage.records import (
 )
 from engine.storage.result_ranges import block_ranges, rows_with_results
 from engine.storage.result_reads import check_page, check_results, run_page
-from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
+from engine.storage.run_blocks import (
+    insert_row_blocks,
+    read_row_columns,
+    read_rows_at,
+    stored_row_ranges,
+)
 from engine.storage.run_writes import ResultValues, insert_results
 from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
 
@@ -215,6 +220,11 @@ class SqlRuns(SqlSessions):
             return {}
         with self._session() as s:
             return read_rows_at(s.connection(), run_id, indices)
+
+    def load_row_columns(self, run_id: str, start: int, stop: int) -> dict[str, list[Any]] | None:
+        """Rows ``start`` to ``stop - 1`` as columns, or None (see ``read_row_columns``)."""
+        with self._session() as s:
+            return read_row_columns(s.connection(), run_id, start, stop)
 
     def missing_rows(self, run_id: str, check_index: int) -> list[int]:
         with self._session() as s:

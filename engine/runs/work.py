@@ -273,21 +273,24 @@ def _stored_rows(
     return [(i, Row.stored(data[i])) for i in indices]
 
 
-def _loaded_columns(
-    store: Store, run_id: str, indices: list[int], executors: Executors, check: ResolvedCheck
-) -> RowColumns | None:
-    """A chunk's consecutive rows loaded straight into the sandbox's columns (no row's
-    whole dump made), or None: rows with a gap, another executor, rows the store cannot
-    give as columns."""
-    if indices != list(range(indices[0], indices[0] + len(indices))):
+def _pending_columns(
+    store: Store, spec: ChunkSpec, executors: Executors, check: ResolvedCheck
+) -> tuple[list[int], RowColumns | None] | None:
+    """A sandbox chunk of consecutive rows: its rows without a result and, when those are
+    consecutive, their columns loaded straight from the store (no row's whole dump made),
+    in one transaction. None for another chunk (rows with a gap, another executor)."""
+    rows = spec.rows
+    if not rows or rows != tuple(range(rows[0], rows[0] + len(rows))):
         return None
     try:
         if not isinstance(executors.for_check(check), CodeExecutor):
             return None
     except InvalidRequestError:
         return None  # raised again, and counted, where the chunk runs
-    found = store.load_row_columns(run_id, indices[0], indices[0] + len(indices))
-    return None if found is None else loaded_columns(found)
+    pending, found = store.pending_row_columns(
+        spec.run_id, spec.check_index, rows[0], rows[0] + len(rows)
+    )
+    return pending, None if found is None else loaded_columns(found)
 
 
 def execute_chunk(
@@ -304,10 +307,10 @@ def execute_chunk(
     written until then are kept) and :class:`~engine.errors.ScoreboxError`
     when the chunk cannot run (the caller fails the run).
     """
-    indices = pending_rows(store, spec)
+    found = _pending_columns(store, spec, executors, check)
+    indices, columns = (pending_rows(store, spec), None) if found is None else found
     if not indices:
         return ChunkOutcome(0, 0, {})
-    columns = _loaded_columns(store, spec.run_id, indices, executors, check)
     data = {} if columns is not None else store.load_rows(spec.run_id, indices)
     meter = WrittenMeter()
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)

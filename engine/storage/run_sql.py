@@ -221,10 +221,20 @@ class SqlRuns(SqlSessions):
         with self._session() as s:
             return read_rows_at(s.connection(), run_id, indices)
 
-    def load_row_columns(self, run_id: str, start: int, stop: int) -> dict[str, list[Any]] | None:
-        """Rows ``start`` to ``stop - 1`` as columns, or None (see ``read_row_columns``)."""
+    def pending_row_columns(
+        self, run_id: str, check_index: int, start: int, stop: int
+    ) -> tuple[list[int], dict[str, list[Any]] | None]:
+        """The rows in ``[start, stop)`` without a result for the check (as
+        :meth:`result_rows` finds them) and, when they are consecutive, their columns
+        (``read_row_columns``; None otherwise), read in one transaction."""
         with self._session() as s:
-            return read_row_columns(s.connection(), run_id, start, stop)
+            conn = s.connection()
+            done = rows_with_results(conn, run_id, check_index, start, stop)
+            held = set(done.tolist())
+            pending = [i for i in range(start, stop) if i not in held]
+            if not pending or pending[-1] - pending[0] + 1 != len(pending):
+                return pending, None
+            return pending, read_row_columns(conn, run_id, pending[0], pending[-1] + 1)
 
     def missing_rows(self, run_id: str, check_index: int) -> list[int]:
         with self._session() as s:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.models import Row
+from engine.contract import Status
+from engine.models import Row, RowResult
 from engine.row_dumps import StoredRows
 from engine.sandbox.columns import dump_row_columns, loaded_columns
 from engine.storage import SqlStore, open_store
@@ -31,8 +32,15 @@ def _stored(store: SqlStore, rows: Any, tenant_name: str = "t") -> str:
     return run.id
 
 
+def _columns(store: SqlStore, run_id: str, start: int, stop: int) -> dict[str, Any] | None:
+    """The columns of rows ``start`` to ``stop - 1`` of a run with no result yet."""
+    pending, found = store.pending_row_columns(run_id, 0, start, stop)
+    assert pending == list(range(start, stop))
+    return found
+
+
 def _same_as_rows(store: SqlStore, run_id: str, start: int, stop: int) -> None:
-    found = store.load_row_columns(run_id, start, stop)
+    found = _columns(store, run_id, start, stop)
     assert found is not None
     columns = loaded_columns(found)
     loaded = store.load_rows(run_id, range(start, stop))
@@ -47,10 +55,10 @@ def test_rows_stored_as_sent_load_as_the_columns_of_their_rows(database_url: str
         run_id = _stored(store, StoredRows([dict(row) for row in SENT]))
         for start, stop in ((0, 230), (0, 1), (95, 205), (100, 200), (199, 230), (3, 4)):
             _same_as_rows(store, run_id, start, stop)
-        found = store.load_row_columns(run_id, 1, 3)  # only model_output in both rows
+        found = _columns(store, run_id, 1, 3)  # only model_output in both rows
         assert found is not None and set(found) == {"model_output"}
-        assert store.load_row_columns(run_id, 200, 231) is None  # past the last row
-        assert store.load_row_columns(run_id, 5, 5) is None
+        assert _columns(store, run_id, 200, 231) is None  # past the last row
+        assert _columns(store, run_id, 5, 5) is None
     finally:
         store.engine.dispose()
 
@@ -62,7 +70,24 @@ def test_whole_dumps_load_as_columns_and_other_rows_do_not(database_url: str) ->
         run_id = _stored(store, whole)
         _same_as_rows(store, run_id, 90, 130)
         partial = _stored(store, [dict(row) for row in SENT[:10]], "u")  # not vouched as sent
-        assert store.load_row_columns(partial, 0, 10) is None
-        assert store.load_row_columns(partial, 1, 3) is None
+        assert _columns(store, partial, 0, 10) is None
+        assert _columns(store, partial, 1, 3) is None
+    finally:
+        store.engine.dispose()
+
+
+def test_rows_with_a_result_are_left_out_and_a_gap_gives_no_columns(
+    database_url: str,
+) -> None:
+    store = open_store(database_url)
+    try:
+        run_id = _stored(store, StoredRows([dict(row) for row in SENT]))
+        ok = RowResult(status=Status.OK, score=1.0)
+        store.save_results(run_id, [(0, 0, ok), (0, 1, ok), (1, 5, ok)])
+        pending, found = store.pending_row_columns(run_id, 0, 0, 10)
+        assert pending == list(range(2, 10)) and found is not None
+        assert found["model_output"] == [f"o{i}" for i in range(2, 10)]
+        pending, found = store.pending_row_columns(run_id, 1, 0, 10)  # another check's
+        assert pending == [0, 1, 2, 3, 4, 6, 7, 8, 9] and found is None
     finally:
         store.engine.dispose()

@@ -175,20 +175,24 @@ def read_row_columns(
 
 
 def _columns(rows: list[Any], whole: bool) -> dict[str, list[Any]] | None:
-    if any(type(row) is not dict for row in rows):
+    if set(map(type, rows)) != {dict}:
         return None
-    size = len(_DEFAULTS)
-    if whole and any(len(row) != size for row in rows):
+    names = set().union(*rows)
+    if not names <= _DEFAULTS.keys():
+        return None
+    # each row's keys are among ``names``: as many keys in all as rows times names means
+    # every row gives every name (a whole dump every field), with no count a name
+    keys = sum(map(len, rows))
+    if whole and keys != len(rows) * len(_DEFAULTS):
         return None  # a whole dump holds every field
-    given = Counter(chain.from_iterable(rows))
-    if not given.keys() <= _DEFAULTS.keys():
-        return None
+    given = None if keys == len(rows) * len(names) else Counter(chain.from_iterable(rows))
     columns: dict[str, list[Any]] = {}
     for name, default in _DEFAULTS.items():
-        count = given.get(name, 0)
-        if count == len(rows):
+        if name not in names:
+            continue
+        if given is None or given[name] == len(rows):
             columns[name] = list(map(itemgetter(name), rows))
-        elif count:  # model_output is in every row: its default is never needed
+        else:  # model_output is in every row: its default is never needed
             columns[name] = [row.get(name, copy(default)) for row in rows]  # a dict its own
     return columns
 

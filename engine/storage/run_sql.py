@@ -230,8 +230,11 @@ class SqlRuns(SqlSessions):
         with self._session() as s:
             conn = s.connection()
             done = rows_with_results(conn, run_id, check_index, start, stop)
-            held = set(done.tolist())
-            pending = [i for i in range(start, stop) if i not in held]
+            if len(done):
+                held = set(done.tolist())
+                pending = [i for i in range(start, stop) if i not in held]
+            else:
+                pending = list(range(start, stop))
             if not pending or pending[-1] - pending[0] + 1 != len(pending):
                 return pending, None
             return pending, read_row_columns(conn, run_id, pending[0], pending[-1] + 1)

@@ -22,7 +22,7 @@ from typing import Any
 from engine import logs
 from engine.builtins import Builtins
 from engine.catalog import ResolvedCheck
-from engine.errors import NotFoundError, StorageError
+from engine.errors import InvalidRequestError, NotFoundError, StorageError
 from engine.llm.cache import cache_scope
 from engine.llm.client import Completion
 from engine.llm.usage import UsageMeter, metering
@@ -30,7 +30,7 @@ from engine.models import IndexedRow, Limits, ResultCallback, ResultColumns, Row
 from engine.runs.executors import CodeExecutor, Executors
 from engine.runs.metrics import Metrics
 from engine.sandbox.blocks import ResultBlock
-from engine.sandbox.columns import IndexedColumns, stored_columns
+from engine.sandbox.columns import IndexedColumns, RowColumns, loaded_columns, stored_columns
 from engine.storage import RunCheck, Store
 
 log = logging.getLogger("scorebox.runs")
@@ -273,6 +273,26 @@ def _stored_rows(
     return [(i, Row.stored(data[i])) for i in indices]
 
 
+def _pending_columns(
+    store: Store, spec: ChunkSpec, executors: Executors, check: ResolvedCheck
+) -> tuple[list[int], RowColumns | None] | None:
+    """A sandbox chunk of consecutive rows: its rows without a result and, when those are
+    consecutive, their columns loaded straight from the store (no row's whole dump made),
+    in one transaction. None for another chunk (rows with a gap, another executor)."""
+    rows = spec.rows
+    if not rows or rows != tuple(range(rows[0], rows[0] + len(rows))):
+        return None
+    try:
+        if not isinstance(executors.for_check(check), CodeExecutor):
+            return None
+    except InvalidRequestError:
+        return None  # raised again, and counted, where the chunk runs
+    pending, found = store.pending_row_columns(
+        spec.run_id, spec.check_index, rows[0], rows[0] + len(rows)
+    )
+    return pending, None if found is None else loaded_columns(found)
+
+
 def execute_chunk(
     store: Store,
     executors: Executors,
@@ -287,10 +307,11 @@ def execute_chunk(
     written until then are kept) and :class:`~engine.errors.ScoreboxError`
     when the chunk cannot run (the caller fails the run).
     """
-    indices = pending_rows(store, spec)
+    found = _pending_columns(store, spec, executors, check)
+    indices, columns = (pending_rows(store, spec), None) if found is None else found
     if not indices:
         return ChunkOutcome(0, 0, {})
-    data = store.load_rows(spec.run_id, indices)
+    data = {} if columns is not None else store.load_rows(spec.run_id, indices)
     meter = WrittenMeter()
     writer = ResultWriter(store, spec.run_id, spec.check_index, metrics, should_stop, meter)
     labels = {"scorebox.tenant": spec.tenant_id, "scorebox.run": spec.run_id}
@@ -306,7 +327,9 @@ def execute_chunk(
             if isinstance(executor, CodeExecutor):  # rows and results go as columns
                 executor.score(
                     check,
-                    _stored_rows(indices, data, as_columns=True),
+                    _stored_rows(indices, data, as_columns=True)
+                    if columns is None
+                    else IndexedColumns(columns, indices[0]),
                     spec.limits,
                     labels,
                     writer.add,

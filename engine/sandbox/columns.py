@@ -130,11 +130,20 @@ def stored_columns(rows: Sequence[Mapping[str, Any]]) -> RowColumns | None:
         taken = zip(*map(_ALL_VALUES, rows), strict=True)
     except KeyError:
         return None
-    columns: dict[str, list[Any]] = {}
-    for name, values in zip(_FIELDS, taken, strict=True):
-        if any(values) if name == "metadata" else values.count(None) != len(values):
-            columns[name] = list(values)
+    columns = {
+        name: list(values)
+        for name, values in zip(_FIELDS, taken, strict=True)
+        if _says_something(name, values)
+    }
     return RowColumns(columns)  # model_output is a str in every checked row: never left out
+
+
+def loaded_columns(columns: Mapping[str, list[Any]]) -> RowColumns:
+    """A run's rows as its store loads them as columns (the fields some row gives; rows
+    the service checked before storing them), a column of only its default left out."""
+    return RowColumns(
+        {name: values for name, values in columns.items() if _says_something(name, values)}
+    )
 
 
 def dump_row_columns(rows: Sequence[Row]) -> bytes:
@@ -143,13 +152,19 @@ def dump_row_columns(rows: Sequence[Row]) -> bytes:
     # A Row holds every field in its __dict__: one itemgetter call a row takes its values,
     # zip turns them into columns, all in C (half the time of a getattr a field and row).
     taken = zip(*map(_JOB_VALUES, [row.__dict__ for row in rows]), strict=True)
-    columns: dict[str, tuple[Any, ...]] = {}
-    for name, values in zip(_JOB_FIELDS, taken, strict=False):
-        # metadata's default is an empty dict, the others' None: a column of only defaults
-        # says nothing the harness does not assume.
-        if any(values) if name == "metadata" else values.count(None) != len(values):
-            columns[name] = values
+    columns = {
+        name: values
+        for name, values in zip(_JOB_FIELDS, taken, strict=False)
+        if _says_something(name, values)
+    }
     return to_json(columns, inf_nan_mode="null")
+
+
+def _says_something(name: str, values: Sequence[Any]) -> bool:
+    """Whether column ``name`` holds a value other than its default (metadata's is an
+    empty dict, the others' None): a column of only defaults says nothing the harness
+    does not assume, and is left out of a job."""
+    return any(values) if name == "metadata" else values.count(None) != len(values)
 
 
 class IndexedColumns(Sequence[IndexedRow]):

@@ -19,6 +19,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Table
 
+from engine.storage.database import param_mark
+
 #: Rows a statement at most: 500 rows of a 20-column table stay under PostgreSQL's limit
 #: on bound parameters (65,535) and SQLite's since 3.32 (32,766); an older SQLite's
 #: (999) is read from the connection.
@@ -49,7 +51,7 @@ def insert_statements(
         for c in columns
     ]
     quote = dialect.identifier_preparer.quote
-    mark = "?" if dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     per_statement = min(ROWS_PER_STATEMENT, _max_parameters(conn) // len(columns))
     group = "(" + ", ".join([mark] * len(columns)) + ")"
     # Names come from the Table (quoted by the dialect), every value is a bound parameter.

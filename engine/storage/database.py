@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -42,6 +42,12 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 #: The session-level advisory lock every schema upgrade holds on PostgreSQL; the
 #: dispatcher's transaction-level lock (engine.distributed.ledger) uses another key.
 MIGRATION_LOCK_KEY = int.from_bytes(b"sbx-migr", "big")
+
+
+def param_mark(conn: Connection) -> str:
+    """The driver's parameter mark for SQL written by hand: ``?`` (sqlite3) or ``%s``
+    (psycopg)."""
+    return "?" if conn.dialect.paramstyle == "qmark" else "%s"
 
 
 def _lower(value: Any) -> Any:

@@ -188,36 +188,17 @@ def encode_block(
     n = len(row_index)
     if not (len(status) == len(score) == len(duration_ms) == n):
         raise StorageError("a result block's columns differ in length")
-    names: dict[str, int] = {}
-    codes = bytearray(n)
-    for k, name in enumerate(status):
-        code = names.get(name)
-        if code is None:
-            code = names[name] = len(names)
-            if code > 255:
-                raise StorageError("a result block holds more than 256 statuses")
-        codes[k] = code
-    kinds = bytearray(n)
-    values = np.empty(n, np.float64)
+    # the statuses in the order they first appear, each row's code looked up in C
+    names = {name: code for code, name in enumerate(dict.fromkeys(status))}
+    if len(names) > 256:
+        raise StorageError("a result block holds more than 256 statuses")
+    codes = bytes(map(names.__getitem__, status))
     stored: dict[str, dict[str, Any]] = {}
     for position, found in extras.items():
         kept = _extra(found)
         if kept:
             stored[str(int(position))] = kept
-    for k, value in enumerate(score):
-        if value is None:
-            values[k] = math.nan
-        elif value is True or value is False:
-            kinds[k] = KIND_BOOL
-            values[k] = 1.0 if value else 0.0
-        elif isinstance(value, int):
-            kinds[k] = KIND_INT
-            values[k] = float(value)
-            if abs(value) > _EXACT_INT:
-                stored.setdefault(str(k), {})["score"] = value
-        else:
-            kinds[k] = KIND_FLOAT
-            values[k] = float(value)
+    kinds, values = _score_columns(score, stored)
     rows = np.asarray(row_index, dtype=np.int64) if n else np.empty(0, np.int64)
     contiguous = bool(n == 0 or int(rows[-1]) - int(rows[0]) == n - 1)
     if n > 1 and not bool(np.all(np.diff(rows) > 0)):
@@ -238,9 +219,40 @@ def encode_block(
     ]
     if not contiguous:
         parts.append(rows.tobytes())
-    parts.append(bytes(codes))
-    parts.append(bytes(kinds))
+    parts.append(codes)
+    parts.append(kinds)
     return b"".join(parts)
+
+
+def _score_columns(
+    score: Sequence[bool | int | float | None], stored: dict[str, dict[str, Any]]
+) -> tuple[bytes, NDArray[np.float64]]:
+    """Each score's kind and its value as a float (NaN for none); an int past 2**53 also
+    exactly in ``stored``. Scores all bools or all floats (a check's usual block) are
+    taken in one numpy call, not a Python step a row."""
+    n = len(score)
+    types = set(map(type, score))
+    if n and types == {bool}:
+        return bytes([KIND_BOOL]) * n, np.array(score, dtype=np.float64)
+    if n and types == {float}:
+        return bytes([KIND_FLOAT]) * n, np.array(score, dtype=np.float64)
+    kinds = bytearray(n)
+    values = np.empty(n, np.float64)
+    for k, value in enumerate(score):
+        if value is None:
+            values[k] = math.nan
+        elif value is True or value is False:
+            kinds[k] = KIND_BOOL
+            values[k] = 1.0 if value else 0.0
+        elif isinstance(value, int):
+            kinds[k] = KIND_INT
+            values[k] = float(value)
+            if abs(value) > _EXACT_INT:
+                stored.setdefault(str(k), {})["score"] = value
+        else:
+            kinds[k] = KIND_FLOAT
+            values[k] = float(value)
+    return bytes(kinds), values
 
 
 def decode_block(data: bytes) -> ResultArrays:

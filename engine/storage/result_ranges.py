@@ -21,15 +21,52 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Connection
 
+from engine.storage.database import param_mark
 from engine.storage.result_blocks import decode_block
 
-__all__ = ["MAX_SPAN", "BlockRange", "block_ranges", "rows_with_results"]
+__all__ = [
+    "MAX_SPAN",
+    "BlockRange",
+    "BlockSpan",
+    "block_ranges",
+    "block_spans",
+    "rows_with_results",
+]
 
 #: A block's ``row_stop - row_start`` at most.
 MAX_SPAN = 5000
 
 #: ``(row_start, row_stop, rows)`` of a stored block.
 BlockRange = tuple[int, int, int]
+#: ``(check_index, row_start, row_stop, rows)`` of a stored block.
+BlockSpan = tuple[int, int, int, int]
+
+
+def block_spans(
+    conn: Connection,
+    run_id: str,
+    check_index: int | None = None,
+    start: int | None = None,
+    stop: int | None = None,
+) -> list[BlockSpan]:
+    """``(check_index, row_start, row_stop, rows)`` of a run's blocks (of one check, when
+    given), in ``row_start`` order; with ``start`` and ``stop``, only those whose range
+    meets ``[start, stop)``."""
+    mark = param_mark(conn)
+    where = f"run_id = {mark}"
+    params: tuple[object, ...] = (run_id,)
+    if check_index is not None:
+        where += f" AND check_index = {mark}"
+        params = (*params, check_index)
+    if start is not None and stop is not None:
+        where += f" AND row_start > {mark} AND row_start < {mark} AND row_stop > {mark}"
+        params = (*params, start - MAX_SPAN, stop, start)
+    found = conn.exec_driver_sql(
+        "SELECT check_index, row_start, row_stop, rows FROM run_result_blocks "  # nosec B608 (marks only)
+        f"WHERE {where} ORDER BY row_start",
+        params,
+    )
+    return [(int(c), int(a), int(b), int(n)) for c, a, b, n in found]
 
 
 def block_ranges(
@@ -39,20 +76,8 @@ def block_ranges(
     start: int | None = None,
     stop: int | None = None,
 ) -> list[BlockRange]:
-    """The check's blocks, in ``row_start`` order; with ``start`` and ``stop``, only those
-    whose range meets ``[start, stop)``."""
-    mark = _mark(conn)
-    where = f"run_id = {mark} AND check_index = {mark}"
-    params: tuple[object, ...] = (run_id, check_index)
-    if start is not None and stop is not None:
-        where += f" AND row_start > {mark} AND row_start < {mark} AND row_stop > {mark}"
-        params = (*params, start - MAX_SPAN, stop, start)
-    found = conn.exec_driver_sql(
-        f"SELECT row_start, row_stop, rows FROM run_result_blocks WHERE {where} "  # nosec B608 (marks only)
-        "ORDER BY row_start",
-        params,
-    )
-    return [(int(a), int(b), int(n)) for a, b, n in found]
+    """The check's blocks (:func:`block_spans` of one check, without it)."""
+    return [(a, b, n) for _, a, b, n in block_spans(conn, run_id, check_index, start, stop)]
 
 
 def rows_with_results(
@@ -70,7 +95,7 @@ def rows_with_results(
     if blocks is None:
         blocks = block_ranges(conn, run_id, check_index, start, stop)
     parts: list[NDArray[np.int64]] = []
-    mark = _mark(conn)
+    mark = param_mark(conn)
     for row_start, row_stop, rows in blocks:
         low, high = max(row_start, start), min(row_stop, stop)
         if low >= high:
@@ -92,8 +117,3 @@ def rows_with_results(
         return every
     # blocks of one check never hold a row twice, but may interleave in range
     return np.sort(every)
-
-
-def _mark(conn: Connection) -> str:
-    """The driver's parameter mark: ``?`` (sqlite3) or ``%s`` (psycopg)."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

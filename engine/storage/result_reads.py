@@ -6,9 +6,13 @@ concatenated into columns, sorted by row index where retried chunks left blocks 
 ranges interleave. A finished run's results change only when ``results_done`` does (a
 late result of a cancelled chunk), so they are kept decoded, per engine, keyed by
 ``(run_id, check_index, results_done)``: the dashboard paging through a finished run
-decodes its blocks once, not once a page. A run still active is read afresh each time,
-and a page of its results (:func:`check_page`, :func:`run_page`) decodes only the
-blocks of the rows the page spans, found from the blocks' ranges and counts.
+decodes its blocks once, not once a page. A block never changes once written (a run's
+blocks go only with the run), so a run still active keeps its checks' results decoded
+too, by ``(run_id, check_index)`` with the blocks they came from: a read (the polled
+running summary) decodes only the blocks stored since the last, and the first read
+after the run ends only those still missing. A page of an active run's results
+(:func:`check_page`, :func:`run_page`) decodes only the blocks of the rows the page
+spans, found from the blocks' ranges and counts.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,6 +30,7 @@ from sqlalchemy import Connection, Engine, Table, select
 
 from engine.storage.records import RunStatus, StoredResult
 from engine.storage.result_blocks import EMPTY, ResultArrays, concat, decode_block
+from engine.storage.result_ranges import BlockSpan, block_spans
 from engine.storage.tables import ResultBlockRow, RunRow
 
 __all__ = [
@@ -42,6 +49,9 @@ BLOCKS: Table = ResultBlockRow.__table__  # type: ignore[assignment]
 #: Decoded results kept per engine, in (estimated) bytes: a finished million-row check
 #: with an explanation a row, or several without.
 CACHED_BYTES = 512 * 2**20
+#: Decoded results of active runs kept per engine, in (estimated) bytes: a poll of a
+#: running run's summary decodes only the blocks stored since the last.
+ACTIVE_BYTES = 256 * 2**20
 #: What a result costs held decoded: its columns, and a row's extras as Python objects.
 _COLUMN_BYTES = 26
 _EXTRA_BYTES = 320
@@ -119,45 +129,92 @@ def _size(arrays: ResultArrays) -> int:
     return _COLUMN_BYTES * len(arrays) + _EXTRA_BYTES * len(arrays.extras)
 
 
-class _Cache:
-    """Least recently used decoded results of finished runs, bounded in estimated bytes."""
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
-    def __init__(self, size: int) -> None:
+
+class _Cache(Generic[K, V]):
+    """Least recently used decoded results, bounded in estimated bytes (``measure``)."""
+
+    def __init__(self, size: int, measure: Callable[[V], int]) -> None:
         self._size = size
+        self._measure = measure
         self._held = 0
-        self._entries: OrderedDict[tuple[str, int, int], ResultArrays] = OrderedDict()
+        self._entries: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, int, int]) -> ResultArrays | None:
+    def get(self, key: K) -> V | None:
         with self._lock:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
             return found
 
-    def put(self, key: tuple[str, int, int], arrays: ResultArrays) -> None:
-        if _size(arrays) > self._size:
-            return
+    def put(self, key: K, value: V) -> None:
+        size = self._measure(value)
         with self._lock:
             old = self._entries.pop(key, None)
-            self._held -= 0 if old is None else _size(old)
-            self._entries[key] = arrays
-            self._held += _size(arrays)
+            self._held -= 0 if old is None else self._measure(old)
+            if size > self._size:
+                return
+            self._entries[key] = value
+            self._held += size
             while self._held > self._size:
                 _, dropped = self._entries.popitem(last=False)
-                self._held -= _size(dropped)
+                self._held -= self._measure(dropped)
+
+    def drop(self, key: K) -> None:
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self._held -= 0 if old is None else self._measure(old)
 
 
-_CACHES: weakref.WeakKeyDictionary[Engine, _Cache] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class _Growing:
+    """An active run's check's results decoded so far: the blocks they came from, by
+    ``row_start``, and the results in row order."""
+
+    starts: frozenset[int]
+    arrays: ResultArrays
+
+
+def _growing_size(growing: _Growing) -> int:
+    return _size(growing.arrays)
+
+
+class _Caches:
+    """One engine's decoded results: finished runs' by ``(run_id, check_index,
+    results_done)``, active runs' by ``(run_id, check_index)``."""
+
+    def __init__(self) -> None:
+        self.finished: _Cache[tuple[str, int, int], ResultArrays] = _Cache(CACHED_BYTES, _size)
+        self.active: _Cache[tuple[str, int], _Growing] = _Cache(ACTIVE_BYTES, _growing_size)
+
+
+_CACHES: weakref.WeakKeyDictionary[Engine, _Caches] = weakref.WeakKeyDictionary()
 _CACHES_LOCK = threading.Lock()
 
 
-def _cache_of(engine: Engine) -> _Cache:
+def _caches_of(engine: Engine) -> _Caches:
     with _CACHES_LOCK:
-        cache = _CACHES.get(engine)
-        if cache is None:
-            cache = _CACHES[engine] = _Cache(CACHED_BYTES)
-        return cache
+        caches = _CACHES.get(engine)
+        if caches is None:
+            caches = _CACHES[engine] = _Caches()
+        return caches
+
+
+#: What a read needs of its run, read once: whether it is active, and its ``results_done``.
+_RunState = tuple[bool, int]
+
+
+def _run_state(conn: Connection, run_id: str) -> _RunState | None:
+    """Whether the run is active and its ``results_done`` (None: no such run)."""
+    found = conn.execute(
+        select(RunRow.status, RunRow.results_done).where(RunRow.id == run_id)
+    ).first()
+    if found is None:
+        return None
+    return RunStatus(found[0]).active, int(found[1] or 0)
 
 
 def check_results(conn: Connection, run_id: str, check_index: int) -> ResultArrays:
@@ -165,19 +222,66 @@ def check_results(conn: Connection, run_id: str, check_index: int) -> ResultArra
     cache when the run has finished and its ``results_done`` has not moved."""
     # results_done before the blocks: a write landing in between is then cached under the
     # count it replaced, which no later reader asks for
-    found = conn.execute(
-        select(RunRow.status, RunRow.results_done).where(RunRow.id == run_id)
-    ).first()
-    if found is None:
+    state = _run_state(conn, run_id)
+    if state is None:
         return EMPTY
-    if RunStatus(found[0]).active:
-        return read_results(conn, run_id, check_index)
-    cache = _cache_of(conn.engine)
-    key = (run_id, check_index, int(found[1] or 0))
-    arrays = cache.get(key)
+    return _check_results(conn, run_id, check_index, state)
+
+
+def _check_results(
+    conn: Connection, run_id: str, check_index: int, state: _RunState
+) -> ResultArrays:
+    active, done = state
+    caches = _caches_of(conn.engine)
+    if active:
+        return _read_growing(conn, caches.active, run_id, check_index)
+    key = (run_id, check_index, done)
+    arrays = caches.finished.get(key)
     if arrays is None:
-        arrays = read_results(conn, run_id, check_index)
-        cache.put(key, arrays)
+        # the blocks decoded while it ran, and those written since
+        arrays = _read_growing(conn, caches.active, run_id, check_index)
+        caches.finished.put(key, arrays)
+        caches.active.drop((run_id, check_index))
+    return arrays
+
+
+#: Block row starts a query of missing blocks names at most.
+_STARTS_PER_QUERY = 500
+
+
+def _read_growing(
+    conn: Connection,
+    kept: _Cache[tuple[str, int], _Growing],
+    run_id: str,
+    check_index: int,
+) -> ResultArrays:
+    """A check's results in row order, decoding only the blocks stored since the last
+    read: a block never changes once written (a run's blocks go only with the run)."""
+    key = (run_id, check_index)
+    old = kept.get(key)
+    if old is None:
+        query = select(BLOCKS.c.row_start, BLOCKS.c.data).where(
+            BLOCKS.c.run_id == run_id, BLOCKS.c.check_index == check_index
+        )
+        found = conn.execute(query.order_by(BLOCKS.c.row_start)).all()
+        arrays = _in_row_order(concat([decode_block(bytes(data)) for _, data in found]))
+        kept.put(key, _Growing(frozenset(int(start) for start, _ in found), arrays))
+        return arrays
+    spans = block_spans(conn, run_id, check_index)
+    missing = [start for _, start, _, _ in spans if start not in old.starts]
+    if not missing:
+        return old.arrays
+    parts = [old.arrays]
+    for at in range(0, len(missing), _STARTS_PER_QUERY):
+        group = missing[at : at + _STARTS_PER_QUERY]
+        query = select(BLOCKS.c.data).where(
+            BLOCKS.c.run_id == run_id,
+            BLOCKS.c.check_index == check_index,
+            BLOCKS.c.row_start.in_(group),
+        )
+        parts.extend(decode_block(bytes(data)) for data in conn.scalars(query))
+    arrays = _in_row_order(concat(parts))
+    kept.put(key, _Growing(old.starts | frozenset(missing), arrays))
     return arrays
 
 
@@ -188,13 +292,13 @@ def check_page(
     kept results of a finished run, read from only the blocks that hold them otherwise
     (a run still going is read afresh, so a page of it decodes a page's blocks, not all).
     """
-    found = conn.execute(select(RunRow.status).where(RunRow.id == run_id)).first()
-    if found is None or limit <= 0:
+    state = _run_state(conn, run_id)
+    if state is None or limit <= 0:
         return EMPTY
-    if not RunStatus(found[0]).active:
-        arrays = check_results(conn, run_id, check_index)
+    if not state[0]:
+        arrays = _check_results(conn, run_id, check_index, state)
         return _slice(arrays, offset, offset + limit)
-    window = _window(_spans(conn, run_id, check_index), offset, limit)
+    window = _window(block_spans(conn, run_id, check_index), offset, limit)
     if window is None:
         return EMPTY
     low, high, skip = window
@@ -205,14 +309,14 @@ def run_page(conn: Connection, run_id: str, offset: int, limit: int) -> list[Sto
     """A run's results ``offset`` to ``offset + limit - 1`` ordered by (row index, check
     index): from the kept results of a finished run, else from only the blocks of the
     rows the page spans."""
-    found = conn.execute(select(RunRow.status).where(RunRow.id == run_id)).first()
-    if found is None or limit <= 0:
+    state = _run_state(conn, run_id)
+    if state is None or limit <= 0:
         return []
     checks: dict[int, ResultArrays]
-    if not RunStatus(found[0]).active:
-        checks = {c: check_results(conn, run_id, c) for c in check_indexes(conn, run_id)}
+    if not state[0]:
+        checks = {c: _check_results(conn, run_id, c, state) for c in check_indexes(conn, run_id)}
     else:
-        spans = _spans(conn, run_id, None)
+        spans = block_spans(conn, run_id)
         window = _window(spans, offset, limit)
         if window is None:
             return []
@@ -223,17 +327,7 @@ def run_page(conn: Connection, run_id: str, offset: int, limit: int) -> list[Sto
     return [checks[c].stored(c, k) for c, k in merged_page(rows, offset, limit)]
 
 
-def _spans(conn: Connection, run_id: str, check_index: int | None) -> list[tuple[int, ...]]:
-    """``(check_index, row_start, row_stop, rows)`` of a run's blocks (of one check, when
-    given), in ``row_start`` order."""
-    query = select(BLOCKS.c.check_index, BLOCKS.c.row_start, BLOCKS.c.row_stop, BLOCKS.c.rows)
-    query = query.where(BLOCKS.c.run_id == run_id)
-    if check_index is not None:
-        query = query.where(BLOCKS.c.check_index == check_index)
-    return [tuple(map(int, span)) for span in conn.execute(query.order_by(BLOCKS.c.row_start))]
-
-
-def _window(spans: list[tuple[int, ...]], offset: int, limit: int) -> tuple[int, int, int] | None:
+def _window(spans: list[BlockSpan], offset: int, limit: int) -> tuple[int, int, int] | None:
     """``(low, high, skip)``: the rows ``low <= row_index < high`` hold results ``offset``
     to ``offset + limit - 1`` (in (row, check) order) of the blocks ``spans`` describe,
     the first of them after ``skip`` others in that range; None past the last result.

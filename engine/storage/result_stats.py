@@ -72,12 +72,22 @@ def _name(item: tuple[int, str]) -> str:
     return item[1]
 
 
+#: Whole numbers below this magnitude are floats exactly, and so is every sum of them there.
+_EXACT = 2.0**53
+
+
 def _mean(scores: NDArray[np.float64]) -> float | None:
     """:func:`moments.mean` of the scores, summed exactly without a Python float a score
     passing through a generator."""
     if not len(scores):
         return None
-    large = np.abs(scores) >= moments.LARGE
+    magnitude = np.abs(scores)
+    whole = float(magnitude.max()) < _EXACT and float(magnitude.sum()) < _EXACT
+    if whole and bool(np.all(scores == np.trunc(scores))):
+        # whole numbers (a bool or int check's) whose magnitudes sum below 2**53: every
+        # partial sum is a whole number a float holds exactly, so numpy's sum is fsum's
+        return moments.combine(float(scores.sum()) / len(scores), 0.0)
+    large = magnitude >= moments.LARGE
     small = math.fsum(scores[~large].tolist())
     scaled = math.fsum((scores[large] * moments.SCALE).tolist())
     return moments.combine(small / len(scores), scaled / len(scores))

@@ -19,7 +19,11 @@ from __future__ import annotations
 
 import json
 from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from copy import copy
+from itertools import chain
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -28,12 +32,14 @@ from sqlalchemy import Connection, Table
 from engine.models import Row
 from engine.row_dumps import StoredRows
 from engine.storage.bulk_insert import insert_statements, run_statements
+from engine.storage.database import param_mark
 from engine.storage.tables import RunRowBlock
 
 __all__ = [
     "ROWS_PER_BLOCK",
     "SENT_MARK",
     "insert_row_blocks",
+    "read_row_columns",
     "read_rows_at",
     "row_blocks",
     "stored_row_ranges",
@@ -82,14 +88,18 @@ def _dumps(block: list[Any], sent: bool = False) -> str:
     return head + SENT_MARK + text[len(head) :] if sent else text
 
 
-def _loads(text: str) -> list[Any]:
+def _decode(text: str) -> tuple[list[Any], bool]:
+    """A block's rows as stored, and whether they are rows as sent (:data:`SENT_MARK`)."""
     # orjson reads an integer past 64 bits as a float: a block that may hold one (written
     # by json, or moved by migration 0019) is read by json
     by_json = text.startswith(JSON_MARK)
     found: list[Any] = json.loads(text) if by_json else orjson.loads(text)
-    if text.startswith(SENT_MARK, len(JSON_MARK) if by_json else 1):
-        return [whole_row(row) for row in found]
-    return found
+    return found, text.startswith(SENT_MARK, len(JSON_MARK) if by_json else 1)
+
+
+def _loads(text: str) -> list[Any]:
+    found, sent = _decode(text)
+    return [whole_row(row) for row in found] if sent else found
 
 
 def insert_row_blocks(conn: Connection, run_id: str, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -116,7 +126,7 @@ def read_rows_at(
     if not wanted:
         return {}
     low, high = wanted[0], wanted[-1]
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     found = conn.exec_driver_sql(
         "SELECT row_start, row_stop, rows FROM run_row_blocks "  # nosec B608 (marks only)
         f"WHERE run_id = {mark} AND row_start > {mark} AND row_start <= {mark} "
@@ -131,6 +141,60 @@ def read_rows_at(
             for i in taken:
                 out[i] = block[i - start]
     return out
+
+
+def read_row_columns(
+    conn: Connection, run_id: str, start: int, stop: int
+) -> dict[str, list[Any]] | None:
+    """A run's input rows ``start`` to ``stop - 1`` as columns (field name -> one value a
+    row) with no whole dump made a row: a field no row gives is left out (its default in
+    every row), one some rows give holds the default in the others. None when a row is
+    missing, or one is neither as sent nor a whole dump (its Row is made the usual way)."""
+    if stop <= start:
+        return None
+    mark = param_mark(conn)
+    found = conn.exec_driver_sql(
+        "SELECT row_start, row_stop, rows FROM run_row_blocks "  # nosec B608 (marks only)
+        f"WHERE run_id = {mark} AND row_start > {mark} AND row_start < {mark} "
+        "ORDER BY row_start",
+        (run_id, start - ROWS_PER_BLOCK, stop),
+    )
+    rows: list[Any] = []
+    whole = True  # every block a whole dump a row (none stored as sent)
+    for row_start, row_stop, text in found:
+        if row_stop <= start:
+            continue
+        if row_start > start + len(rows):
+            return None  # a gap
+        block, sent = _decode(text)
+        whole = whole and not sent
+        rows.extend(block[start + len(rows) - row_start : stop - row_start])
+    if len(rows) != stop - start:
+        return None
+    return _columns(rows, whole)
+
+
+def _columns(rows: list[Any], whole: bool) -> dict[str, list[Any]] | None:
+    if set(map(type, rows)) != {dict}:
+        return None
+    names = set().union(*rows)
+    if not names <= _DEFAULTS.keys():
+        return None
+    # each row's keys are among ``names``: as many keys in all as rows times names means
+    # every row gives every name (a whole dump every field), with no count a name
+    keys = sum(map(len, rows))
+    if whole and keys != len(rows) * len(_DEFAULTS):
+        return None  # a whole dump holds every field
+    given = None if keys == len(rows) * len(names) else Counter(chain.from_iterable(rows))
+    columns: dict[str, list[Any]] = {}
+    for name, default in _DEFAULTS.items():
+        if name not in names:
+            continue
+        if given is None or given[name] == len(rows):
+            columns[name] = list(map(itemgetter(name), rows))
+        else:  # model_output is in every row: its default is never needed
+            columns[name] = [row.get(name, copy(default)) for row in rows]  # a dict its own
+    return columns
 
 
 #: A stored row's every field at its default, in a dump's order (what a row sent with only
@@ -152,7 +216,7 @@ def whole_row(stored: Any) -> Any:
 
 def stored_row_ranges(conn: Connection, run_id: str) -> list[tuple[int, int]]:
     """``(row_start, row_stop)`` of a run's blocks, in order."""
-    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    mark = param_mark(conn)
     found = conn.exec_driver_sql(
         "SELECT row_start, row_stop FROM run_row_blocks "  # nosec B608 (marks only)
         f"WHERE run_id = {mark} ORDER BY row_start",

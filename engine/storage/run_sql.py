@@ -24,7 +24,12 @@ from engine.storage.records import (
 )
 from engine.storage.result_ranges import block_ranges, rows_with_results
 from engine.storage.result_reads import check_page, check_results, run_page
-from engine.storage.run_blocks import insert_row_blocks, read_rows_at, stored_row_ranges
+from engine.storage.run_blocks import (
+    insert_row_blocks,
+    read_row_columns,
+    read_rows_at,
+    stored_row_ranges,
+)
 from engine.storage.run_writes import ResultValues, insert_results
 from engine.storage.tables import ResultBlockRow, RunRow, RunRowBlock, TenantRow
 
@@ -215,6 +220,24 @@ class SqlRuns(SqlSessions):
             return {}
         with self._session() as s:
             return read_rows_at(s.connection(), run_id, indices)
+
+    def pending_row_columns(
+        self, run_id: str, check_index: int, start: int, stop: int
+    ) -> tuple[list[int], dict[str, list[Any]] | None]:
+        """The rows in ``[start, stop)`` without a result for the check (as
+        :meth:`result_rows` finds them) and, when they are consecutive, their columns
+        (``read_row_columns``; None otherwise), read in one transaction."""
+        with self._session() as s:
+            conn = s.connection()
+            done = rows_with_results(conn, run_id, check_index, start, stop)
+            if len(done):
+                held = set(done.tolist())
+                pending = [i for i in range(start, stop) if i not in held]
+            else:
+                pending = list(range(start, stop))
+            if not pending or pending[-1] - pending[0] + 1 != len(pending):
+                return pending, None
+            return pending, read_row_columns(conn, run_id, pending[0], pending[-1] + 1)
 
     def missing_rows(self, run_id: str, check_index: int) -> list[int]:
         with self._session() as s:

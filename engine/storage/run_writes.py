@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sqlalchemy import Connection
 
+from engine.storage.database import param_mark
 from engine.storage.result_blocks import encode_block
 from engine.storage.result_ranges import MAX_SPAN, rows_with_results
 
@@ -129,7 +130,7 @@ def insert_results(conn: Connection, values: ResultValues) -> int:
     if not values.checks:
         return 0
     run_id = values.run_id
-    mark = _mark(conn)
+    mark = param_mark(conn)
     postgres = conn.dialect.name == "postgresql"
     # first: the run's row lock, held to the commit, so no other writer of this run stores
     # a row between the read of the stored ranges and the insert. PostgreSQL: NO KEY, which
@@ -238,8 +239,3 @@ def _taken(check: _Check, positions: NDArray[np.intp]) -> _Check:
         at[positions] = np.arange(len(positions))
         taken.extras = {int(at[p]): e for p, e in check.extras.items() if at[p] >= 0}
     return taken
-
-
-def _mark(conn: Connection) -> str:
-    """The driver's parameter mark: ``?`` (sqlite3) or ``%s`` (psycopg)."""
-    return "?" if conn.dialect.paramstyle == "qmark" else "%s"

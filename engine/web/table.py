@@ -1,7 +1,7 @@
 """The run page's row table: filtered, sorted, keyset-paginated reads of one check's results.
 
 A check's results are read as columns (:func:`engine.storage.result_reads.check_results`,
-kept decoded for a finished run) and filtered, sorted and cut into pages with numpy:
+kept decoded, a block decoded once) and filtered, sorted and cut into pages with numpy:
 boolean masks for the status and score filters, a sort by ``(score, row_index)`` or
 ``row_index``. The cursor is the last row's ``(row_index)`` or ``(score, row_index)``,
 never an offset, so a page is the same after results land in between, and only the

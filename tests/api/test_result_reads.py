@@ -269,17 +269,22 @@ def test_a_finished_runs_results_are_kept_until_results_done_moves(database_url:
         run_id = _run(store, rows=4, checks=1)
         ok = RowResult(status=Status.OK, score=1.0)
         store.save_results(run_id, [(0, 0, ok), (0, 1, ok)])
-        with store.engine.connect() as conn:  # active: read afresh each time
-            assert check_results(conn, run_id, 0) is not check_results(conn, run_id, 0)
+        with store.engine.connect() as conn:  # active: kept, with the blocks stored since
+            first = check_results(conn, run_id, 0)
+            assert check_results(conn, run_id, 0) is first
+        store.save_results(run_id, [(0, 2, RowResult(status=Status.ERROR, error="next"))])
+        with store.engine.connect() as conn:
+            assert check_results(conn, run_id, 0).row_index.tolist() == [0, 1, 2]
+        store.save_results(run_id, [(0, 2, RowResult(status=Status.OK, score=1.0))])  # stored
         store.set_run_status(run_id, RunStatus.CANCELLED)
         with store.engine.connect() as conn:
             kept = check_results(conn, run_id, 0)
             assert check_results(conn, run_id, 0) is kept
-            assert kept.row_index.tolist() == [0, 1]
+            assert kept.row_index.tolist() == [0, 1, 2]
         # a chunk still in flight when the run was cancelled lands a result late
         store.save_results(run_id, [(0, 3, RowResult(status=Status.ERROR, error="late"))])
-        assert [r.row_index for r in store.results_page(run_id, 0, 10, 0)] == [0, 1, 3]
-        assert store.score_stats(run_id, 0).counts == {"ok": 2, "error": 1}
+        assert [r.row_index for r in store.results_page(run_id, 0, 10, 0)] == [0, 1, 2, 3]
+        assert store.score_stats(run_id, 0).counts == {"ok": 2, "error": 2}
         with store.engine.connect() as conn:
             assert len(check_results(conn, "run_none", 0)) == 0
     finally:

@@ -112,3 +112,14 @@ def test_the_rows_stored_are_the_models_dumps(api: Api) -> None:
             text("SELECT rows FROM run_row_blocks WHERE run_id = :r"), {"r": reply.json()["id"]}
         )
     assert json.loads(block) == rows  # stored as sent: the defaults are filled in on reading
+
+
+def test_a_body_orjson_refuses_is_read_by_json_as_before(api: Api) -> None:
+    h = {**api.tenant(), "Content-Type": "application/json"}
+    # an integer past 64 bits: orjson refuses it, json reads it exactly
+    content = b'{"checks": ["is_json"], "rows": [{"model_output": "{}", '
+    content += b'"metadata": {"big": 1180591620717411303424}}]}'
+    reply = api.client.post("/v1/runs", headers=h, content=content)
+    assert reply.status_code == 202, reply.text
+    [stored] = api.store.load_rows(reply.json()["id"], [0]).values()
+    assert stored["metadata"] == {"big": 2**70}

@@ -214,3 +214,22 @@ def test_a_duration_longer_than_the_job_is_a_fault() -> None:
     assert "longer than the job's wall time (20 s)" in fault
     assert duration_fault(np.array([0.5, 20_000.0]), wall_seconds=20.0) is None
     assert duration_fault(20_000.5, wall_seconds=20.0) is not None
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [[1, 1, 1], [3, 3], [0, 0], [2, 2], [1, 3, 0, 2], []],
+)
+def test_a_blocks_python_scores_are_each_rows_in_one_call_or_a_row_at_a_time(
+    kinds: list[int],
+) -> None:
+    from engine.sandbox.blocks import _python_scores, python_score
+
+    values = [1.0, 0.0, 0.5, 3.0][: len(kinds)] if kinds else []
+    if kinds == [0, 0]:
+        values = [math.nan, math.nan]
+    k = np.array(kinds, dtype=np.uint8)
+    v = np.array(values, dtype=np.float64)
+    got = _python_scores(k, v)
+    want = [python_score(a, b) for a, b in zip(kinds, values, strict=True)]
+    assert [(type(x), x) for x in got] == [(type(x), x) for x in want]

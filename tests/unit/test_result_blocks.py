@@ -171,3 +171,50 @@ def test_any_block_round_trips(
             assert getattr(stored, name) == (
                 None if expected is None else expected.replace("\x00", "\ufffd")
             )
+
+
+def _score_columns_row_by_row(scores: list[Any]) -> tuple[bytes, list[float]]:
+    """Each score's kind and float as the encoder takes a mixed block, a row at a time."""
+    kinds, values = [], []
+    for value in scores:
+        if value is None:
+            kinds.append(KIND_NONE)
+            values.append(math.nan)
+        elif isinstance(value, bool):
+            kinds.append(KIND_BOOL)
+            values.append(float(value))
+        elif isinstance(value, int):
+            kinds.append(KIND_INT)
+            values.append(float(value))
+        else:
+            kinds.append(KIND_FLOAT)
+            values.append(float(value))
+    return bytes(kinds), values
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        [True, False, True],
+        [0.25, -1.5, 1e300, 0.0],
+        [True],
+        [0.5],
+        [True, 1, 0.5, None, 2**60],
+        [1, 2, 3],
+        [],
+    ],
+)
+def test_a_blocks_scores_encode_alike_in_one_call_or_a_row_at_a_time(scores: list[Any]) -> None:
+    data = encode_block(
+        list(range(len(scores))),
+        ["ok"] * len(scores),
+        scores,
+        [1.0] * len(scores),
+        {},
+    )
+    arrays = decode_block(data)
+    kinds, values = _score_columns_row_by_row(scores)
+    assert bytes(arrays.kind) == kinds
+    assert np.array_equal(arrays.score, np.array(values, dtype=np.float64), equal_nan=True)
+    assert [arrays.score_at(k) for k in range(len(scores))] == scores
+    assert [type(arrays.score_at(k)) for k in range(len(scores))] == [type(s) for s in scores]

@@ -15,6 +15,7 @@ import pytest
 from engine.contract import Status
 from engine.models import RowResult
 from engine.runs.summary import score_stats as in_memory_stats
+from engine.storage import moments
 from engine.storage.result_blocks import EMPTY, ResultArrays, concat, decode_block, encode_block
 from engine.storage.result_reads import merged_page
 from engine.storage.result_stats import score_histogram, score_stats
@@ -58,6 +59,8 @@ STATS_CASES = [
     pytest.param([_ok(0.5, True), _ok(0.25, False), _ok(1.0), _ok(0.5, True)], id="flags-ties"),
     pytest.param([_ok(1.7e308), _ok(1.7e308), _ok(-3.0)], id="huge"),
     pytest.param([_ok(2**60 + 1), _ok(3), _ok(0.1), _ok(0.2)], id="big-int-even"),
+    pytest.param([_ok(7), _ok(-2), _ok(0), _ok(12.0), _ok(-0.0)], id="whole-numbers"),
+    pytest.param([_ok(2**52), _ok(2**52 - 1), _ok(-3), _ok(1)], id="whole-past-2**53-in-all"),
     pytest.param(
         [RowResult(status=Status.INVALID_SCORE, score=None)] + [_ok(i / 7) for i in range(9)],
         id="odd-count",
@@ -68,6 +71,17 @@ STATS_CASES = [
 @pytest.mark.parametrize("results", STATS_CASES)
 def test_score_stats_of_columns_equal_the_in_memory_summary(results: list[RowResult]) -> None:
     assert score_stats(_arrays(results)) == in_memory_stats(results)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_mean_of_whole_numbers_is_the_exact_one(seed: int) -> None:
+    """Whole numbers are summed by numpy below 2**53 in all, by fsum from there: either way
+    the mean the in-memory summary gives."""
+    rng = random.Random(seed)
+    top = rng.choice([1, 100, 2**20, 2**45, 2**51])
+    scores = [float(rng.randint(-top, top)) for _ in range(rng.randint(1, 400))]
+    arrays = _arrays([_ok(v) for v in scores])
+    assert score_stats(arrays).mean == moments.mean(scores)
 
 
 def test_score_stats_of_several_blocks_count_every_block_once() -> None:
@@ -192,7 +206,7 @@ def test_the_cache_drops_the_least_recently_used_past_its_size() -> None:
     from engine.storage.result_reads import _Cache, _size
 
     three = _arrays([_ok(0.5)] * 3)
-    cache = _Cache(2 * _size(three))
+    cache: _Cache[tuple[str, int, int], ResultArrays] = _Cache(2 * _size(three), _size)
     cache.put(("a", 0, 3), three)
     cache.put(("b", 0, 3), three)
     assert cache.get(("a", 0, 3)) is three  # now the most recently used

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Annotated, Any, TypeVar
 
+import orjson
 from fastapi import APIRouter, File, Form, Query, Request, Response, UploadFile
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import StreamingResponse
@@ -60,16 +61,32 @@ class _BulkRoute(APIRoute):
 _Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
 
 
+class _OrjsonRequest(Request):
+    """A request whose JSON body orjson decodes (a run's rows: several times faster than
+    ``json``), and ``json`` where orjson refuses it: an integer past 64 bits, ``NaN``, a
+    lone surrogate, a body not in UTF-8, or one that is no JSON at all (whose error is
+    then json's, as before). Where orjson accepts a body, both decode it alike."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_decoded"):
+            body = await self.body()
+            try:
+                self._decoded = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                self._decoded = json.loads(body)
+        return self._decoded
+
+
 class _RunBodyRoute(_BulkRoute):
     """``POST /v1/runs``: a :class:`_BulkRoute` whose body errors name its bad rows too
-    (engine.api.run_body says why they need to)."""
+    (engine.api.run_body says why they need to), its body decoded by orjson."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def worded(request: Request) -> Response:
             try:
-                return await handler(request)
+                return await handler(_OrjsonRequest(request.scope, request.receive))
             except RequestValidationError as exc:
                 raise checked_errors(exc) from None
 

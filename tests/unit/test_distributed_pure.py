@@ -127,6 +127,8 @@ def test_tasks_are_acked_late_and_rejected_when_their_worker_is_lost(tmp_path: P
     app = create_celery(_settings(tmp_path, broker_url="redis://127.0.0.1:1/0"))
     assert app.conf.task_acks_late and app.conf.task_reject_on_worker_lost
     assert app.conf.worker_prefetch_multiplier == 1  # a worker holds no chunk it cannot start
+    # no unacknowledged copy in Redis: the ledger's leases send a lost chunk again
+    assert app.conf.broker_transport_options["ack_emulation"] is False
 
     def chunk(message: dict[str, object]) -> str:
         return "chunk"

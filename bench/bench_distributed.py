@@ -1,6 +1,7 @@
 """Distributed mode against the embedded mode, measured side by side in one run.
 
     python -m bench.bench_distributed [--rows 100000] [--score-requests 60]
+    python -m bench.bench_distributed --per-core-only [--per-core-rows 20000] [--kinds trivial]
 
 Starts a throwaway PostgreSQL and Redis (``scripts/postgres.sh``,
 ``scripts/redis.sh``; or uses ``SCOREBOX_TEST_POSTGRES_URL`` and
@@ -15,6 +16,7 @@ database:
 and rows/s per worker core (one worker, one slot) for a trivial and a realistic check,
 beside the same rows embedded with one slot (``SCOREBOX_MAX_PARALLEL_JOBS=1``).
 Prints a Markdown table; ``run_all()`` returns the figures for ``python -m bench``.
+``--per-core-only`` measures only the per-core lines.
 """
 
 from __future__ import annotations
@@ -267,6 +269,46 @@ def measure(
             nodes.close()
 
 
+def _per_core(
+    pg: str, redis_url: str, rows: int, kinds: tuple[str, ...] = ("trivial", "realistic")
+) -> tuple[dict[str, float], dict[str, float]]:
+    """rows/s of each check kind with one slot: one worker's, then embedded's."""
+
+    def one_slot(name: str, workers: int) -> dict[str, float]:
+        """rows/s of each check kind with one slot, on ``workers`` workers (0: embedded)."""
+        return {
+            kind: measure(
+                Setup(f"{name}, 1 slot, {kind}", workers, slots=1),
+                pg,
+                redis_url,
+                rows,
+                0,
+                realistic=(kind == "realistic"),
+            )["rows_per_s"]
+            for kind in kinds
+        }
+
+    per_core = one_slot("1 worker", 1)
+    # the same rows embedded with one slot: what a worker's core is compared with
+    return per_core, one_slot("embedded", 0)
+
+
+def per_core_only(
+    rows: int = 20_000, kinds: tuple[str, ...] = ("trivial", "realistic")
+) -> dict[str, Any]:
+    """Only the rows/s per worker core beside embedded with one slot (``--per-core-only``)."""
+    with (
+        _service("postgres.sh", "SCOREBOX_TEST_POSTGRES_URL") as pg,
+        _service("redis.sh", "SCOREBOX_TEST_REDIS_URL") as redis_url,
+    ):
+        per_core, embedded_per_core = _per_core(pg, redis_url, rows, kinds)
+    return {
+        "per_core_rows_per_s": per_core,
+        "embedded_per_core_rows_per_s": embedded_per_core,
+        "per_core_rows": rows,
+    }
+
+
 def run_all(
     rows: int = 100_000, score_requests: int = 60, per_core_rows: int = 20_000
 ) -> dict[str, Any]:
@@ -282,23 +324,7 @@ def run_all(
         ]
         table = [measure(s, pg, redis_url, rows, score_requests) for s in setups]
 
-        def one_slot(name: str, workers: int) -> dict[str, float]:
-            """rows/s of each check kind with one slot, on ``workers`` workers (0: embedded)."""
-            return {
-                kind: measure(
-                    Setup(f"{name}, 1 slot, {kind}", workers, slots=1),
-                    pg,
-                    redis_url,
-                    per_core_rows,
-                    0,
-                    realistic=(kind == "realistic"),
-                )["rows_per_s"]
-                for kind in ("trivial", "realistic")
-            }
-
-        per_core = one_slot("1 worker", 1)
-        # the same rows embedded with one slot: what a worker's core is compared with
-        embedded_per_core = one_slot("embedded", 0)
+        per_core, embedded_per_core = _per_core(pg, redis_url, per_core_rows)
     return {
         "rows": rows,
         "table": table,
@@ -323,7 +349,12 @@ def render(figures: dict[str, Any]) -> str:
             f"{row['score_p90_ms']:.1f} ms | {row['builtin_p50_ms']:.1f} / "
             f"{row['builtin_p90_ms']:.1f} ms |"
         )
-    lines += ["", "rows/s per worker core (one worker, one slot):", ""]
+    return "\n".join([*lines, "", render_per_core(figures)])
+
+
+def render_per_core(figures: dict[str, Any]) -> str:
+    """The lines of rows/s per worker core beside embedded with one slot."""
+    lines = ["rows/s per worker core (one worker, one slot):", ""]
     embedded = figures.get("embedded_per_core_rows_per_s") or {}
     for kind, rate in figures["per_core_rows_per_s"].items():
         line = f"- {kind} check: {rate:,.0f} rows/s"
@@ -341,7 +372,21 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--score-requests", type=int, default=60)
     parser.add_argument("--per-core-rows", type=int, default=20_000)
+    parser.add_argument(
+        "--per-core-only",
+        action="store_true",
+        help="only the rows/s per worker core beside embedded with one slot",
+    )
+    parser.add_argument(
+        "--kinds",
+        default="trivial,realistic",
+        help="with --per-core-only: the check kinds to measure (comma list)",
+    )
     args = parser.parse_args()
+    if args.per_core_only:
+        kinds = tuple(k for k in args.kinds.split(",") if k)
+        print(render_per_core(per_core_only(args.per_core_rows, kinds)))
+        return
     print(render(run_all(args.rows, args.score_requests, args.per_core_rows)))
 
 

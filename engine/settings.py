@@ -283,7 +283,10 @@ class Settings(BaseSettings):
         "`backlog` (scored by a backfill later).",
     )
     broker_visibility_seconds: float = Field(
-        default=3600.0, gt=0, description="Redis visibility timeout of unacknowledged tasks."
+        default=3600.0,
+        gt=0,
+        description="Unused: Redis keeps no unacknowledged tasks (the chunk ledger's leases "
+        "send a lost chunk again); still read, so a configuration that sets it loads.",
     )
     # Declared dependencies: PEP 723 blocks built into cached environments (engine/environments)
     packages_allow: list[str] = Field(

@@ -47,11 +47,11 @@ class AfterChunks:
         self,
         settle: Callable[[ChunkKey, int, str], bool],
         complete: Callable[[str, str], None],
-        dispatch: Callable[[], object],
+        dispatch: Callable[[set[str]], object],
     ) -> None:
         """``settle(key, epoch, state)``: True when the chunk was still this worker's;
         ``complete(tenant_id, run_id)``: finish the run if its chunks are all done;
-        ``dispatch()``: one dispatch pass."""
+        ``dispatch(tenants)``: one dispatch pass after chunks of ``tenants`` settled."""
         self._settle = settle
         self._complete = complete
         self._dispatch = dispatch
@@ -103,12 +103,14 @@ class AfterChunks:
                     self._cond.notify_all()
 
     def _work(self, chunks: list[Settled], runs: dict[str, str]) -> None:
+        tenants: set[str] = set()  # whose slots the settled chunks freed
         for chunk in chunks:
             try:
                 settled = self._settle(chunk.key, chunk.epoch, chunk.state)
             except ScoreboxError as exc:  # its lease expires: sent again, its rows found stored
                 log.warning("could not settle chunk %s:%d:%d: %s", *chunk.key.as_tuple(), exc)
                 continue
+            tenants.add(chunk.tenant_id)
             if settled and chunk.state == DONE:
                 runs[chunk.run_id] = chunk.tenant_id
         failed = False
@@ -123,7 +125,7 @@ class AfterChunks:
                 with self._cond:
                     self._runs.setdefault(run_id, tenant_id)
         try:
-            self._dispatch()  # refill this tenant's slots now, not at the API node's next tick
+            self._dispatch(tenants)  # refill their slots now, not at the API node's next tick
         except ScoreboxError as exc:  # the API nodes' loops dispatch anyway
             log.warning("dispatch after chunk failed: %s", exc)
         if failed:

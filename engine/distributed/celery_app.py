@@ -1,9 +1,11 @@
 """The Celery app of distributed mode: queues, routing and delivery guarantees.
 
-The only module that imports ``celery``. Tasks are acknowledged late and
-rejected when their worker is lost, so a chunk in flight on a dead worker is
-delivered again; the chunk ledger (:mod:`engine.distributed.ledger`) makes a
-second delivery a no-op once the chunk is done, and skips rows already scored.
+The only module that imports ``celery``. Tasks are acknowledged late: a slot
+takes its next message only when its task returns, so a worker holds no chunk
+it cannot start. Redis keeps no copy of a delivered message (no ack emulation):
+the chunk ledger (:mod:`engine.distributed.ledger`) sends a chunk lost with its
+worker again when its lease runs out, makes a second delivery a no-op once the
+chunk is done, and skips rows already scored.
 ``/v1/score`` requests travel on their own queue, which workers poll first.
 """
 
@@ -55,7 +57,11 @@ def create_celery(settings: Settings) -> Celery:
         broker_connection_retry_on_startup=True,
         broker_connection_max_retries=None,
         broker_transport_options={
-            "visibility_timeout": settings.broker_visibility_seconds,
+            # No unacknowledged copy in Redis: writing one on delivery and clearing it on
+            # the ack were two round trips between a slot's chunks, for a redelivery after
+            # the visibility timeout that found the chunk re-queued by its lease long before
+            # (a stale message). A warm shutdown still puts undone messages back.
+            "ack_emulation": False,
             # poll queues in the order the worker lists them (scorebox.score first), not
             # round-robin: /v1/score is taken at the next free slot, ahead of chunks
             "queue_order_strategy": "priority",

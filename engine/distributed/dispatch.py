@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from engine.distributed.celery_app import CHUNK_QUEUE, queue_of
@@ -69,8 +69,11 @@ class Dispatcher:
         on_poison: Callable[[str, str], None] | None = None,
         before_pass: Callable[[], None] | None = None,
         on_requeued: Callable[[str, int], None] | None = None,
+        stocked: Callable[[], int] | None = None,
     ) -> None:
-        """``on_requeued(reason, n)``: ``n`` chunks made pending again (metrics)."""
+        """``on_requeued(reason, n)``: ``n`` chunks made pending again (metrics);
+        ``stocked()``: how many queued chunks of a tenant spare it a refill (see
+        :meth:`refill`; None: a refill always passes)."""
         self.settings = settings
         self.ledger = ledger
         self.quotas = quotas
@@ -80,6 +83,7 @@ class Dispatcher:
         # a database or broker outage fails every pass: one warning a minute, not a traceback
         self._failures = Repeated(log, "dispatch pass", settings.log_repeat_seconds)
         self._on_requeued = on_requeued or (lambda reason, n: None)
+        self._stocked = stocked
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -115,11 +119,25 @@ class Dispatcher:
             self._on_requeued("send_failed", len(unsent))
         return sent
 
-    def refill(self) -> int:
-        """A pass after chunks settled: sends pending chunks, with housekeeping at most
-        every :data:`HOUSEKEEPING_SECONDS` (its statements are most of a pass's work)."""
+    def refill(self, tenants: Collection[str] = ()) -> int:
+        """A pass after chunks of ``tenants`` settled: sends pending chunks, with
+        housekeeping at most every :data:`HOUSEKEEPING_SECONDS` (its statements are most
+        of a pass's work).
+
+        No pass at all (0) while each of ``tenants`` still has ``stocked()`` chunks queued
+        in the broker: the slot a settled chunk freed is its tenant's, and that tenant's
+        workers have queued work in hand until a later settle (or the API nodes' loop, every
+        ``dispatch_interval_seconds``) refills it. One count of queued chunks instead of a
+        pass after every chunk: the pass cost a worker more than the chunk's other
+        statements together.
+        """
         now = time.monotonic()
         due = now - self._housekept >= HOUSEKEEPING_SECONDS
+        if not due and tenants and self._stocked is not None:
+            least = self._stocked()
+            queued = self.ledger.queued_of(tenants)
+            if all(queued.get(tenant, 0) >= least for tenant in tenants):
+                return 0
         if due:
             self._housekept = now
         return self.pass_once(housekeeping=due)

@@ -16,9 +16,9 @@ API nodes and workers may call it: one pass at a time does the work. Each
 dispatch bumps ``epoch``; a worker claims a chunk only with the epoch of the
 message it holds, so a stale or duplicated message is a no-op.
 
-A worker's per-chunk statements (claim, settle, the run's unfinished count) are
-one statement each, sent on an autocommit connection as the driver's SQL: one
-round trip after the pool's ping, no ``BEGIN``/``COMMIT`` around it and no
+A worker's per-chunk statements (claim, settle, the run's unfinished count, its
+tenants' queued chunks) are one statement each, sent on an autocommit connection
+as the driver's SQL: one round trip after the pool's ping, no ``BEGIN``/``COMMIT`` around it and no
 statement built per call (each round trip is the slot thread waiting for the
 GIL again, behind the worker's other threads).
 """
@@ -72,6 +72,10 @@ SETTLE_SQL = (
 )
 UNFINISHED_SQL = f"SELECT count(*) FROM run_chunks WHERE run_id = %(run_id)s AND state <> '{DONE}'"  # nosec B608
 RUN_STATUS_SQL = "SELECT status FROM runs WHERE id = %(run_id)s"
+QUEUED_OF_SQL = (
+    "SELECT tenant_id, count(*) FROM run_chunks "  # nosec B608
+    f"WHERE state = '{QUEUED}' AND tenant_id = ANY(%(tenants)s) GROUP BY tenant_id"
+)
 
 
 @dataclass(frozen=True)
@@ -480,6 +484,13 @@ class ChunkLedger:
                 .values(state=DROPPED)
             )
             return int(result.rowcount or 0)
+
+    def queued_of(self, tenants: Iterable[str]) -> dict[str, int]:
+        """Chunks of each of ``tenants`` queued (in the broker, not yet claimed); a tenant
+        with none is left out (an index scan of ``(state, tenant_id)``)."""
+        with self._connect() as conn:
+            found = conn.exec_driver_sql(QUEUED_OF_SQL, {"tenants": sorted(set(tenants))})
+            return {str(tenant): int(n) for tenant, n in found}
 
     def run_active(self, run_id: str) -> bool:
         with self._connect() as conn:

@@ -64,6 +64,11 @@ BEAT_SECONDS = 5.0
 #: How long a worker trusts its last look at whether a run stopped (cancelled, failed).
 STOP_CHECK_SECONDS = 0.5
 
+#: A tenant with this many queued chunks per slot of this worker needs no refill after its
+#: chunk settled here (:meth:`engine.distributed.dispatch.Dispatcher.refill`): the broker
+#: holds its next chunks for every slot, twice over, until a later settle refills it.
+STOCK_PER_SLOT = 2
+
 
 class WorkerRuntime:
     """Everything one worker process needs; thread-safe (Celery's threads pool calls it)."""
@@ -101,6 +106,7 @@ class WorkerRuntime:
             lambda m: send(celery, CHUNK_TASK, chunk_queue(quotas, m), m),
             on_poison=self.fail_run,
             on_requeued=lambda reason, n: self.metrics.chunks_requeued.labels(reason).inc(n),
+            stocked=lambda: STOCK_PER_SLOT * max(1, self.concurrency),
         )
         self._checks: dict[tuple[str, str], ResolvedCheck] = {}
         # runs marked running here (once is enough) and whether they stopped (a cancel is

@@ -205,6 +205,19 @@ def test_a_broker_that_lost_its_queue_gets_the_chunks_again_and_figures_per_tena
     assert counts == {(tenant, "queued"): 1, (tenant, "pending"): 3}
 
 
+def test_queued_of_counts_each_tenants_chunks_in_the_broker(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    busy, idle = _tenant(store, "busy"), _tenant(store, "idle")
+    run = _run(store, busy, 2000)
+    ledger.plan(run, [Limits()], 500)
+    sent = ledger.dispatch(lambda _t: 3, 60)
+    assert sent is not None and len(sent) == 3
+    assert ledger.queued_of([busy, idle]) == {busy: 3}
+    assert ledger.claim(ChunkKey(*sent[0]["key"]), sent[0]["epoch"], "w", 30.0)
+    assert ledger.queued_of([busy]) == {busy: 2}  # running and pending ones are not queued
+    assert ledger.queued_of([]) == {}
+
+
 def test_a_refill_pass_sends_only_what_housekeeping_would_keep(store: SqlStore) -> None:
     """A worker's pass after its chunks (no housekeeping) never sends a stopped run's chunk
     or a poison chunk, and leaves expired leases and failing runs to the loop's pass."""

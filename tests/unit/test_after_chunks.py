@@ -17,6 +17,7 @@ class Calls:
         self.not_ours: set[int] = set()
         self.settle_fails: set[int] = set()
         self.complete_fails = 0
+        self.tenants: list[set[str]] = []  # each dispatch's tenants
         self.gate = threading.Event()
         self.gate.set()
 
@@ -33,8 +34,9 @@ class Calls:
             self.complete_fails -= 1
             raise StorageError("database down")
 
-    def dispatch(self) -> int:
+    def dispatch(self, tenants: set[str]) -> int:
         self.log.append(("dispatch",))
+        self.tenants.append(tenants)
         return 0
 
 

@@ -127,6 +127,8 @@ def test_tasks_are_acked_late_and_rejected_when_their_worker_is_lost(tmp_path: P
     app = create_celery(_settings(tmp_path, broker_url="redis://127.0.0.1:1/0"))
     assert app.conf.task_acks_late and app.conf.task_reject_on_worker_lost
     assert app.conf.worker_prefetch_multiplier == 1  # a worker holds no chunk it cannot start
+    # no unacknowledged copy in Redis: the ledger's leases send a lost chunk again
+    assert app.conf.broker_transport_options["ack_emulation"] is False
 
     def chunk(message: dict[str, object]) -> str:
         return "chunk"
@@ -178,3 +180,45 @@ def test_a_worker_refill_does_housekeeping_every_few_seconds(
     dispatcher.refill()
     dispatcher.pass_once()  # the loop's pass: always
     assert passes == [True, False, False, True, True]
+
+
+def test_a_worker_refill_passes_only_when_a_tenant_runs_short_of_queued_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.distributed import dispatch
+
+    passes: list[bool] = []
+    queued = {"t1": 4, "t2": 1}
+    asked: list[list[str]] = []
+
+    class Ledger:
+        def dispatch(self, *args: object, housekeeping: bool = True) -> list[dict[str, object]]:
+            passes.append(housekeeping)
+            return []
+
+        def queued_of(self, tenants: list[str]) -> dict[str, int]:
+            asked.append(sorted(tenants))
+            return {t: n for t, n in queued.items() if t in tenants and n}
+
+    clock = [1000.0]
+    monkeypatch.setattr("engine.distributed.dispatch.time.monotonic", lambda: clock[0])
+    dispatcher = dispatch.Dispatcher(
+        Settings(),
+        cast(ChunkLedger, Ledger()),
+        dispatch.QuotaCache(Settings(), cast(TenantStore, None)),
+        lambda m: None,
+        stocked=lambda: 2,
+    )
+    dispatcher.refill({"t1"})  # the first: housekeeping is due, a pass whatever is queued
+    assert passes == [True] and asked == []
+    dispatcher.refill({"t1"})  # t1 has 4 queued, 2 spare it a pass
+    assert passes == [True] and asked == [["t1"]]
+    dispatcher.refill({"t1", "t2"})  # t2 has 1: a pass (for every tenant)
+    assert passes == [True, False]
+    queued["t2"] = 0
+    dispatcher.refill({"t2"})  # none queued: a pass
+    dispatcher.refill(set())  # no tenant settled (a run looked at again): a pass
+    assert passes == [True, False, False, False]
+    clock[0] += dispatch.HOUSEKEEPING_SECONDS
+    dispatcher.refill({"t1"})  # housekeeping due: a pass, without asking
+    assert passes == [True, False, False, False, True] and len(asked) == 3

@@ -352,11 +352,16 @@ def evaluate(model_output):
 
 
 def test_a_check_hunting_for_the_real_key_finds_nothing(
-    runner: SandboxRunner, docker_settings: Settings, fake_llm: FakeLLM
+    docker_settings: Settings, fake_llm: FakeLLM
 ) -> None:
     fake_llm.reply("ok")
     gateway = make_gateway(fake_llm, docker_settings)
-    [result] = score(runner, gateway, HUNT % REAL_KEY, [{"model_output": "x"}], run="hunt")
+    # The hunt reads every file under the image's trees: under gVisor on a loaded machine
+    # that outlasts the default 5 s a row. What it finds is the test, not how fast.
+    limits = docker_settings.limits.model_copy(update={"row_timeout_seconds": 120.0})
+    settings = docker_settings.model_copy(update={"limits": limits})
+    with SandboxRunner(settings) as runner:
+        [result] = score(runner, gateway, HUNT % REAL_KEY, [{"model_output": "x"}], run="hunt")
     assert result.status is Status.OK, result.error
     assert result.score is True, f"the real key was readable in: {result.explanation}"
     # The host did use the real key upstream while the check looked for it.

@@ -118,14 +118,11 @@ def insert_row_blocks(conn: Connection, run_id: str, rows: Iterable[Mapping[str,
     return count
 
 
-def read_rows_at(
-    conn: Connection, run_id: str, indices: Iterable[int]
-) -> dict[int, dict[str, Any]]:
-    """A run's input rows at ``indices`` (those it has), decoded, by index."""
-    wanted = sorted(set(indices))
-    if not wanted:
-        return {}
-    low, high = wanted[0], wanted[-1]
+def _blocks_holding(
+    conn: Connection, run_id: str, low: int, high: int
+) -> Iterable[tuple[int, int, str]]:
+    """``(row_start, row_stop, JSON text)`` of the blocks that may hold rows ``low`` to
+    ``high`` (both included), in order: both bounds on the primary key."""
     mark = param_mark(conn)
     found = conn.exec_driver_sql(
         "SELECT row_start, row_stop, rows FROM run_row_blocks "  # nosec B608 (marks only)
@@ -133,8 +130,18 @@ def read_rows_at(
         "ORDER BY row_start",
         (run_id, low - ROWS_PER_BLOCK, high),
     )
+    return found.tuples()
+
+
+def read_rows_at(
+    conn: Connection, run_id: str, indices: Iterable[int]
+) -> dict[int, dict[str, Any]]:
+    """A run's input rows at ``indices`` (those it has), decoded, by index."""
+    wanted = sorted(set(indices))
+    if not wanted:
+        return {}
     out: dict[int, dict[str, Any]] = {}
-    for start, stop, text in found:
+    for start, stop, text in _blocks_holding(conn, run_id, wanted[0], wanted[-1]):
         taken = wanted[bisect_left(wanted, start) : bisect_left(wanted, stop)]
         if taken:
             block = _loads(text)
@@ -152,16 +159,9 @@ def read_row_columns(
     missing, or one is neither as sent nor a whole dump (its Row is made the usual way)."""
     if stop <= start:
         return None
-    mark = param_mark(conn)
-    found = conn.exec_driver_sql(
-        "SELECT row_start, row_stop, rows FROM run_row_blocks "  # nosec B608 (marks only)
-        f"WHERE run_id = {mark} AND row_start > {mark} AND row_start < {mark} "
-        "ORDER BY row_start",
-        (run_id, start - ROWS_PER_BLOCK, stop),
-    )
     rows: list[Any] = []
     whole = True  # every block a whole dump a row (none stored as sent)
-    for row_start, row_stop, text in found:
+    for row_start, row_stop, text in _blocks_holding(conn, run_id, start, stop - 1):
         if row_stop <= start:
             continue
         if row_start > start + len(rows):

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from copy import copy
 from itertools import chain
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from sqlalchemy import Connection, Table
@@ -130,7 +130,8 @@ def _blocks_holding(
         "ORDER BY row_start",
         (run_id, low - ROWS_PER_BLOCK, high),
     )
-    return found.tuples()
+    # a Row unpacks as the tuple it types (Result.tuples() is deprecated in SQLAlchemy 2.1)
+    return cast("Iterable[tuple[int, int, str]]", found)
 
 
 def read_rows_at(

@@ -11,6 +11,7 @@ says when the database's schema and this code's differ (a node refuses to serve 
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -19,7 +20,13 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import (
+    IntegrityError,
+    InterfaceError,
+    InvalidatePoolError,
+    OperationalError,
+    SQLAlchemyError,
+)
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.sql.selectable import TypedReturnsRows
 
@@ -66,6 +73,47 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+#: A pooled PostgreSQL connection idle this long is pinged before it is handed out; one
+#: given back more recently is not (see :func:`_ping_when_idle`).
+PING_IDLE_SECONDS = 0.5
+#: Where a pooled connection's record keeps when it was last given back (or made).
+_LAST_USED = "scorebox_last_used"
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Pessimistic disconnect handling, as ``pool_pre_ping`` does it, for connections that
+    sat idle in the pool: one checked out again within ``PING_IDLE_SECONDS`` of its last
+    use is not pinged (HikariCP's ``aliveBypassWindowMs``, 500 ms by default, is the same
+    rule).
+
+    ``pool_pre_ping`` pings at every checkout, a round trip to the server each time, and a
+    busy node checks connections out several times a chunk, moments apart. A connection
+    the server dropped while it idled still fails its ping, and the pool is invalidated and
+    connects afresh, as with ``pool_pre_ping``. One dropped within the window fails its
+    next statement, like a statement in flight when the server went away: the caller gets
+    ``StorageError`` (and retries where it retries), and the pool is invalidated with it.
+    """
+    dialect = engine.dialect
+
+    def stamp(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_LAST_USED] = time.monotonic()
+
+    def taken(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        last = record.info.get(_LAST_USED)
+        if last is not None and time.monotonic() - last < PING_IDLE_SECONDS:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            # the server dropped it (or more): every pooled connection older than this one is
+            # replaced, and the pool connects afresh for this checkout
+            raise InvalidatePoolError(f"a pooled connection failed its ping: {exc}") from exc
+
+    event.listen(engine, "connect", stamp)  # a new connection needs no ping
+    event.listen(engine, "checkin", stamp)
+    event.listen(engine, "checkout", taken)
+
+
 def create_db_engine(url: str) -> Engine:
     """A SQLAlchemy engine for ``url``; for SQLite, the parent directory is created."""
     try:
@@ -89,7 +137,9 @@ def create_db_engine(url: str) -> Engine:
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         parsed = parsed.set(drivername="postgresql+psycopg")
-    return create_engine(parsed, pool_size=10, max_overflow=20, pool_pre_ping=True)
+    engine = create_engine(parsed, pool_size=10, max_overflow=20)
+    _ping_when_idle(engine)
+    return engine
 
 
 def alembic_config(engine: Engine) -> Any:

@@ -104,7 +104,9 @@ def create_app(
         scoring = build_scoring(settings, db=db, store=store, runner_factory=runner_factory)
         try:
             if not settings.broker_url:  # distributed API nodes run no sandbox work
-                scoring.runners.get()  # the warm pool starts now; scoring retries if Docker is down
+                # the warm pool of the configured limits fills now; scoring retries if
+                # Docker is down
+                scoring.runners.get().prewarm()
         except RuntimeUnavailableError:
             raise  # SCOREBOX_RUNTIME the engine lacks: refuse to start, the message names the fix
         except ScoreboxError as exc:

@@ -124,7 +124,7 @@ class WorkerRuntime:
     def warm(self) -> None:
         """Start the sandbox runner and its warm pool now (first chunks start fast)."""
         try:
-            self.runners.get()
+            self.runners.get().prewarm()
         except ScoreboxError as exc:
             log.warning("sandbox not available yet: %s", exc)
 

@@ -18,8 +18,9 @@ message it holds, so a stale or duplicated message is a no-op.
 
 A worker's per-chunk statements (claim, settle, the run's unfinished count, its
 tenants' queued chunks) are one statement each, sent on an autocommit connection
-as the driver's SQL: one round trip after the pool's ping, no ``BEGIN``/``COMMIT`` around it and no
-statement built per call (each round trip is the slot thread waiting for the
+as the driver's SQL: one round trip (the pool pings only a connection idle for
+half a second, ``engine.storage.database``), no ``BEGIN``/``COMMIT`` around it and
+no statement built per call (each round trip is the slot thread waiting for the
 GIL again, behind the worker's other threads).
 """
 

@@ -63,6 +63,16 @@ def _answer(sock: socket.socket) -> bytes:
     return data
 
 
+def _answer_left(sock: socket.socket) -> bytes:
+    """What the server answered before it closed a connection a send just found closed
+    (empty when the reset took it)."""
+    try:
+        sock.settimeout(1)
+        return _answer(sock)
+    except OSError:
+        return b""
+
+
 def test_a_junk_key_is_answered_before_its_body_is_sent(live: tuple[str, str, str]) -> None:
     url, _, _ = live
     for path, credentials in (
@@ -96,6 +106,12 @@ def test_many_slow_uploads_end_at_the_deadline_and_starve_no_one(
             while not stop.is_set() and not answer:
                 try:
                     sock.sendall(b" ")  # one byte every 0.3 s: each quick, the whole not
+                except OSError:
+                    # the server answered and closed between two bytes (on a busy host,
+                    # while this thread waited for a core): its answer is still to be read
+                    answer = _answer_left(sock)
+                    break
+                try:
                     answer = _answer(sock)
                 except TimeoutError:
                     continue
@@ -125,6 +141,7 @@ def test_many_slow_uploads_end_at_the_deadline_and_starve_no_one(
             thread.join(timeout=DEADLINE_SECONDS + 15)
         stop.set()
     assert len(answers) == SLOW
-    assert all(answer.startswith(b"HTTP/1.1 408") for answer in answers), answers[:3]
+    others = [answer[:120] for answer in answers if not answer.startswith(b"HTTP/1.1 408")]
+    assert not others, others
     assert all(b"SCOREBOX_BODY_DEADLINE_SECONDS" in answer for answer in answers)
     assert max(took) < DEADLINE_SECONDS + 5

@@ -89,13 +89,13 @@ class SandboxRunner:
         )
         self._closed = False
 
-    def prewarm(self, limits: Limits | None = None) -> None:
-        """Start keeping warm containers for ``limits`` (the configured limits: those of a
-        check and a request that set none of their own) now, in the background, so the
-        first job after start-up finds one ready. A backend without a pool ignores it."""
+    def prewarm(self) -> None:
+        """Start keeping warm containers for the configured limits (those of a check and a
+        request that set none of their own) now, in the background, so the first job after
+        start-up finds one ready. A backend without a pool ignores it."""
         prewarm = getattr(self.backend, "prewarm", None)
         if prewarm is not None:
-            prewarm(limits if limits is not None else self.settings.limits)
+            prewarm(self.settings.limits)
 
     def __enter__(self) -> SandboxRunner:
         return self

@@ -3,8 +3,6 @@ the first code check after a start takes a started container, not a cold one."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from engine.models import Limits
@@ -13,6 +11,7 @@ from engine.sandbox.pool import profile_key
 from engine.sandbox.runner import SandboxRunner
 from engine.settings import Settings
 from tests.api.conftest import TRIVIAL_CHECK, Api, AppFactory
+from tests.unit.test_warm_pool import wait_for
 
 
 class Prewarmed(FakeBackend):
@@ -24,13 +23,6 @@ class Prewarmed(FakeBackend):
 
     def prewarm(self, limits: Limits) -> None:
         self.prewarmed.append(limits)
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
 
 
 def test_the_service_asks_its_sandbox_to_keep_its_configured_limits_warm(
@@ -52,7 +44,7 @@ def test_the_first_job_after_start_up_finds_a_warm_container(docker_api: Api) ->
     services: Any = docker_api.client.app.state.services  # type: ignore[attr-defined]
     runner = services.runners.get()
     key = profile_key(services.settings.limits)
-    wait_for(lambda: runner.backend.health().pool_sizes.get(key) == 1)
+    wait_for(lambda: runner.backend.pool.sizes().get(key) == 1, seconds=60)
     assert runner.backend.pool.targets()[key] == 1
 
     headers = docker_api.tenant()

@@ -34,11 +34,16 @@ class WarmPool:
     """Keeps started containers ready per profile; refills in the background.
 
     Each profile starts with a target of ``size`` ready containers. A ``take`` that finds
-    none ready (a cold start for the caller) raises the target by one, up to ``max_size``,
-    so a burst of first requests is met warm next time; a container that sits unused for
-    ``idle_seconds`` is destroyed and lowers the target again, never below ``size``.
-    Up to ``refills`` containers are created at once (starting one is mostly waiting on
-    the engine, so creations overlap well).
+    none ready raises the target by one, up to ``max_size``, so a burst of first requests
+    is met warm next time; a container that sits unused for ``idle_seconds`` is destroyed
+    and lowers the target again, never below ``size``. Up to ``refills`` containers are
+    created at once (starting one is mostly waiting on the engine, so creations overlap well).
+
+    A ``take`` that finds none ready while a refill is under way waits for it (one waiter per
+    container in flight, up to ``wait_seconds``) rather than returning None: that container
+    was started earlier than one the caller would start now, and a second start at the same
+    moment only slows both on a busy host. With nothing in flight for it, the caller gets
+    None and starts its own (a cold start).
     """
 
     def __init__(
@@ -50,6 +55,7 @@ class WarmPool:
         *,
         max_size: int | None = None,
         refills: int = 2,
+        wait_seconds: float = 10.0,
     ) -> None:
         self._create = create
         self._destroy = destroy
@@ -57,11 +63,13 @@ class WarmPool:
         self.max_size = max(size, max_size if max_size is not None else size)
         self.refills = max(1, refills)
         self.idle_seconds = idle_seconds
+        self.wait_seconds = wait_seconds
         self._cond = threading.Condition()
         self._profiles: dict[str, Limits] = {}
         self._ready: dict[str, deque[tuple[Any, float]]] = {}
         self._target: dict[str, int] = {}
         self._inflight: dict[str, int] = {}
+        self._waiting: dict[str, int] = {}  # takers waiting for a container in flight
         self._closed = False
         self._threads: list[threading.Thread] = []
         self._failures = 0
@@ -79,6 +87,7 @@ class WarmPool:
                 self._ready[key] = deque()
                 self._target[key] = self.size
                 self._inflight[key] = 0
+                self._waiting[key] = 0
             if not self._threads and not self._closed:
                 for n in range(self.refills):
                     thread = threading.Thread(
@@ -89,18 +98,29 @@ class WarmPool:
             self._cond.notify_all()
         return key
 
-    def take(self, limits: Limits) -> Any | None:
-        """A started, never-used container for ``limits``, or None when none is ready."""
+    def take(self, limits: Limits, *, wait: float | None = None) -> Any | None:
+        """A started, never-used container for ``limits``; None when none is ready and none
+        in flight is left for this caller within ``wait`` seconds (``wait_seconds`` unless
+        given), so the caller starts one itself."""
         if self.size == 0 or self._closed:
             return None
         key = self.ensure_profile(limits)
+        deadline = time.monotonic() + (self.wait_seconds if wait is None else wait)
         with self._cond:
             ready = self._ready[key]
-            if ready:
-                container = ready.popleft()[0]
-            else:
-                container = None
+            if not ready:  # a miss: the pool was too small for this burst
                 self._target[key] = min(self.max_size, self._target[key] + 1)
+                self._cond.notify_all()
+                self._waiting[key] += 1
+                try:
+                    while not ready and not self._closed:
+                        left = deadline - time.monotonic()
+                        if left <= 0 or self._inflight[key] < self._waiting[key]:
+                            break  # nothing started early enough for this caller
+                        self._cond.wait(timeout=left)
+                finally:
+                    self._waiting[key] -= 1
+            container = ready.popleft()[0] if ready and not self._closed else None
             self._cond.notify_all()
         return container
 
@@ -158,6 +178,7 @@ class WarmPool:
             except Exception as exc:
                 with self._cond:
                     self._inflight[key] -= 1
+                    self._cond.notify_all()  # a taker waiting for it starts its own
                 self._failures += 1
                 self._start_failures.failed(exc)
                 time.sleep(min(30.0, 0.5 * 2**self._failures))

@@ -1,9 +1,11 @@
 """The warm pool with a fake backend whose container starts take their time: refills overlap
 up to the configured number, and cold starts grow the pool to its cap while idleness shrinks
-it. The rest of the pool is unit-tested (tests/unit/test_warm_pool.py)."""
+it; a take that finds none ready waits for a container already starting. The rest of the
+pool is unit-tested (tests/unit/test_warm_pool.py)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 from engine.sandbox.pool import WarmPool
@@ -36,8 +38,8 @@ def test_cold_starts_grow_the_pool_up_to_its_cap_and_idleness_shrinks_it() -> No
         pool.ensure_profile(LIMITS)
         wait_for(lambda: pool.sizes()[KEY] == 1)
         assert pool.take(LIMITS) is not None
-        # Five takes in a burst find nothing ready: each is a cold start for its caller.
-        misses = sum(pool.take(LIMITS) is None for _ in range(5))
+        # Five takes in a burst find nothing ready: each not waiting is a cold start.
+        misses = sum(pool.take(LIMITS, wait=0) is None for _ in range(5))
         assert misses >= 3
         assert pool.targets()[KEY] == 3  # raised by the misses, capped at max_size
         wait_for(lambda: pool.sizes()[KEY] == 3)
@@ -46,3 +48,54 @@ def test_cold_starts_grow_the_pool_up_to_its_cap_and_idleness_shrinks_it() -> No
         wait_for(lambda: pool.sizes()[KEY] <= 1, seconds=15)
     finally:
         pool.close()
+
+
+def test_a_take_that_finds_none_ready_waits_for_one_in_flight_not_for_more() -> None:
+    engine = SlowEngine()
+    pool = WarmPool(engine.create, engine.destroy, size=1, idle_seconds=60, max_size=4, refills=1)
+    try:
+        pool.ensure_profile(LIMITS)
+        wait_for(lambda: engine.running == 1)  # the one container of the target, in flight
+        got: list[object] = []
+        waiters = [threading.Thread(target=lambda: got.append(pool.take(LIMITS))) for _ in range(2)]
+        for waiter in waiters:
+            waiter.start()
+        # one container in flight serves one waiter; the other caller starts its own at once
+        wait_for(lambda: got == [None])
+        assert waiters[0].is_alive() or waiters[1].is_alive()
+        engine.release.set()
+        for waiter in waiters:
+            waiter.join(10)
+        assert sorted(got, key=repr) == [0, None]  # the container started first, not a new one
+        assert pool.targets()[KEY] == 3  # both found none ready: the pool grows as before
+    finally:
+        engine.release.set()
+        pool.close()
+
+
+def test_a_waiting_take_gives_up_when_the_start_fails_or_takes_too_long() -> None:
+    engine = SlowEngine()
+    pool = WarmPool(engine.create, engine.destroy, size=1, idle_seconds=60, refills=1)
+    try:
+        pool.ensure_profile(LIMITS)
+        wait_for(lambda: engine.running == 1)
+        started = time.monotonic()
+        assert pool.take(LIMITS, wait=0.3) is None  # the caller starts its own after the wait
+        assert 0.3 <= time.monotonic() - started < 5
+    finally:
+        engine.release.set()
+        pool.close()
+
+    def failing(limits: object, labels: object) -> int:
+        time.sleep(0.3)
+        raise RuntimeError("engine away")
+
+    broken = WarmPool(failing, engine.destroy, size=1, idle_seconds=60, refills=1)
+    try:
+        broken.ensure_profile(LIMITS)
+        time.sleep(0.05)  # the first start is under way
+        started = time.monotonic()
+        assert broken.take(LIMITS, wait=30) is None  # woken by the failure, not the timeout
+        assert time.monotonic() - started < 5
+    finally:
+        broken.close()

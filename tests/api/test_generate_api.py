@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from engine.api.routes import generate as generate_routes
 from tests.api.conftest import Api, AppFactory
 from tests.fake_llm import FakeLLM
 
@@ -35,9 +34,6 @@ def _app(make_api: AppFactory, fake: FakeLLM, **overrides: Any) -> Api:
         llm_max_retries=0,
         **overrides,
     )
-    app = api.client.app
-    if not any(getattr(r, "path", "") == "/v1/checks/generate" for r in app.routes):  # type: ignore[attr-defined]
-        app.include_router(generate_routes.router)  # type: ignore[attr-defined]
     return api
 
 

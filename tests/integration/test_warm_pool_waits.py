@@ -7,26 +7,37 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from engine.sandbox.pool import WarmPool
 from tests.unit.test_warm_pool import KEY, LIMITS, SlowEngine, wait_for
 
 
-def test_refills_overlap_up_to_the_configured_number() -> None:
-    engine = SlowEngine()
-    pool = WarmPool(engine.create, engine.destroy, size=4, idle_seconds=60, refills=3)
+@contextmanager
+def starting(engine: SlowEngine, starts: int, **options: Any) -> Iterator[WarmPool]:
+    """A pool of ``engine`` with ``starts`` container starts under way (held until
+    ``engine.release`` is set, as it is at the end)."""
+    pool = WarmPool(engine.create, engine.destroy, idle_seconds=60, **options)
     try:
         pool.ensure_profile(LIMITS)
-        wait_for(lambda: engine.running == 3)
+        wait_for(lambda: engine.running == starts)
+        yield pool
+    finally:
+        engine.release.set()
+        pool.close()
+
+
+def test_refills_overlap_up_to_the_configured_number() -> None:
+    engine = SlowEngine()
+    with starting(engine, 3, size=4, refills=3) as pool:
         time.sleep(0.1)
         assert engine.most_at_once == 3  # never more than `refills` at once
         engine.release.set()
         wait_for(lambda: pool.sizes()[KEY] == 4)
         time.sleep(0.1)
         assert pool.sizes()[KEY] == 4  # in-flight creations count: no overshoot
-    finally:
-        engine.release.set()
-        pool.close()
     assert sorted(engine.destroyed) == [0, 1, 2, 3]
 
 
@@ -52,10 +63,8 @@ def test_cold_starts_grow_the_pool_up_to_its_cap_and_idleness_shrinks_it() -> No
 
 def test_a_take_that_finds_none_ready_waits_for_one_in_flight_not_for_more() -> None:
     engine = SlowEngine()
-    pool = WarmPool(engine.create, engine.destroy, size=1, idle_seconds=60, max_size=4, refills=1)
-    try:
-        pool.ensure_profile(LIMITS)
-        wait_for(lambda: engine.running == 1)  # the one container of the target, in flight
+    # the one container of the target, in flight
+    with starting(engine, 1, size=1, max_size=4, refills=1) as pool:
         got: list[object] = []
         waiters = [threading.Thread(target=lambda: got.append(pool.take(LIMITS))) for _ in range(2)]
         for waiter in waiters:
@@ -68,23 +77,14 @@ def test_a_take_that_finds_none_ready_waits_for_one_in_flight_not_for_more() -> 
             waiter.join(10)
         assert sorted(got, key=repr) == [0, None]  # the container started first, not a new one
         assert pool.targets()[KEY] == 3  # both found none ready: the pool grows as before
-    finally:
-        engine.release.set()
-        pool.close()
 
 
 def test_a_waiting_take_gives_up_when_the_start_fails_or_takes_too_long() -> None:
     engine = SlowEngine()
-    pool = WarmPool(engine.create, engine.destroy, size=1, idle_seconds=60, refills=1)
-    try:
-        pool.ensure_profile(LIMITS)
-        wait_for(lambda: engine.running == 1)
+    with starting(engine, 1, size=1, refills=1) as pool:
         started = time.monotonic()
         assert pool.take(LIMITS, wait=0.3) is None  # the caller starts its own after the wait
         assert 0.3 <= time.monotonic() - started < 5
-    finally:
-        engine.release.set()
-        pool.close()
 
     def failing(limits: object, labels: object) -> int:
         time.sleep(0.3)

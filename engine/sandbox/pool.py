@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 Create = Callable[[Limits, Mapping[str, str]], Any]
 Destroy = Callable[[Any], None]
 
+#: How long a take that found none ready waits for a container already starting.
+WAIT_FOR_STARTING_SECONDS = 10.0
+
 
 def profile_key(limits: Limits) -> str:
     """A short stable name for a limits profile (also the ``scorebox.pool`` label)."""
@@ -39,11 +42,11 @@ class WarmPool:
     and lowers the target again, never below ``size``. Up to ``refills`` containers are
     created at once (starting one is mostly waiting on the engine, so creations overlap well).
 
-    A ``take`` that finds none ready while a refill is under way waits for it (one waiter per
-    container in flight, up to ``wait_seconds``) rather than returning None: that container
-    was started earlier than one the caller would start now, and a second start at the same
-    moment only slows both on a busy host. With nothing in flight for it, the caller gets
-    None and starts its own (a cold start).
+    A ``take`` that finds none ready while a refill is under way waits for it (one waiter
+    per container in flight, up to :data:`WAIT_FOR_STARTING_SECONDS`) rather than returning
+    None: that container was started earlier than one the caller would start now, and a
+    second start at the same moment only slows both on a busy host. With nothing in flight
+    for it, the caller gets None and starts its own (a cold start).
     """
 
     def __init__(
@@ -55,7 +58,6 @@ class WarmPool:
         *,
         max_size: int | None = None,
         refills: int = 2,
-        wait_seconds: float = 10.0,
     ) -> None:
         self._create = create
         self._destroy = destroy
@@ -63,7 +65,6 @@ class WarmPool:
         self.max_size = max(size, max_size if max_size is not None else size)
         self.refills = max(1, refills)
         self.idle_seconds = idle_seconds
-        self.wait_seconds = wait_seconds
         self._cond = threading.Condition()
         self._profiles: dict[str, Limits] = {}
         self._ready: dict[str, deque[tuple[Any, float]]] = {}
@@ -98,14 +99,14 @@ class WarmPool:
             self._cond.notify_all()
         return key
 
-    def take(self, limits: Limits, *, wait: float | None = None) -> Any | None:
+    def take(self, limits: Limits, *, wait: float = WAIT_FOR_STARTING_SECONDS) -> Any | None:
         """A started, never-used container for ``limits``; None when none is ready and none
-        in flight is left for this caller within ``wait`` seconds (``wait_seconds`` unless
-        given), so the caller starts one itself."""
+        in flight is left for this caller within ``wait`` seconds, so the caller starts one
+        itself."""
         if self.size == 0 or self._closed:
             return None
         key = self.ensure_profile(limits)
-        deadline = time.monotonic() + (self.wait_seconds if wait is None else wait)
+        deadline = time.monotonic() + wait
         with self._cond:
             ready = self._ready[key]
             if not ready:  # a miss: the pool was too small for this burst

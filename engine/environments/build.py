@@ -265,6 +265,12 @@ class Environments:
         self._prune_after_build(key)
         return record
 
+    def close(self) -> None:
+        """Tell no listener of builds that end from now on: their owner (the server's audit
+        log, on its store) is shutting down. A build in flight goes on to its end, and what it
+        ends with is kept as always: the environment, or its remembered failure and log."""
+        self.listeners.clear()
+
     def _tell(self, outcome: BuildOutcome) -> None:
         for name, listener in list(self.listeners.items()):
             try:

@@ -187,3 +187,28 @@ def test_pip_output_tells_an_unreachable_index_from_a_missing_wheel(
     assert isinstance(caught.value, PackageIndexError) is retryable, str(caught.value)
     assert ("could not reach the package index" in str(caught.value)) is retryable
     assert ("no wheel of" in str(caught.value)) is not retryable
+
+
+def test_a_build_that_ends_after_close_tells_no_listener(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server shutting down closes its environments: a build still running then ends
+    without writing to the audit log (whose store is going away), and is still remembered."""
+    import subprocess
+
+    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: connection broken\n")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    environments = Environments(Settings(data_dir=tmp_path, image="img:1"), MemoryInstaller())
+    told: list[object] = []
+    environments.listeners["audit"] = told.append
+    with pytest.raises(PackageIndexError):
+        environments.ensure(["x==1"])
+    assert len(told) == 1  # open: every build attempt is told
+    environments.forget_failure()
+    environments.close()
+    with pytest.raises(PackageIndexError):
+        environments.ensure(["x==1"])
+    assert len(told) == 1
+    assert environments.state(["x==1"]).state == "failed"

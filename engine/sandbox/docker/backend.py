@@ -293,6 +293,7 @@ class DockerBackend:
         if self._closed:
             return
         self._closed = True
+        self.environments.close()  # a build still running reports to no one now
         self.kept.close()
         self.pool.close()
         self._trash.put(None)

@@ -3,6 +3,7 @@ remembered failures and a pruned image (an in-memory Installer stands in for Doc
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -42,6 +43,15 @@ class MemoryInstaller:
 
     def remove_environment(self, key: str) -> bool:
         return self.images.pop(key, None) is not None
+
+
+def _pip_fails_with(monkeypatch: pytest.MonkeyPatch, output: str) -> None:
+    """Every pip the build runs exits 1, having printed ``output``."""
+
+    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", output)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
 
 
 def _record(key: str, base: str = "img:1") -> EnvironmentRecord:
@@ -175,12 +185,7 @@ def test_a_retryable_failure_expires_after_env_retry_seconds(tmp_path: Path) -> 
 def test_pip_output_tells_an_unreachable_index_from_a_missing_wheel(
     tmp_path: Path, pip_output: str, retryable: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import subprocess
-
-    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(command, 1, "", pip_output)
-
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    _pip_fails_with(monkeypatch, pip_output)
     environments = Environments(Settings(data_dir=tmp_path, image="img:1"), MemoryInstaller())
     with pytest.raises(EnvironmentBuildError) as caught:
         environments.ensure(["x==1"])
@@ -194,12 +199,7 @@ def test_a_build_that_ends_after_close_tells_no_listener(
 ) -> None:
     """A server shutting down closes its environments: a build still running then ends
     without writing to the audit log (whose store is going away), and is still remembered."""
-    import subprocess
-
-    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.CompletedProcess(command, 1, "", "ERROR: connection broken\n")
-
-    monkeypatch.setattr(subprocess, "run", fake_run)
+    _pip_fails_with(monkeypatch, "ERROR: connection broken\n")
     environments = Environments(Settings(data_dir=tmp_path, image="img:1"), MemoryInstaller())
     told: list[object] = []
     environments.listeners["audit"] = told.append

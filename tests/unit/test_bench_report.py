@@ -299,3 +299,22 @@ def test_the_online_figures_have_their_section_with_goals() -> None:
     assert "| freshness p50 (arrival to both scores readable) | 0.80 s | ≤ 1 s |" in text
     assert "| backfill / run | 0.75x | — |" in text
     assert "## Online scoring" not in render(_results(fast=True))  # not measured: no section
+
+
+def test_the_per_core_lines_give_medians_and_each_runs_ratio() -> None:
+    from bench.bench_distributed import render_per_core
+
+    figures = {
+        "per_core_rows_per_s": {"trivial": 9_000.0},
+        "embedded_per_core_rows_per_s": {"trivial": 10_000.0},
+        "per_core_rounds": {
+            "trivial": [[9_000.0, 10_000.0], [7_000.0, 10_000.0], [9_500.0, 10_000.0]]
+        },
+    }
+    text = render_per_core(figures)
+    assert "medians of 3 alternating runs" in text
+    assert "9,000 rows/s; embedded with one slot 10,000 rows/s (90% of it)" in text
+    assert "each run's ratio 70% to 95%" in text
+    # figures of one run each (an older report) read as before
+    del figures["per_core_rounds"]
+    assert "alternating" not in render_per_core(figures)

@@ -117,9 +117,12 @@ def test_ctrl_c_while_run_check_waits_cancels_the_jobs_not_started() -> None:
     main = threading.main_thread().ident
     assert main is not None and threading.get_ident() == main
     interrupted = threading.Event()
+    # results arrive on several threads at once: only the first may send the signal (a
+    # second one would land in whatever the main thread runs after the test)
+    first = threading.Lock()
 
     def ctrl_c(_index: int, _result: Any) -> None:
-        if interrupted.is_set():
+        if not first.acquire(blocking=False):
             return
         interrupted.set()
         for _ in range(6000):  # every job is queued once run_check waits for them

@@ -302,14 +302,14 @@ def test_the_online_figures_have_their_section_with_goals() -> None:
 
 
 def test_the_per_core_lines_give_medians_and_each_runs_ratio() -> None:
-    from bench.bench_distributed import render_per_core
+    from bench.bench_distributed import PerCore, render_per_core
 
-    figures = {
+    rounds = {"trivial": [[9_000.0, 10_000.0], [7_000.0, 10_000.0], [9_500.0, 10_000.0]]}
+    figures = PerCore(rounds).figures()
+    assert figures == {
         "per_core_rows_per_s": {"trivial": 9_000.0},
         "embedded_per_core_rows_per_s": {"trivial": 10_000.0},
-        "per_core_rounds": {
-            "trivial": [[9_000.0, 10_000.0], [7_000.0, 10_000.0], [9_500.0, 10_000.0]]
-        },
+        "per_core_rounds": rounds,
     }
     text = render_per_core(figures)
     assert "medians of 3 alternating runs" in text

@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -45,10 +46,16 @@ class Server:
     """``scorebox serve`` in a child process (embedded mode, SQLite in a temp dir).
 
     ``env`` adds or overrides ``SCOREBOX_*`` variables. A tenant is created with
-    ``scorebox tenant create`` and both checks of the workload are pushed.
+    ``scorebox tenant create`` and both checks of the workload are pushed. ``prelude`` is
+    Python the server's process runs before ``scorebox serve`` (``bench.stage_cpu``'s).
     """
 
-    def __init__(self, env: dict[str, str] | None = None, concurrent_jobs: int = 8) -> None:
+    def __init__(
+        self,
+        env: dict[str, str] | None = None,
+        concurrent_jobs: int = 8,
+        prelude: str | None = None,
+    ) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="scorebox-bench-")
         data = Path(self._tmp.name)
         self.port = free_port()
@@ -61,6 +68,7 @@ class Server:
             **(env or {}),
         }
         self.concurrent_jobs = concurrent_jobs
+        self.prelude = prelude
         self.log_path = data / "serve.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -98,8 +106,9 @@ class Server:
             raise BenchError(f"scorebox tenant create failed: {created.stderr.strip()}")
         self.headers = {"Authorization": f"Bearer {created.stdout.strip().splitlines()[-1]}"}
         log = self.log_path.open("ab")
+        cli = CLI if self.prelude is None else [*CLI[:2], f"{self.prelude}\n{CLI[2]}"]
         self.proc = subprocess.Popen(
-            [*CLI, "serve", "--port", str(self.port), "--log-level", "warning"],
+            [*cli, "serve", "--port", str(self.port), "--log-level", "warning"],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -334,13 +343,19 @@ def wait_run(client: httpx.Client, run_id: str, rows: int, poll: float = 0.25) -
             raise BenchError(f"run {run_id}: {summary.get('counts')} for {rows:,} rows")
 
 
-def service_run(server: Server, rows: int, check: str = "trivial") -> tuple[float, float]:
+def service_run(
+    server: Server,
+    rows: int,
+    check: str = "trivial",
+    probe: Callable[[], object] | None = None,
+) -> tuple[float, float]:
     """(seconds, CPU seconds of the server process) of one run of ``rows`` rows of ``check``
     through ``POST /v1/runs``, from the submit until ``GET /v1/runs/{id}`` says succeeded.
 
     The rows exist before the clock; a one-row run first warms the check's containers. The
     CPU is ``utime + stime`` of the server process (and any child it has) from
-    ``/proc/<pid>/stat``, read before the submit and after the run succeeded.
+    ``/proc/<pid>/stat``, read before the submit and after the run succeeded; ``probe`` is
+    called beside each of those two reads.
     """
     from bench.measure import process_cpu_seconds
 
@@ -351,11 +366,15 @@ def service_run(server: Server, rows: int, check: str = "trivial") -> tuple[floa
     data = [{p: row[p] for p in params} for row in workload.rows(rows)]
     with server.client() as client:
         wait_run(client, run_rows(client, check, data[:1]), 1)
+        if probe is not None:
+            probe()
         cpu = process_cpu_seconds(pid)
         started = time.perf_counter()
         wait_run(client, run_rows(client, check, data), rows)
         elapsed = time.perf_counter() - started
         cpu = process_cpu_seconds(pid) - cpu
+        if probe is not None:
+            probe()
     return elapsed, cpu
 
 

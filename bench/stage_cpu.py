@@ -89,15 +89,19 @@ class _Sums:
             }
 
 
+def holder(module: str, owner: str | None) -> Any:
+    """The module, or its class ``owner``, that holds a stage's function."""
+    found: Any = importlib.import_module(module)
+    return found if owner is None else getattr(found, owner)
+
+
 def install(path: str) -> None:
     """Wrap every stage's functions in this process and write their sums to ``path``."""
     sums = _Sums()
     for stage, targets in STAGES.items():
         for module, owner, name in targets:
-            holder: Any = importlib.import_module(module)
-            if owner is not None:
-                holder = getattr(holder, owner)
-            setattr(holder, name, sums.wrap(getattr(holder, name), stage))
+            where = holder(module, owner)
+            setattr(where, name, sums.wrap(getattr(where, name), stage))
     out = Path(path)
 
     def write() -> None:

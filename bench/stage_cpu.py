@@ -115,11 +115,8 @@ def install(path: str) -> None:
 
 
 def read(path: Path) -> dict[str, dict[str, float]]:
-    """The sums :func:`install` wrote last (every stage at zero before the first write)."""
-    try:
-        found: dict[str, dict[str, float]] = json.loads(path.read_text())
-    except FileNotFoundError:
-        return {s: {"calls": 0, "cpu": 0.0, "wall": 0.0} for s in STAGES}
+    """The sums :func:`install` wrote last."""
+    found: dict[str, dict[str, float]] = json.loads(path.read_text())
     return found
 
 

@@ -4,7 +4,6 @@ counted (the figures themselves are the machine's, never asserted)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +16,6 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 def test_the_service_path_by_stage_counts_every_stage_of_a_run(
     docker_settings: Settings,
-    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

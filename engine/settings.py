@@ -75,7 +75,8 @@ class Settings(BaseSettings):
         ge=1,
         description=(
             "Rows per sandbox job on engine.score_table's path (results come back as "
-            "blocks, so a larger job costs no more memory per row)."
+            "blocks, so a larger job costs no more memory per row), and at most per job "
+            "when embedded mode runs a fast check's chunks of a run together."
         ),
     )
     result_blocks: bool = Field(

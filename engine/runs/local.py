@@ -15,6 +15,7 @@ that cannot be written, it stays active and resumes on restart).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import secrets
@@ -39,6 +40,15 @@ log = logging.getLogger("scorebox.runs")
 #: The longest wait between two tries of a chunk while the database is unavailable.
 STORAGE_BACKOFF_MAX_SECONDS = 5.0
 
+#: A thread that takes a chunk of a check whose rows score quickly takes the run's next
+#: chunks of that check along, as one sandbox job, up to about this long at the pace of
+#: the check's last chunk (and ``Settings.table_job_max_rows`` rows). What each job costs
+#: the server whatever its size (reading its rows, the job, its polls and writes) is then
+#: paid once per this much work instead of once per chunk of fast rows, and the run still
+#: yields to other work this often. A check's first chunk, whose pace is not known yet,
+#: runs alone, and nothing is taken along while a ``/v1/score`` request waits.
+ALONG_SECONDS = 0.25
+
 
 @dataclass
 class _RunState:
@@ -47,6 +57,8 @@ class _RunState:
     started: bool = False
     stopped: bool = False  # cancelled or failed: remaining chunks are skipped
     retried: bool = False
+    #: seconds a row took in each check's (by index) last chunk that scored rows
+    pace: dict[int, float] = field(default_factory=dict)
     #: when the database first failed this run with no write succeeding since (monotonic)
     storage_down_since: float | None = None
     storage_failures: int = 0
@@ -155,10 +167,45 @@ class LocalDispatch:
     def _item(self, state: _RunState, spec: ChunkSpec) -> WorkItem:
         """The queued unit: a :class:`ChunkSpec`, the plain data a Celery task carries too."""
         fn = functools.partial(self._run_chunk, state, spec)
-        return WorkItem(spec.tenant_id, spec.run_id, fn=fn)
+        return WorkItem(spec.tenant_id, spec.run_id, fn=fn, payload=spec)
+
+    def _along(self, state: _RunState, spec: ChunkSpec) -> tuple[ChunkSpec, list[WorkItem]]:
+        """``spec`` with the queued chunks that follow it taken along (see
+        :data:`ALONG_SECONDS`): the same check's, each starting where the last ends."""
+        with state.lock:
+            pace = state.pace.get(spec.check_index)
+        if pace is None or not spec.rows:
+            return spec, []
+        most = min(self.settings.table_job_max_rows, int(ALONG_SECONDS / max(pace, 1e-9)))
+        room = most - len(spec.rows)
+        if room <= 0:
+            return spec, []
+        stop = spec.rows[-1] + 1
+
+        def follows(item: WorkItem) -> bool:
+            nonlocal stop, room
+            other = item.payload
+            if (
+                not isinstance(other, ChunkSpec)
+                or other.check_index != spec.check_index
+                or other.limits != spec.limits
+                or not other.rows
+                or other.rows[0] != stop
+                or len(other.rows) > room
+            ):
+                return False
+            stop, room = other.rows[-1] + 1, room - len(other.rows)
+            return True
+
+        along = self.scheduler.take_along(spec.tenant_id, spec.run_id, room, follows)
+        if not along:
+            return spec, []
+        rows = spec.rows + tuple(i for item in along for i in item.payload.rows)
+        return dataclasses.replace(spec, rows=rows), along
 
     def _run_chunk(self, state: _RunState, spec: ChunkSpec) -> None:
         run = state.run
+        along: list[WorkItem] = []
         try:
             if state.stopped:
                 return
@@ -172,10 +219,15 @@ class LocalDispatch:
                     with state.lock:
                         state.started = False  # the retry marks it running
                     raise
+            spec, along = self._along(state, spec)
             check = state.plan.resolved[spec.check_index]
+            began = time.monotonic()
             outcome = execute_chunk(
                 self.store, self.executors, self.metrics, spec, check, lambda: state.stopped
             )
+            if outcome.scored:
+                with state.lock:
+                    state.pace[spec.check_index] = (time.monotonic() - began) / outcome.scored
             if outcome.usage:
                 with state.lock:
                     self.store.add_run_usage(run.id, outcome.usage)
@@ -194,8 +246,10 @@ class LocalDispatch:
             log.exception("run %s: chunk failed", run.id)
             self._fail(state, f"internal error: {exc.__class__.__name__}: {exc}")
         finally:
+            for item in along:
+                item.finished.set()
             with state.lock:
-                state.pending -= 1
+                state.pending -= 1 + len(along)  # a retry counted its merged chunk again
                 done = state.pending == 0
             if done and not state.stopped:
                 self._settle_or_retry(state)

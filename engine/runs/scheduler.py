@@ -35,6 +35,8 @@ class WorkItem:
     group: str
     fn: Callable[[], Any]
     interactive: bool = False
+    #: What the item scores, for :meth:`FairScheduler.take_along` to match (a run's chunk)
+    payload: Any = None
     started: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
@@ -136,6 +138,39 @@ class FairScheduler:
             item.finished.set()
             if self._tenants:  # a tenant held back at its concurrency may go on now
                 self._cond.notify()
+
+    def take_along(
+        self, tenant_id: str, group: str, limit: int, match: Callable[[WorkItem], bool]
+    ) -> list[WorkItem]:
+        """Up to ``limit`` queued items of a tenant's group that ``match`` accepts, in
+        queue order, for a thread to run as part of the item of that group it took (they
+        take no slot of their own; the caller finishes them with it).
+
+        None while interactive work waits: an item run along makes its thread busy
+        longer, and a request must not wait on it. ``match`` is asked under the
+        scheduler's lock, once per queued item of the group until ``limit`` are taken,
+        and must be quick."""
+        with self._cond:
+            if limit <= 0 or any(q.interactive for q in self._tenants.values()):
+                return []
+            queue = self._tenants.get(tenant_id)
+            items = None if queue is None else queue.groups.get(group)
+            if queue is None or not items:
+                return []
+            along: list[WorkItem] = []
+            for item in items:
+                if len(along) >= limit:
+                    break
+                if match(item):
+                    along.append(item)
+            for item in along:
+                items.remove(item)
+                item.started.set()
+            if not items:
+                del queue.groups[group]
+                if queue.empty():
+                    del self._tenants[tenant_id]
+            return along
 
     def claim(self, item: WorkItem) -> bool:
         """Mark ``item`` in flight for the calling thread to run (then :meth:`finish` it), when

@@ -264,3 +264,45 @@ def test_no_claim_past_queued_items_nor_without_a_capacity() -> None:
     assert FairScheduler(lambda tenant: 10).claim(_item("b", "s")) is False
     scheduler.close()
     assert scheduler.claim(_item("c", "s", interactive=True)) is False
+
+
+def test_take_along_takes_matching_queued_items_of_the_group_in_order() -> None:
+    scheduler = FairScheduler(lambda tenant: 10)
+    items = [_item("a", "run") for _ in range(5)]
+    for n, item in enumerate(items):
+        item.payload = n
+        scheduler.submit(item)
+    scheduler.submit(_item("a", "other"))
+    first = scheduler.take(timeout=0)
+    assert first is items[0]
+    asked: list[int] = []
+
+    def odd(item: WorkItem) -> bool:
+        asked.append(item.payload)
+        return bool(item.payload % 2)
+
+    along = scheduler.take_along("a", "run", 5, odd)
+    assert along == [items[1], items[3]]  # in queue order, the rest stay queued
+    assert asked == [1, 2, 3, 4]
+    assert all(i.started.is_set() for i in along)
+    assert scheduler.inflight("a") == 1  # they ride along: no slot of their own
+    assert scheduler.take_along("a", "run", 1, lambda item: True) == [items[2]]  # the limit
+    scheduler.finish(first)
+    assert _names(_drain(scheduler)) == ["a/other", "a/run"]
+    assert scheduler.take_along("a", "run", 5, lambda item: True) == []  # the group is gone
+    assert scheduler.take_along("b", "run", 5, lambda item: True) == []
+
+
+def test_take_along_takes_nothing_while_a_request_waits() -> None:
+    scheduler = FairScheduler(lambda tenant: 10)
+    for _ in range(3):
+        scheduler.submit(_item("a", "run"))
+    taken = scheduler.take(timeout=0)
+    assert taken is not None
+    scheduler.submit(_item("b", "score", interactive=True))
+    assert scheduler.take_along("a", "run", 5, lambda item: True) == []
+    assert scheduler.depth() == 3
+    request = scheduler.take(timeout=0)
+    assert request is not None and request.interactive
+    assert len(scheduler.take_along("a", "run", 5, lambda item: True)) == 2
+    assert scheduler.depth() == 0

@@ -39,8 +39,10 @@ log = logging.getLogger("scorebox.runs")
 #: ``FLUSH_SECONDS``' worth (they are re-scored). Each write stores a check's results as
 #: one block (engine/storage/run_writes.py): a chunk of a fast built-in's rows, delivered
 #: one at a time, is one write, not one every hundred rows. (A sandbox's result blocks
-#: arrive whole, each a write at this size or less.)
-FLUSH_ROWS = 1000
+#: arrive whole, each a write at this size or less.) As large as the largest job of a
+#: run's fast chunks taken along (``Settings.table_job_max_rows``' default): such a job,
+#: done within the second, is one write.
+FLUSH_ROWS = 5000
 FLUSH_SECONDS = 1.0
 
 #: Usage written by chunks' writers: one at a time per process (a run's totals are

@@ -76,7 +76,8 @@ class Settings(BaseSettings):
         description=(
             "Rows per sandbox job on engine.score_table's path (results come back as "
             "blocks, so a larger job costs no more memory per row), and at most per job "
-            "when embedded mode runs a fast check's chunks of a run together."
+            "when a fast check's chunks of a run run together (embedded mode's threads "
+            "and distributed workers alike)."
         ),
     )
     result_blocks: bool = Field(

@@ -1,4 +1,5 @@
-"""What a worker knows of the runs it has run chunks of: marked running, stopped or not.
+"""What a worker knows of the runs it has run chunks of: marked running, stopped or not,
+and each check's pace (what takes chunks along, engine/runs/work.py's ``ALONG_SECONDS``).
 
 A run never goes back to ``queued``, so one ``running`` write per worker is
 enough; whether a run stopped (cancelled, failed) is asked again when the last
@@ -10,7 +11,7 @@ more question, never a wrong answer past the time-to-live).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: Runs remembered before the map is emptied.
 MAX_RUNS = 10_000
@@ -18,11 +19,13 @@ MAX_RUNS = 10_000
 
 @dataclass
 class KnownRun:
-    """One run: whether this worker marked it running, and its last stopped-or-not answer."""
+    """One run: whether this worker marked it running, its last stopped-or-not answer, and
+    the seconds a row took in each check's (by index) last chunk here that scored rows."""
 
     running: bool = False
     asked: float = float("-inf")  # monotonic time of the stopped-or-not answer
     stopped: bool = False
+    pace: dict[int, float] = field(default_factory=dict)
 
 
 class KnownRuns:
@@ -69,3 +72,13 @@ class KnownRuns:
         with self._lock:
             known = self._run(run_id)
             known.asked, known.stopped = now, stopped
+
+    def pace(self, run_id: str, check_index: int) -> float | None:
+        """Seconds a row of the check took in its last chunk here (None: none scored yet)."""
+        with self._lock:
+            known = self._runs.get(run_id)
+            return None if known is None else known.pace.get(check_index)
+
+    def set_pace(self, run_id: str, check_index: int, seconds_a_row: float) -> None:
+        with self._lock:
+            self._run(run_id).pace[check_index] = seconds_a_row

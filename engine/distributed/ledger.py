@@ -71,6 +71,22 @@ SETTLE_SQL = (
     "WHERE run_id = %(run_id)s AND check_index = %(check_index)s AND chunk_no = %(chunk_no)s "
     f"AND epoch = %(epoch)s AND state = '{RUNNING}'"
 )
+#: The run's lowest pending chunks of one check (with attempts left), taken by the worker
+#: that runs that check's chunk ``chunk_no`` as part of the same job. The pick is
+#: materialised once (its LIMIT holds), its row locks taken with SKIP LOCKED, and the state
+#: tested again in the UPDATE: a dispatch pass at the same time sends none of them, and two
+#: workers never take the same one.
+CLAIM_ALONG_SQL = (
+    "WITH picked AS MATERIALIZED (SELECT chunk_no FROM run_chunks "  # nosec B608
+    f"WHERE run_id = %(run_id)s AND check_index = %(check_index)s AND state = '{PENDING}' "
+    "AND attempts < %(max_attempts)s AND chunk_no <> %(chunk_no)s "
+    "ORDER BY chunk_no LIMIT %(most)s FOR UPDATE SKIP LOCKED) "
+    f"UPDATE run_chunks SET state = '{RUNNING}', attempts = attempts + 1, epoch = epoch + 1, "
+    "worker = %(worker)s, lease_until = %(lease)s, dispatched_at = %(now)s FROM picked "
+    "WHERE run_chunks.run_id = %(run_id)s AND run_chunks.check_index = %(check_index)s "
+    f"AND run_chunks.chunk_no = picked.chunk_no AND run_chunks.state = '{PENDING}' "
+    "RETURNING run_chunks.chunk_no, run_chunks.epoch, run_chunks.row_start, run_chunks.row_stop"
+)
 UNFINISHED_SQL = f"SELECT count(*) FROM run_chunks WHERE run_id = %(run_id)s AND state <> '{DONE}'"  # nosec B608
 RUN_STATUS_SQL = "SELECT status FROM runs WHERE id = %(run_id)s"
 QUEUED_OF_SQL = (
@@ -91,6 +107,16 @@ class ChunkKey:
     def params(self) -> dict[str, Any]:
         """The key as the named parameters of the driver's SQL above."""
         return {"run_id": self.run_id, "check_index": self.check_index, "chunk_no": self.chunk_no}
+
+
+@dataclass(frozen=True)
+class Along:
+    """A chunk a worker took along with the one it claimed: its key, the epoch it runs
+    under (what settles it) and its rows ``[start, stop)``."""
+
+    key: ChunkKey
+    epoch: int
+    rows: tuple[int, int]
 
 
 def _where(key: ChunkKey) -> Any:
@@ -391,6 +417,35 @@ class ChunkLedger:
         params = {**key.params(), "epoch": epoch, "worker": worker, "lease": lease}
         with self._connect() as conn:
             return bool(conn.exec_driver_sql(CLAIM_SQL, params).rowcount)
+
+    def claim_along(
+        self, key: ChunkKey, most: int, worker: str, lease_seconds: float
+    ) -> list[Along]:
+        """Take up to ``most`` more chunks of ``key``'s run and check for this worker, the
+        lowest-numbered pending ones (not in the broker, attempts left), running under a new
+        epoch and the same lease as a claim; in row order. The worker runs them with
+        ``key``'s chunk and settles each (its lease renewed meanwhile, or expiring as any
+        claimed chunk's does when the worker dies)."""
+        if most <= 0:
+            return []
+        now = utcnow()
+        params = {
+            **key.params(),
+            "worker": worker,
+            "lease": now + timedelta(seconds=lease_seconds),
+            "now": now,
+            "most": most,
+            "max_attempts": MAX_ATTEMPTS,
+        }
+        with self._connect() as conn:
+            taken = conn.exec_driver_sql(CLAIM_ALONG_SQL, params).all()
+        return sorted(
+            (
+                Along(ChunkKey(key.run_id, key.check_index, int(n)), int(e), (int(a), int(b)))
+                for n, e, a, b in taken
+            ),
+            key=lambda along: along.rows,
+        )
 
     def renew(self, held: Iterable[tuple[ChunkKey, int]], lease_seconds: float) -> None:
         """Extend the leases of the chunks this worker is running."""

@@ -24,7 +24,7 @@ from engine.distributed.after import AfterChunks, Settled
 from engine.distributed.celery_app import CHUNK_TASK, send
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
 from engine.distributed.known_runs import KnownRuns
-from engine.distributed.ledger import DONE, DROPPED, ChunkKey, ChunkLedger
+from engine.distributed.ledger import DONE, DROPPED, Along, ChunkKey, ChunkLedger
 from engine.distributed.replies import Replies
 from engine.environments.build import Environments
 from engine.environments.hosts import host_snapshot
@@ -33,7 +33,15 @@ from engine.logs import Repeated
 from engine.models import IndexedRow, Limits, Row, RowResult
 from engine.runs.summary import store_summary
 from engine.runs.wiring import build_scoring
-from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, resolve_run_check, score_batch
+from engine.runs.work import (
+    ChunkSpec,
+    ChunkStopped,
+    along_room,
+    consecutive_jobs,
+    execute_chunk,
+    resolve_run_check,
+    score_batch,
+)
 from engine.settings import Settings
 from engine.storage import RunCheck, RunStatus, SqlStore, Store, create_db_engine
 
@@ -252,7 +260,8 @@ class WorkerRuntime:
         return should_stop
 
     def run_chunk(self, message: dict[str, Any]) -> str:
-        """The ``scorebox.chunk`` task: claim, score the rows still missing, hand it to settle."""
+        """The ``scorebox.chunk`` task: claim, take along, score the rows still missing,
+        hand the chunks to settle."""
         key = ChunkKey(*message["key"])
         epoch = int(message["epoch"])
         if not self.ledger.claim(key, epoch, self.name, self.settings.chunk_lease_seconds):
@@ -260,58 +269,99 @@ class WorkerRuntime:
         with self._lock:
             self._held[key] = epoch
         spec = ChunkSpec.from_json(message["spec"])
+        along = self._take_along(key, spec)
+        chunks = [(key, epoch), *((a.key, a.epoch) for a in along)]
         error: str | None = None  # the run fails with it
         try:
             self._mark_running(spec.run_id)
             check = self.resolve(spec.tenant_id, spec.check)
-            outcome = execute_chunk(
-                self.store, self.executors, self.metrics, spec, check, self._stopper(spec.run_id)
-            )
-            if outcome.usage:
-                self.store.add_run_usage(spec.run_id, outcome.usage)
-            # one line a chunk (hundreds of rows), not a line a call: operators follow runs by it
+            scored = already = 0
+            began = time.monotonic()
+            for job in consecutive_jobs(spec, [a.rows for a in along]):
+                outcome = execute_chunk(
+                    self.store, self.executors, self.metrics, job, check, self._stopper(job.run_id)
+                )
+                if outcome.usage:
+                    self.store.add_run_usage(job.run_id, outcome.usage)
+                scored += outcome.scored
+                already += len(job.rows) - outcome.scored
+            if scored:
+                self._runs.set_pace(
+                    spec.run_id, spec.check_index, (time.monotonic() - began) / scored
+                )
+            # one line a message (hundreds of rows or more), not a line a call: operators
+            # follow runs by it
             log.info(
-                "chunk %s:%d:%d epoch %d: %d rows scored, %d already had results",
+                "chunk %s:%d:%d epoch %d%s: %d rows scored, %d already had results",
                 *key.as_tuple(),
                 epoch,
-                outcome.scored,
-                len(spec.rows) - outcome.scored,
+                f" and {len(along)} taken along" if along else "",
+                scored,
+                already,
             )
             state = DONE
         except ChunkStopped:
             state = DROPPED
         except StorageError as exc:
-            # The database went away (restarting, disk full): not the run's fault. The chunk
-            # goes back to pending (or, if even that cannot be written, its lease expires)
-            # and is scored again, rows already stored skipped.
+            # The database went away (restarting, disk full): not the run's fault. The
+            # chunks go back to pending (or, if even that cannot be written, their leases
+            # expire) and are scored again, rows already stored skipped.
             log.warning("run %s: database unavailable, chunk handed back: %s", spec.run_id, exc)
-            with self._lock:
-                self._held.pop(key, None)
-            try:
-                self.ledger.release(key, epoch)
-            except ScoreboxError as again:
-                log.warning("could not hand the chunk back (its lease will expire): %s", again)
+            self._hand_back(chunks)
             return "deferred"
         except ScoreboxError as exc:
             state, error = DROPPED, str(exc)
         except Exception as exc:
             log.exception("run %s: chunk failed", spec.run_id)
             state, error = DROPPED, f"internal error: {exc.__class__.__name__}: {exc}"
-        chunk = Settled(key, epoch, state, spec.tenant_id, spec.run_id)
+        settled = [Settled(k, e, state, spec.tenant_id, spec.run_id) for k, e in chunks]
         if error is not None:
-            self._fail_then_settle(chunk, error)
+            self._fail_then_settle(settled, error)
         else:
-            # settled on the after-chunk thread (its lease renewed until then): the slot
+            # settled on the after-chunk thread (their leases renewed until then): the slot
             # acknowledges the message now and takes its next chunk
-            self._after.add(chunk)
+            for chunk in settled:
+                self._after.add(chunk)
         return state
 
-    def _fail_then_settle(self, chunk: Settled, error: str) -> None:
-        """Fail the chunk's run, and settle the chunk even when that raised."""
+    def _take_along(self, key: ChunkKey, spec: ChunkSpec) -> list[Along]:
+        """The run's next pending chunks of ``spec``'s check, claimed to run with it as one
+        job (engine/runs/work.py's ``ALONG_SECONDS`` at the check's pace here); none for a
+        check's first chunk here, a slow check, or when the ledger cannot say."""
+        pace = self._runs.pace(spec.run_id, spec.check_index)
+        room = along_room(pace, len(spec.rows), self.settings.table_job_max_rows)
+        if not spec.rows or room < len(spec.rows):  # not even one more chunk of this size
+            return []
         try:
-            self.fail_run(chunk.run_id, error)
+            along = self.ledger.claim_along(
+                key, room // len(spec.rows), self.name, self.settings.chunk_lease_seconds
+            )
+        except StorageError as exc:  # the chunk runs alone; the database may be restarting
+            log.debug("could not take chunks along: %s", exc)
+            return []
+        with self._lock:
+            for chunk in along:
+                self._held[chunk.key] = chunk.epoch
+        return along
+
+    def _hand_back(self, chunks: list[tuple[ChunkKey, int]]) -> None:
+        """Stop renewing the chunks' leases and make them pending again."""
+        with self._lock:
+            for key, _ in chunks:
+                self._held.pop(key, None)
+        try:
+            for key, epoch in chunks:
+                self.ledger.release(key, epoch)
+        except ScoreboxError as again:
+            log.warning("could not hand the chunk back (its lease will expire): %s", again)
+
+    def _fail_then_settle(self, chunks: list[Settled], error: str) -> None:
+        """Fail the chunks' run, and settle the chunks even when that raised."""
+        try:
+            self.fail_run(chunks[0].run_id, error)
         finally:
-            self._after.add(chunk)
+            for chunk in chunks:
+                self._after.add(chunk)
 
     def _settle(self, key: ChunkKey, epoch: int, state: str) -> bool:
         """Settle a chunk this worker ran and stop renewing its lease."""

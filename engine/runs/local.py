@@ -31,7 +31,7 @@ from engine.runs.dispatch import BatchResults, RunHooks, RunIncomplete, RunPlan,
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
 from engine.runs.scheduler import FairScheduler, WorkItem
-from engine.runs.work import ChunkSpec, ChunkStopped, execute_chunk, score_batch
+from engine.runs.work import ChunkSpec, ChunkStopped, along_room, execute_chunk, score_batch
 from engine.settings import Settings
 from engine.storage import Run, RunStatus, Store
 
@@ -39,15 +39,6 @@ log = logging.getLogger("scorebox.runs")
 
 #: The longest wait between two tries of a chunk while the database is unavailable.
 STORAGE_BACKOFF_MAX_SECONDS = 5.0
-
-#: A thread that takes a chunk of a check whose rows score quickly takes the run's next
-#: chunks of that check along, as one sandbox job, up to about this long at the pace of
-#: the check's last chunk (and ``Settings.table_job_max_rows`` rows). What each job costs
-#: the server whatever its size (reading its rows, the job, its polls and writes) is then
-#: paid once per this much work instead of once per chunk of fast rows, and the run still
-#: yields to other work this often. A check's first chunk, whose pace is not known yet,
-#: runs alone, and nothing is taken along while a ``/v1/score`` request waits.
-ALONG_SECONDS = 0.25
 
 
 @dataclass
@@ -171,13 +162,11 @@ class LocalDispatch:
 
     def _along(self, state: _RunState, spec: ChunkSpec) -> tuple[ChunkSpec, list[WorkItem]]:
         """``spec`` with the queued chunks that follow it taken along (see
-        :data:`ALONG_SECONDS`): the same check's, each starting where the last ends."""
+        :data:`~engine.runs.work.ALONG_SECONDS`): the same check's, each starting where the
+        last ends. Nothing is taken along while a ``/v1/score`` request waits."""
         with state.lock:
             pace = state.pace.get(spec.check_index)
-        if pace is None or not spec.rows:
-            return spec, []
-        most = min(self.settings.table_job_max_rows, int(ALONG_SECONDS / max(pace, 1e-9)))
-        room = most - len(spec.rows)
+        room = along_room(pace, len(spec.rows), self.settings.table_job_max_rows)
         if room <= 0:
             return spec, []
         stop = spec.rows[-1] + 1

@@ -15,8 +15,8 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine import logs
@@ -44,6 +44,16 @@ log = logging.getLogger("scorebox.runs")
 #: done within the second, is one write.
 FLUSH_ROWS = 5000
 FLUSH_SECONDS = 1.0
+
+#: A slot that takes a chunk of a check whose rows score quickly takes the run's next chunks
+#: of that check along, as one sandbox job, up to about this long at the pace of the check's
+#: last chunk (and ``Settings.table_job_max_rows`` rows): embedded mode's thread from its
+#: queue (engine/runs/local.py), a worker's slot from the ledger's pending chunks
+#: (engine/distributed/worker.py). What each job costs whatever its size (a broker
+#: message and a claim, reading its rows, the job, its polls and writes) is then paid once
+#: per this much work instead of once per chunk of fast rows, and the slot still turns to
+#: other work this often. A check's first chunk, whose pace is not known yet, runs alone.
+ALONG_SECONDS = 0.25
 
 #: Usage written by chunks' writers: one at a time per process (a run's totals are
 #: read, added to and written; PostgreSQL's row lock serialises processes).
@@ -117,6 +127,29 @@ class ChunkSpec:
             rows=tuple(from_ranges(data["rows"])),
             limits=Limits.model_validate(data["limits"]),
         )
+
+
+def along_room(pace: float | None, rows: int, max_rows: int) -> int:
+    """Rows a job of a chunk of ``rows`` rows may take along (0: none): up to
+    :data:`ALONG_SECONDS` of work in all at ``pace`` seconds a row (the check's last chunk;
+    None: not known yet) and at most ``max_rows`` rows."""
+    if pace is None or rows <= 0:
+        return 0
+    return max(0, min(max_rows, int(ALONG_SECONDS / max(pace, 1e-9))) - rows)
+
+
+def consecutive_jobs(spec: ChunkSpec, ranges: Iterable[tuple[int, int]]) -> list[ChunkSpec]:
+    """``spec`` with more rows of its run and check (``[start, stop)`` ranges), as chunks of
+    consecutive rows in row order: each range that starts where another ends joins it."""
+    own = [(start, stop) for start, stop in to_ranges(sorted(spec.rows))]
+    spans = sorted(own + [r for r in ranges if r[0] < r[1]])
+    merged: list[list[int]] = []
+    for start, stop in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+        else:
+            merged.append([start, stop])
+    return [replace(spec, rows=tuple(range(a, b))) for a, b in merged]
 
 
 def resolve_run_check(

@@ -10,7 +10,7 @@ from collections import defaultdict
 
 import pytest
 
-from engine.runs import local
+from engine.runs import work
 from engine.sandbox.fake import fake_runner_factory
 from engine.sandbox.protocol import Job, JobRow
 from tests.api.conftest import TRIVIAL_CHECK, AppFactory
@@ -46,7 +46,7 @@ class Jobs:
 def test_a_fast_checks_chunks_run_along_as_fewer_larger_jobs(
     make_api: AppFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(local, "ALONG_SECONDS", 60.0)  # any pace: the row cap decides
+    monkeypatch.setattr(work, "ALONG_SECONDS", 60.0)  # any pace: the row cap decides
     jobs = Jobs()
     api = make_api(
         runner_factory=fake_runner_factory(jobs),

@@ -253,3 +253,79 @@ def test_a_refill_pass_sends_only_what_housekeeping_would_keep(store: SqlStore) 
     ]
     assert poisoned == [poison.id]
     assert ledger.counts() == {"queued": 2, "dropped": 3}
+
+
+def test_a_worker_takes_its_checks_next_pending_chunks_along(store: SqlStore) -> None:
+    """``claim_along``: the run's lowest pending chunks of the claimed chunk's check, running
+    under this worker with a new epoch (a dispatch pass then sends none of them), never a
+    queued chunk, another check's, or one out of attempts; each settles with its epoch."""
+    from engine.distributed.ledger import MAX_ATTEMPTS
+
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "along"), 1000, checks=2)
+    assert ledger.plan(run, [Limits(), Limits()], 100) == 20
+    sent = ledger.dispatch(lambda _t: 3, 60)
+    assert sent is not None
+    assert [m["key"] for m in sent] == [[run.id, 0, 0], [run.id, 1, 0], [run.id, 0, 1]]
+    key = ChunkKey(run.id, 0, 0)
+    assert ledger.claim(key, sent[0]["epoch"], "w1", 30)
+    with store.engine.begin() as conn:  # chunk 3 kept killing workers
+        conn.execute(
+            text("UPDATE run_chunks SET attempts = :n WHERE run_id = :r AND chunk_no = 3"),
+            {"n": MAX_ATTEMPTS, "r": run.id},
+        )
+
+    along = ledger.claim_along(key, 3, "w1", 30)
+    # chunk 1 is queued (its message is in the broker), chunk 3 is poison: 2, 4 and 5
+    assert [(a.key.chunk_no, a.rows) for a in along] == [
+        (2, (200, 300)),
+        (4, (400, 500)),
+        (5, (500, 600)),
+    ]
+    assert all(a.key.check_index == 0 and a.epoch == 1 for a in along)
+    with store.engine.connect() as conn:
+        states: dict[int, str] = dict(
+            conn.execute(
+                text(
+                    "SELECT chunk_no, state || ':' || coalesce(worker, '') || ':' || attempts "
+                    "FROM run_chunks WHERE run_id = :r AND check_index = 0"
+                ),
+                {"r": run.id},
+            ).all()
+        )
+    assert [states[n] for n in (2, 4, 5)] == ["running:w1:1"] * 3
+    assert states[1].startswith("queued:") and states[3].startswith("pending:")
+
+    # a dispatch pass never sends a chunk taken along; check 1's chunks are still its own
+    # (a worker's pass: the loop's would fail the run for its poison chunk)
+    later = ledger.dispatch(lambda _t: 20, 60, housekeeping=False)
+    assert later is not None
+    sent_keys = {tuple(m["key"]) for m in later}
+    assert not sent_keys & {a.key.as_tuple() for a in along}
+    assert (run.id, 1, 1) in sent_keys
+    # the rest of check 0's pending chunks went to the broker: nothing left to take along
+    assert ledger.claim_along(key, 10, "w2", 30) == []
+
+    for chunk in along:
+        assert not ledger.settle(chunk.key, chunk.epoch - 1)  # another epoch cannot settle it
+        assert ledger.settle(chunk.key, chunk.epoch)
+    assert ledger.settle(key, sent[0]["epoch"])
+    assert ledger.unfinished(run.id) == 20 - 4
+
+
+def test_chunks_taken_along_by_a_dead_worker_go_back_to_pending(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "along-dead"), 400)
+    ledger.plan(run, [Limits()], 100)
+    sent = ledger.dispatch(lambda _t: 1, 60)
+    assert sent is not None and len(sent) == 1
+    key = ChunkKey(*sent[0]["key"])
+    assert ledger.claim(key, sent[0]["epoch"], "w1", lease_seconds=0.2)
+    along = ledger.claim_along(key, 8, "w1", lease_seconds=0.2)
+    assert [a.key.chunk_no for a in along] == [1, 2, 3]
+    time.sleep(0.4)  # w1 died with all four in hand
+    again = ledger.dispatch(lambda _t: 8, 60)
+    assert again is not None
+    assert sorted(m["key"][2] for m in again) == [0, 1, 2, 3]
+    for chunk in along:
+        assert not ledger.settle(chunk.key, chunk.epoch)  # w1's epoch is over

@@ -13,9 +13,46 @@ from engine.distributed.ledger import ChunkLedger, fair_order, plan_chunks
 from engine.distributed.preflight import check_config, masked_url
 from engine.errors import ConfigurationError, LLMRateLimitError, QuotaExceededError, SandboxError
 from engine.models import Limits
-from engine.runs.work import ChunkSpec, from_ranges, to_ranges
+from engine.runs.work import ChunkSpec, along_room, consecutive_jobs, from_ranges, to_ranges
 from engine.settings import Settings
 from engine.storage import Run, RunCheck, RunStatus, TenantStore
+
+
+@pytest.mark.parametrize(
+    ("own", "along", "jobs"),
+    [
+        ((0, 1, 2), [], [(0, 3)]),
+        ((0, 1, 2), [(3, 5), (5, 6)], [(0, 6)]),  # each starts where the last ends: one job
+        ((0, 1, 2), [(7, 9), (3, 4)], [(0, 4), (7, 9)]),  # a gap: two jobs, in row order
+        ((4, 5), [(0, 2), (2, 4)], [(0, 6)]),
+        ((0, 1), [(5, 5)], [(0, 2)]),  # an empty range adds nothing
+    ],
+)
+def test_chunks_taken_along_run_as_jobs_of_consecutive_rows(
+    own: tuple[int, ...], along: list[tuple[int, int]], jobs: list[tuple[int, int]]
+) -> None:
+    spec = ChunkSpec("t", "r", 1, RunCheck("code", "c", 1, "chk_1"), own, Limits(memory_mb=64))
+    made = consecutive_jobs(spec, along)
+    assert [(job.rows[0], job.rows[-1] + 1) for job in made] == jobs
+    assert all(job.rows == tuple(range(job.rows[0], job.rows[-1] + 1)) for job in made)
+    assert {(j.run_id, j.check_index, j.limits) for j in made} == {(spec.run_id, 1, spec.limits)}
+
+
+@pytest.mark.parametrize(
+    ("pace", "rows", "room"),
+    [
+        (None, 500, 0),  # a check's first chunk: pace unknown
+        (1e-3, 500, 0),  # 500 rows at a millisecond are already two quarters of a second
+        (1e-4, 500, 2000),  # a quarter of a second is 2,500 rows
+        (1e-6, 500, 4500),  # the row cap (table_job_max_rows) decides
+        (0.0, 500, 4500),
+        (1e-4, 0, 0),
+    ],
+)
+def test_along_room_is_a_quarter_second_at_the_checks_pace_within_the_row_cap(
+    pace: float | None, rows: int, room: int
+) -> None:
+    assert along_room(pace, rows, 5000) == room
 
 
 @pytest.mark.parametrize(

@@ -71,20 +71,23 @@ SETTLE_SQL = (
     "WHERE run_id = %(run_id)s AND check_index = %(check_index)s AND chunk_no = %(chunk_no)s "
     f"AND epoch = %(epoch)s AND state = '{RUNNING}'"
 )
-#: The run's lowest pending chunks of one check (with attempts left), taken by the worker
-#: that runs that check's chunk ``chunk_no`` as part of the same job. The pick is
+#: The run's lowest chunks of one check that no worker has started (pending, or queued: the
+#: queued one's message then finds it taken, a stale message), with attempts left, taken by
+#: the worker that runs that check's chunk ``chunk_no`` as part of the same job. The pick is
 #: materialised once (its LIMIT holds), its row locks taken with SKIP LOCKED, and the state
 #: tested again in the UPDATE: a dispatch pass at the same time sends none of them, and two
 #: workers never take the same one.
 CLAIM_ALONG_SQL = (
     "WITH picked AS MATERIALIZED (SELECT chunk_no FROM run_chunks "  # nosec B608
-    f"WHERE run_id = %(run_id)s AND check_index = %(check_index)s AND state = '{PENDING}' "
+    "WHERE run_id = %(run_id)s AND check_index = %(check_index)s "
+    f"AND state IN ('{PENDING}', '{QUEUED}') "
     "AND attempts < %(max_attempts)s AND chunk_no <> %(chunk_no)s "
     "ORDER BY chunk_no LIMIT %(most)s FOR UPDATE SKIP LOCKED) "
     f"UPDATE run_chunks SET state = '{RUNNING}', attempts = attempts + 1, epoch = epoch + 1, "
     "worker = %(worker)s, lease_until = %(lease)s, dispatched_at = %(now)s FROM picked "
     "WHERE run_chunks.run_id = %(run_id)s AND run_chunks.check_index = %(check_index)s "
-    f"AND run_chunks.chunk_no = picked.chunk_no AND run_chunks.state = '{PENDING}' "
+    "AND run_chunks.chunk_no = picked.chunk_no "
+    f"AND run_chunks.state IN ('{PENDING}', '{QUEUED}') "
     "RETURNING run_chunks.chunk_no, run_chunks.epoch, run_chunks.row_start, run_chunks.row_stop"
 )
 UNFINISHED_SQL = f"SELECT count(*) FROM run_chunks WHERE run_id = %(run_id)s AND state <> '{DONE}'"  # nosec B608
@@ -422,8 +425,9 @@ class ChunkLedger:
         self, key: ChunkKey, most: int, worker: str, lease_seconds: float
     ) -> list[Along]:
         """Take up to ``most`` more chunks of ``key``'s run and check for this worker, the
-        lowest-numbered pending ones (not in the broker, attempts left), running under a new
-        epoch and the same lease as a claim; in row order. The worker runs them with
+        lowest-numbered ones no worker has started (pending, or queued: their messages are
+        stale from now on) with attempts left, running under a new epoch and the same lease
+        as a claim; in row order. The worker runs them with
         ``key``'s chunk and settles each (its lease renewed meanwhile, or expiring as any
         claimed chunk's does when the worker dies)."""
         if most <= 0:

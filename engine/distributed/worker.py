@@ -325,9 +325,9 @@ class WorkerRuntime:
         return state
 
     def _take_along(self, key: ChunkKey, spec: ChunkSpec) -> list[Along]:
-        """The run's next pending chunks of ``spec``'s check, claimed to run with it as one
-        job (engine/runs/work.py's ``ALONG_SECONDS`` at the check's pace here); none for a
-        check's first chunk here, a slow check, or when the ledger cannot say."""
+        """The run's next chunks of ``spec``'s check that no worker has started, claimed to
+        run with it (engine/runs/work.py's ``ALONG_SECONDS`` at the check's pace here); none
+        for a check's first chunk here, a slow check, or when the ledger cannot say."""
         pace = self._runs.pace(spec.run_id, spec.check_index)
         room = along_room(pace, len(spec.rows), self.settings.table_job_max_rows)
         if not spec.rows or room < len(spec.rows):  # not even one more chunk of this size

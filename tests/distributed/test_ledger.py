@@ -255,10 +255,11 @@ def test_a_refill_pass_sends_only_what_housekeeping_would_keep(store: SqlStore) 
     assert ledger.counts() == {"queued": 2, "dropped": 3}
 
 
-def test_a_worker_takes_its_checks_next_pending_chunks_along(store: SqlStore) -> None:
-    """``claim_along``: the run's lowest pending chunks of the claimed chunk's check, running
-    under this worker with a new epoch (a dispatch pass then sends none of them), never a
-    queued chunk, another check's, or one out of attempts; each settles with its epoch."""
+def test_a_worker_takes_its_checks_next_chunks_along(store: SqlStore) -> None:
+    """``claim_along``: the run's lowest pending or queued chunks of the claimed chunk's
+    check, running under this worker with a new epoch (a queued one's message then finds it
+    taken, and a dispatch pass sends none of them); never a chunk running elsewhere, another
+    check's, or one out of attempts; each settles with its own epoch."""
     from engine.distributed.ledger import MAX_ATTEMPTS
 
     ledger = ChunkLedger(store.engine)
@@ -269,20 +270,28 @@ def test_a_worker_takes_its_checks_next_pending_chunks_along(store: SqlStore) ->
     assert [m["key"] for m in sent] == [[run.id, 0, 0], [run.id, 1, 0], [run.id, 0, 1]]
     key = ChunkKey(run.id, 0, 0)
     assert ledger.claim(key, sent[0]["epoch"], "w1", 30)
-    with store.engine.begin() as conn:  # chunk 3 kept killing workers
-        conn.execute(
+    with store.engine.begin() as conn:
+        conn.execute(  # chunk 3 kept killing workers
             text("UPDATE run_chunks SET attempts = :n WHERE run_id = :r AND chunk_no = 3"),
             {"n": MAX_ATTEMPTS, "r": run.id},
         )
+        conn.execute(  # and chunk 4 runs on another worker
+            text(
+                "UPDATE run_chunks SET state = 'running', worker = 'w2' "
+                "WHERE run_id = :r AND check_index = 0 AND chunk_no = 4"
+            ),
+            {"r": run.id},
+        )
 
     along = ledger.claim_along(key, 3, "w1", 30)
-    # chunk 1 is queued (its message is in the broker), chunk 3 is poison: 2, 4 and 5
     assert [(a.key.chunk_no, a.rows) for a in along] == [
+        (1, (100, 200)),
         (2, (200, 300)),
-        (4, (400, 500)),
         (5, (500, 600)),
     ]
-    assert all(a.key.check_index == 0 and a.epoch == 1 for a in along)
+    assert [a.epoch for a in along] == [sent[2]["epoch"] + 1, 1, 1]
+    assert all(a.key.check_index == 0 for a in along)
+    assert not ledger.claim(ChunkKey(run.id, 0, 1), sent[2]["epoch"], "w3", 30)  # stale now
     with store.engine.connect() as conn:
         states: dict[int, str] = dict(
             conn.execute(
@@ -293,8 +302,8 @@ def test_a_worker_takes_its_checks_next_pending_chunks_along(store: SqlStore) ->
                 {"r": run.id},
             ).all()
         )
-    assert [states[n] for n in (2, 4, 5)] == ["running:w1:1"] * 3
-    assert states[1].startswith("queued:") and states[3].startswith("pending:")
+    assert [states[n] for n in (1, 2, 5)] == ["running:w1:1"] * 3
+    assert states[3].startswith("pending:") and states[4] == "running:w2:0"
 
     # a dispatch pass never sends a chunk taken along; check 1's chunks are still its own
     # (a worker's pass: the loop's would fail the run for its poison chunk)
@@ -302,8 +311,10 @@ def test_a_worker_takes_its_checks_next_pending_chunks_along(store: SqlStore) ->
     assert later is not None
     sent_keys = {tuple(m["key"]) for m in later}
     assert not sent_keys & {a.key.as_tuple() for a in along}
-    assert (run.id, 1, 1) in sent_keys
-    # the rest of check 0's pending chunks went to the broker: nothing left to take along
+    assert {(run.id, 1, 1), (run.id, 0, 6)} <= sent_keys
+    # check 0's other chunks, queued by that pass, are the next to take along
+    rest = ledger.claim_along(key, 10, "w2", 30)
+    assert [a.key.chunk_no for a in rest] == [6, 7, 8, 9]
     assert ledger.claim_along(key, 10, "w2", 30) == []
 
     for chunk in along:

@@ -120,7 +120,7 @@ ALONG = [
 
 
 @pytest.mark.parametrize(("pace", "asked"), [(None, []), (0.1, []), (1e-4, [1249])])
-def test_a_fast_checks_next_pending_chunks_are_taken_along_as_jobs_of_consecutive_rows(
+def test_a_fast_checks_next_chunks_are_taken_along_as_jobs_of_consecutive_rows(
     monkeypatch: pytest.MonkeyPatch, pace: float | None, asked: list[int]
 ) -> None:
     """With its check's pace known here and fast, the slot takes chunks along (a quarter

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from engine.distributed.ledger import DONE, ChunkKey
+from engine.distributed.chunks import DONE, ChunkKey
 from engine.errors import ScoreboxError
 
 log = logging.getLogger("scorebox.worker")

@@ -26,8 +26,9 @@ from engine.distributed.celery_app import (
     send,
     workers_seen,
 )
+from engine.distributed.chunks import ledger_rows
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
-from engine.distributed.ledger import ChunkLedger, ledger_rows
+from engine.distributed.ledger import ChunkLedger
 from engine.distributed.preflight import masked_url
 from engine.distributed.replies import Replies, new_reply_key
 from engine.errors import QuotaExceededError, SandboxError, ScoreboxError

@@ -9,7 +9,8 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from engine.distributed.celery_app import CHUNK_QUEUE, queue_of
-from engine.distributed.ledger import ChunkKey, ChunkLedger
+from engine.distributed.chunks import ChunkKey
+from engine.distributed.ledger import ChunkLedger
 from engine.errors import ScoreboxError
 from engine.logs import Repeated
 from engine.settings import Settings

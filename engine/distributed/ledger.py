@@ -27,19 +27,29 @@ GIL again, behind the worker's other threads).
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, Table, and_, exists, func, select, text, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import SQLAlchemyError
 
+from engine.distributed.chunks import (
+    DONE,
+    DROPPED,
+    INFLIGHT,
+    MAX_ATTEMPTS,
+    PENDING,
+    QUEUED,
+    RUNNING,
+    Along,
+    ChunkKey,
+    fair_order,
+    plan_chunks,
+)
 from engine.models import Limits
-from engine.runs.work import ChunkSpec
 from engine.storage import Run, RunCheck, RunStatus, utcnow
 from engine.storage.database import database_error
 from engine.storage.tables import RunChunkRow, RunRow
@@ -49,17 +59,11 @@ log = logging.getLogger("scorebox.distributed")
 CHUNKS = cast(Table, RunChunkRow.__table__)
 RUNS = cast(Table, RunRow.__table__)
 
-PENDING, QUEUED, RUNNING, DONE, DROPPED = "pending", "queued", "running", "done", "dropped"
-INFLIGHT = (QUEUED, RUNNING)
-
 #: Key of the PostgreSQL advisory lock that serialises dispatch passes ("scorebox").
 DISPATCH_LOCK = 0x73636F7265626F78 & 0x7FFFFFFFFFFFFFFF
 
-#: A chunk claimed this many times without finishing fails its run (a poison chunk).
-MAX_ATTEMPTS = 8
-
 # A worker's per-chunk statements, as the driver's SQL (psycopg's named placeholders); the
-# states are this module's constants, every value a bound parameter.
+# states are engine/distributed/chunks.py's constants, every value a bound parameter.
 CLAIM_SQL = (
     f"UPDATE run_chunks SET state = '{RUNNING}', attempts = attempts + 1, "  # nosec B608
     "worker = %(worker)s, lease_until = %(lease)s WHERE run_id = %(run_id)s "
@@ -98,102 +102,12 @@ QUEUED_OF_SQL = (
 )
 
 
-@dataclass(frozen=True)
-class ChunkKey:
-    run_id: str
-    check_index: int
-    chunk_no: int
-
-    def as_tuple(self) -> tuple[str, int, int]:
-        return (self.run_id, self.check_index, self.chunk_no)
-
-    def params(self) -> dict[str, Any]:
-        """The key as the named parameters of the driver's SQL above."""
-        return {"run_id": self.run_id, "check_index": self.check_index, "chunk_no": self.chunk_no}
-
-
-@dataclass(frozen=True)
-class Along:
-    """A chunk a worker took along with the one it claimed: its key, the epoch it runs
-    under (what settles it) and its rows ``[start, stop)``."""
-
-    key: ChunkKey
-    epoch: int
-    rows: tuple[int, int]
-
-
 def _where(key: ChunkKey) -> Any:
     return and_(
         CHUNKS.c.run_id == key.run_id,
         CHUNKS.c.check_index == key.check_index,
         CHUNKS.c.chunk_no == key.chunk_no,
     )
-
-
-def plan_chunks(run: Run, limits: Sequence[Limits], chunk_rows: int) -> list[dict[str, Any]]:
-    """The chunk rows of a run: row ranges of ``chunk_rows`` per check (pure)."""
-    out: list[dict[str, Any]] = []
-    for check_index, check_limits in enumerate(limits):
-        for chunk_no, start in enumerate(range(0, run.row_count, chunk_rows)):
-            out.append(
-                {
-                    "run_id": run.id,
-                    "check_index": check_index,
-                    "chunk_no": chunk_no,
-                    "tenant_id": run.tenant_id,
-                    "row_start": start,
-                    "row_stop": min(start + chunk_rows, run.row_count),
-                    "limits": check_limits.model_dump(mode="json"),
-                    "state": PENDING,
-                    "epoch": 0,
-                    "attempts": 0,
-                }
-            )
-    return out
-
-
-def ledger_rows(chunks: Sequence[ChunkSpec]) -> list[dict[str, Any]]:
-    """The chunk rows of a run's planned chunks (the run service's one chunking; each chunk
-    a range of rows of one check, numbered from 0 per check) (pure)."""
-    numbers: Counter[int] = Counter()
-    out: list[dict[str, Any]] = []
-    for spec in chunks:
-        chunk_no = numbers[spec.check_index]
-        numbers[spec.check_index] += 1
-        out.append(
-            {
-                "run_id": spec.run_id,
-                "check_index": spec.check_index,
-                "chunk_no": chunk_no,
-                "tenant_id": spec.tenant_id,
-                "row_start": spec.rows[0],
-                "row_stop": spec.rows[-1] + 1,
-                "limits": spec.limits.model_dump(mode="json"),
-                "state": PENDING,
-                "epoch": 0,
-                "attempts": 0,
-            }
-        )
-    return out
-
-
-T = TypeVar("T")
-
-
-def fair_order(candidates: dict[str, list[T]], inflight: dict[str, int]) -> list[T]:
-    """Round-robin across tenants (fewest in flight first), one chunk per tenant per round."""
-    tenants = sorted(candidates, key=lambda t: (inflight.get(t, 0), t))
-    out: list[T] = []
-    position = 0
-    while True:
-        took = False
-        for tenant in tenants:
-            if position < len(candidates[tenant]):
-                out.append(candidates[tenant][position])
-                took = True
-        if not took:
-            return out
-        position += 1
 
 
 class ChunkLedger:

@@ -22,9 +22,10 @@ from engine.catalog import ResolvedCheck, unsaved_code_check
 from engine.contract import OutputType
 from engine.distributed.after import AfterChunks, Settled
 from engine.distributed.celery_app import CHUNK_TASK, send
+from engine.distributed.chunks import DONE, DROPPED, Along, ChunkKey
 from engine.distributed.dispatch import Dispatcher, QuotaCache, chunk_queue
 from engine.distributed.known_runs import KnownRuns
-from engine.distributed.ledger import DONE, DROPPED, Along, ChunkKey, ChunkLedger
+from engine.distributed.ledger import ChunkLedger
 from engine.distributed.replies import Replies
 from engine.environments.build import Environments
 from engine.environments.hosts import host_snapshot

@@ -17,7 +17,7 @@ import pytest
 
 from engine.builtins import build_builtins
 from engine.contract import Status
-from engine.distributed.ledger import ledger_rows, plan_chunks
+from engine.distributed.chunks import ledger_rows, plan_chunks
 from engine.models import RowResult
 from engine.runs.dispatch import BatchResults, RunHooks, RunIncomplete, RunPlan, ScoreBatch
 from engine.runs.executors import CodeExecutor, Executors, RunnerHolder

@@ -11,7 +11,8 @@ from sqlalchemy import text
 
 from engine.catalog import ResolvedCheck
 from engine.contract import Status
-from engine.distributed.ledger import DISPATCH_LOCK, ChunkKey, ChunkLedger
+from engine.distributed.chunks import MAX_ATTEMPTS, ChunkKey
+from engine.distributed.ledger import DISPATCH_LOCK, ChunkLedger
 from engine.models import IndexedRow, Limits, ResultCallback, RowResult
 from engine.runs.executors import Executors
 from engine.runs.metrics import Metrics
@@ -152,8 +153,6 @@ def test_runs_without_a_plan_are_found(store: SqlStore) -> None:
 
 
 def test_a_chunk_that_keeps_killing_workers_fails_its_run(store: SqlStore) -> None:
-    from engine.distributed.ledger import MAX_ATTEMPTS
-
     ledger = ChunkLedger(store.engine)
     run = _run(store, _tenant(store, "t"), 10)
     ledger.plan(run, [Limits()], 500)
@@ -221,8 +220,6 @@ def test_queued_of_counts_each_tenants_chunks_in_the_broker(store: SqlStore) -> 
 def test_a_refill_pass_sends_only_what_housekeeping_would_keep(store: SqlStore) -> None:
     """A worker's pass after its chunks (no housekeeping) never sends a stopped run's chunk
     or a poison chunk, and leaves expired leases and failing runs to the loop's pass."""
-    from engine.distributed.ledger import MAX_ATTEMPTS
-
     ledger = ChunkLedger(store.engine)
     tenant = _tenant(store, "refill")
     live = _run(store, tenant, 1000)
@@ -260,8 +257,6 @@ def test_a_worker_takes_its_checks_next_chunks_along(store: SqlStore) -> None:
     check, running under this worker with a new epoch (a queued one's message then finds it
     taken, and a dispatch pass sends none of them); never a chunk running elsewhere, another
     check's, or one out of attempts; each settles with its own epoch."""
-    from engine.distributed.ledger import MAX_ATTEMPTS
-
     ledger = ChunkLedger(store.engine)
     run = _run(store, _tenant(store, "along"), 1000, checks=2)
     assert ledger.plan(run, [Limits(), Limits()], 100) == 20

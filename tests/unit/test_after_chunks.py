@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from engine.distributed.after import AfterChunks, Settled
-from engine.distributed.ledger import DONE, DROPPED, ChunkKey
+from engine.distributed.chunks import DONE, DROPPED, ChunkKey
 from engine.errors import StorageError
 
 

@@ -9,7 +9,8 @@ from typing import cast
 import pytest
 
 from engine.distributed.celery_dispatch import _error
-from engine.distributed.ledger import ChunkLedger, fair_order, plan_chunks
+from engine.distributed.chunks import fair_order, plan_chunks
+from engine.distributed.ledger import ChunkLedger
 from engine.distributed.preflight import check_config, masked_url
 from engine.errors import ConfigurationError, LLMRateLimitError, QuotaExceededError, SandboxError
 from engine.models import Limits

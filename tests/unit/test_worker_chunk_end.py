@@ -9,8 +9,8 @@ import pytest
 
 from engine.distributed import worker as module
 from engine.distributed.after import Settled
+from engine.distributed.chunks import Along, ChunkKey
 from engine.distributed.known_runs import KnownRuns
-from engine.distributed.ledger import Along, ChunkKey
 from engine.errors import SandboxError, StorageError
 from engine.models import Limits
 from engine.runs.metrics import Metrics

@@ -46,13 +46,14 @@ FLUSH_ROWS = 5000
 FLUSH_SECONDS = 1.0
 
 #: A slot that takes a chunk of a check whose rows score quickly takes the run's next chunks
-#: of that check along, as one sandbox job, up to about this long at the pace of the check's
-#: last chunk (and ``Settings.table_job_max_rows`` rows): embedded mode's thread from its
-#: queue (engine/runs/local.py), a worker's slot from the ledger's pending chunks
-#: (engine/distributed/worker.py). What each job costs whatever its size (a broker
-#: message and a claim, reading its rows, the job, its polls and writes) is then paid once
-#: per this much work instead of once per chunk of fast rows, and the slot still turns to
-#: other work this often. A check's first chunk, whose pace is not known yet, runs alone.
+#: of that check along, as one sandbox job (a worker's: one per stretch of consecutive
+#: rows), up to about this long at the pace of the check's last chunk (and
+#: ``Settings.table_job_max_rows`` rows): embedded mode's thread from its queue
+#: (engine/runs/local.py), a worker's slot from the ledger's chunks no worker has started
+#: (engine/distributed/worker.py). What each job costs whatever its size (a claim, a broker
+#: message's hand-off, reading its rows, the job, its polls and writes) is paid once per
+#: this much work instead of once per chunk of fast rows, and the slot still turns to other
+#: work this often. A check's first chunk, whose pace is not known yet, runs alone.
 ALONG_SECONDS = 0.25
 
 #: Usage written by chunks' writers: one at a time per process (a run's totals are

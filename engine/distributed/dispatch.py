@@ -101,6 +101,7 @@ class Dispatcher:
             self._on_poison,
             lambda n: self._on_requeued("lease_expired", n),
             housekeeping=housekeeping,
+            window=self.settings.table_job_max_rows,
         )
         sent = 0
         unsent: list[dict[str, Any]] = []

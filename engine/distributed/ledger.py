@@ -86,7 +86,7 @@ CLAIM_ALONG_SQL = (
     "WHERE run_id = %(run_id)s AND check_index = %(check_index)s "
     f"AND state IN ('{PENDING}', '{QUEUED}') "
     "AND attempts < %(max_attempts)s AND chunk_no <> %(chunk_no)s "
-    "ORDER BY chunk_no LIMIT %(most)s FOR UPDATE SKIP LOCKED) "
+    "ORDER BY chunk_no < %(chunk_no)s, chunk_no LIMIT %(most)s FOR UPDATE SKIP LOCKED) "
     f"UPDATE run_chunks SET state = '{RUNNING}', attempts = attempts + 1, epoch = epoch + 1, "
     "worker = %(worker)s, lease_until = %(lease)s, dispatched_at = %(now)s FROM picked "
     "WHERE run_chunks.run_id = %(run_id)s AND run_chunks.check_index = %(check_index)s "
@@ -180,8 +180,18 @@ class ChunkLedger:
         on_expired: Callable[[int], None] | None = None,
         *,
         housekeeping: bool = True,
+        window: int = 0,
     ) -> list[dict[str, Any]] | None:
         """One fair dispatch pass; the messages to send, or None when another pass holds the lock.
+
+        ``window`` (rows, 0: none): a tenant's chunks whose rows start a window of this many
+        rows of their run (``row_start`` a multiple of it) go first, then those one chunk
+        into a window, and so on; within each step, round-robin by chunk number across the
+        tenant's runs and checks. A worker's slot that claims a chunk of a fast check takes
+        the chunks after it along, up to a job of ``window`` rows
+        (``Settings.table_job_max_rows``): those have not been sent yet, so no message
+        arrives for a chunk already taken, as one would for each if chunks went out in row
+        order.
 
         With ``housekeeping`` (the API nodes' loop), also re-queues chunks whose
         lease expired (a lost worker, a lost message), drops chunks of runs that
@@ -225,8 +235,14 @@ class ChunkLedger:
                         CHUNKS.c.attempts < MAX_ATTEMPTS,
                         RUNS.c.status.in_([RunStatus.QUEUED.value, RunStatus.RUNNING.value]),
                     )
-                    # chunk position first: round-robin across the tenant's runs and checks
-                    .order_by(CHUNKS.c.chunk_no, RUNS.c.created_at, CHUNKS.c.check_index)
+                    # position in its window, then chunk position: round-robin across
+                    # the tenant's runs and checks
+                    .order_by(
+                        *([CHUNKS.c.row_start % window] if window > 0 else []),
+                        CHUNKS.c.chunk_no,
+                        RUNS.c.created_at,
+                        CHUNKS.c.check_index,
+                    )
                     .limit(free)
                 ).mappings()
                 candidates[tenant] = [dict(r) for r in rows]
@@ -338,10 +354,11 @@ class ChunkLedger:
     def claim_along(
         self, key: ChunkKey, most: int, worker: str, lease_seconds: float
     ) -> list[Along]:
-        """Take up to ``most`` more chunks of ``key``'s run and check for this worker, the
-        lowest-numbered ones no worker has started (pending, or queued: their messages are
-        stale from now on) with attempts left, running under a new epoch and the same lease
-        as a claim; in row order. The worker runs them with
+        """Take up to ``most`` more chunks of ``key``'s run and check for this worker, ones
+        no worker has started (pending, or queued: their messages are stale from now on)
+        with attempts left: those after ``key``'s in order (rows that continue its job),
+        then the lowest-numbered before it. They run under a new epoch and the same lease
+        as a claim; returned in row order. The worker runs them with
         ``key``'s chunk and settles each (its lease renewed meanwhile, or expiring as any
         claimed chunk's does when the worker dies)."""
         if most <= 0:

@@ -319,6 +319,49 @@ def test_a_worker_takes_its_checks_next_chunks_along(store: SqlStore) -> None:
     assert ledger.unfinished(run.id) == 20 - 4
 
 
+def test_a_windowed_pass_sends_the_chunks_that_start_a_job_first(store: SqlStore) -> None:
+    """With a ``window`` of rows, a pass sends each window's first chunk first, and a slot
+    that claims one takes the chunks after it along: none of those has a message (taking
+    it along would make its message stale). Then the lowest ones before it."""
+    ledger = ChunkLedger(store.engine)
+    tenant = _tenant(store, "windows")
+    run = _run(store, tenant, 3000)
+    other = _run(store, tenant, 1500)
+    ledger.plan(run, [Limits()], 100)  # 30 chunks: windows of 1000 rows start at 0, 10, 20
+    ledger.plan(other, [Limits()], 100)  # 15: windows start at 0 and 10
+    sent = ledger.dispatch(lambda _t: 7, 60, window=1000)
+    assert sent is not None
+    # each step of the windows round-robins across the tenant's runs, by chunk number
+    assert [(m["spec"]["run_id"], m["key"][2]) for m in sent] == [
+        (run.id, 0),
+        (other.id, 0),
+        (run.id, 10),
+        (other.id, 10),
+        (run.id, 20),
+        (run.id, 1),
+        (other.id, 1),
+    ]
+    epochs = {(m["spec"]["run_id"], m["key"][2]): m["epoch"] for m in sent}
+    key = ChunkKey(run.id, 0, 10)
+    assert ledger.claim(key, epochs[(run.id, 10)], "w1", 30)
+    along = ledger.claim_along(key, 9, "w1", 30)
+    assert [a.key.chunk_no for a in along] == list(range(11, 20))
+    assert all(a.epoch == 1 for a in along)  # pending until now: no message was sent
+    # past the chunks after it, the lowest before it (chunk 0's message is stale from now
+    # on); returned in row order
+    last = ChunkKey(run.id, 0, 20)
+    assert ledger.claim(last, epochs[(run.id, 20)], "w1", 30)
+    rest = ledger.claim_along(last, 12, "w1", 30)
+    assert [a.key.chunk_no for a in rest] == [0, 1, 2, *range(21, 30)]
+    assert not ledger.claim(ChunkKey(run.id, 0, 0), epochs[(run.id, 0)], "w2", 30)
+    # without a window, chunks go in row order
+    plain = _run(store, _tenant(store, "rows"), 500)
+    ledger.plan(plain, [Limits()], 100)
+    in_rows = ledger.dispatch(lambda t: 3 if t == plain.tenant_id else 0, 60)
+    assert in_rows is not None
+    assert [m["key"][2] for m in in_rows if m["spec"]["run_id"] == plain.id] == [0, 1, 2]
+
+
 def test_chunks_taken_along_by_a_dead_worker_go_back_to_pending(store: SqlStore) -> None:
     ledger = ChunkLedger(store.engine)
     run = _run(store, _tenant(store, "along-dead"), 400)

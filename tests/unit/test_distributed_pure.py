@@ -196,10 +196,14 @@ def test_a_worker_refill_does_housekeeping_every_few_seconds(
     from engine.distributed import dispatch
 
     passes: list[bool] = []
+    windows: list[int] = []
 
     class Ledger:
-        def dispatch(self, *args: object, housekeeping: bool = True) -> list[dict[str, object]]:
+        def dispatch(
+            self, *args: object, housekeeping: bool = True, window: int = 0
+        ) -> list[dict[str, object]]:
             passes.append(housekeeping)
+            windows.append(window)
             return []
 
     clock = [1000.0]
@@ -218,6 +222,8 @@ def test_a_worker_refill_does_housekeeping_every_few_seconds(
     dispatcher.refill()
     dispatcher.pass_once()  # the loop's pass: always
     assert passes == [True, False, False, True, True]
+    # every pass sends the chunks that start a fast check's job (a worker's along) first
+    assert set(windows) == {Settings().table_job_max_rows}
 
 
 def test_a_worker_refill_passes_only_when_a_tenant_runs_short_of_queued_chunks(
@@ -230,7 +236,9 @@ def test_a_worker_refill_passes_only_when_a_tenant_runs_short_of_queued_chunks(
     asked: list[list[str]] = []
 
     class Ledger:
-        def dispatch(self, *args: object, housekeeping: bool = True) -> list[dict[str, object]]:
+        def dispatch(
+            self, *args: object, housekeeping: bool = True, window: int = 0
+        ) -> list[dict[str, object]]:
             passes.append(housekeeping)
             return []
 

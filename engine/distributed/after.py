@@ -6,7 +6,8 @@ Run on the task's thread, they keep the slot from acknowledging the message,
 and Celery fetches the next chunk only after the acknowledgement: with one slot
 the sandbox idled for all of it. :class:`AfterChunks` runs them on one thread
 of its own, in order, batched: chunks settled meanwhile are settled in turn,
-their runs looked at once each, then one dispatch pass covers them all.
+their runs looked at once each, then one dispatch pass covers them all. The chunks
+handed over meanwhile (a job's, with those it took along) settle in one statement.
 
 Until it is settled a chunk stays in the worker's hands (its lease renewed); a
 worker that dies before settling leaves the lease to expire, and the chunk is
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.distributed.chunks import DONE, ChunkKey
@@ -45,11 +46,12 @@ class AfterChunks:
 
     def __init__(
         self,
-        settle: Callable[[ChunkKey, int, str], bool],
+        settle: Callable[[Sequence[Settled]], set[ChunkKey]],
         complete: Callable[[str, str], None],
         dispatch: Callable[[set[str]], object],
     ) -> None:
-        """``settle(key, epoch, state)``: True when the chunk was still this worker's;
+        """``settle(chunks)``: settles them all (a batch, in order), and returns the keys of
+        those that were still this worker's;
         ``complete(tenant_id, run_id)``: finish the run if its chunks are all done;
         ``dispatch(tenants)``: one dispatch pass after chunks of ``tenants`` settled."""
         self._settle = settle
@@ -104,14 +106,16 @@ class AfterChunks:
 
     def _work(self, chunks: list[Settled], runs: dict[str, str]) -> None:
         tenants: set[str] = set()  # whose slots the settled chunks freed
+        try:
+            settled = self._settle(chunks)
+        except ScoreboxError as exc:  # their leases expire: sent again, their rows found stored
+            first = chunks[0].key.as_tuple() if chunks else ("-", 0, 0)
+            log.warning("could not settle %d chunks (%s:%d:%d...): %s", len(chunks), *first, exc)
+            chunks = []
+            settled = set()
         for chunk in chunks:
-            try:
-                settled = self._settle(chunk.key, chunk.epoch, chunk.state)
-            except ScoreboxError as exc:  # its lease expires: sent again, its rows found stored
-                log.warning("could not settle chunk %s:%d:%d: %s", *chunk.key.as_tuple(), exc)
-                continue
             tenants.add(chunk.tenant_id)
-            if settled and chunk.state == DONE:
+            if chunk.key in settled and chunk.state == DONE:
                 runs[chunk.run_id] = chunk.tenant_id
         failed = False
         for run_id, tenant_id in runs.items():

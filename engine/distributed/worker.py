@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -364,14 +364,20 @@ class WorkerRuntime:
             for chunk in chunks:
                 self._after.add(chunk)
 
-    def _settle(self, key: ChunkKey, epoch: int, state: str) -> bool:
-        """Settle a chunk this worker ran and stop renewing its lease."""
+    def _settle(self, chunks: Sequence[Settled]) -> set[ChunkKey]:
+        """Settle chunks this worker ran (a statement for each end state among them) and
+        stop renewing their leases; returns those settled."""
         try:
-            return self.ledger.settle(key, epoch, state)
+            settled: set[ChunkKey] = set()
+            for state in dict.fromkeys(c.state for c in chunks):
+                ran = [(c.key, c.epoch) for c in chunks if c.state == state]
+                settled |= self.ledger.settle_all(ran, state)
+            return settled
         finally:
             with self._lock:
-                if self._held.get(key) == epoch:
-                    del self._held[key]
+                for chunk in chunks:
+                    if self._held.get(chunk.key) == chunk.epoch:
+                        del self._held[chunk.key]
 
     def _mark_running(self, run_id: str) -> None:
         """The run is running (its first chunk here writes it; the others need not)."""

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from engine.catalog import ResolvedCheck
 from engine.contract import Status
-from engine.distributed.chunks import MAX_ATTEMPTS, ChunkKey
+from engine.distributed.chunks import DROPPED, MAX_ATTEMPTS, ChunkKey
 from engine.distributed.ledger import DISPATCH_LOCK, ChunkLedger
 from engine.models import IndexedRow, Limits, ResultCallback, RowResult
 from engine.runs.executors import Executors
@@ -360,6 +360,29 @@ def test_a_windowed_pass_sends_the_chunks_that_start_a_job_first(store: SqlStore
     in_rows = ledger.dispatch(lambda t: 3 if t == plain.tenant_id else 0, 60)
     assert in_rows is not None
     assert [m["key"][2] for m in in_rows if m["spec"]["run_id"] == plain.id] == [0, 1, 2]
+
+
+def test_a_jobs_chunks_settle_in_one_statement_each_under_its_epoch(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "settle-all"), 400)
+    ledger.plan(run, [Limits()], 100)
+    sent = ledger.dispatch(lambda _t: 1, 60)
+    assert sent is not None
+    key = ChunkKey(*sent[0]["key"])
+    assert ledger.claim(key, sent[0]["epoch"], "w1", 30)
+    along = ledger.claim_along(key, 3, "w1", 30)
+    assert len(along) == 3
+    held = [(key, sent[0]["epoch"]), *((a.key, a.epoch) for a in along)]
+    stale = (along[1].key, along[1].epoch - 1)  # an epoch it no longer runs under
+    assert ledger.settle_all([held[0], held[1], stale, held[3]]) == {
+        key,
+        along[0].key,
+        along[2].key,
+    }
+    assert ledger.unfinished(run.id) == 1  # the one given with a stale epoch
+    assert ledger.settle_all([held[2]], DROPPED) == {along[1].key}
+    assert ledger.settle_all(held) == set()  # settled already: none is running
+    assert ledger.settle_all([]) == set()
 
 
 def test_chunks_taken_along_by_a_dead_worker_go_back_to_pending(store: SqlStore) -> None:

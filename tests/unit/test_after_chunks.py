@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from engine.distributed.after import AfterChunks, Settled
 from engine.distributed.chunks import DONE, DROPPED, ChunkKey
@@ -18,15 +19,21 @@ class Calls:
         self.settle_fails: set[int] = set()
         self.complete_fails = 0
         self.tenants: list[set[str]] = []  # each dispatch's tenants
+        self.batches: list[list[int]] = []  # each settle's chunks
         self.gate = threading.Event()
         self.gate.set()
+        self.entered = threading.Event()  # a settle began
 
-    def settle(self, key: ChunkKey, epoch: int, state: str) -> bool:
+    def settle(self, chunks: Sequence[Settled]) -> set[ChunkKey]:
+        """One batch: all settled but those not ours, or none when one of them fails."""
+        self.entered.set()
         self.gate.wait(5)
-        self.log.append(("settle", str(key.chunk_no), state))
-        if key.chunk_no in self.settle_fails:
+        self.batches.append([c.key.chunk_no for c in chunks])
+        for c in chunks:
+            self.log.append(("settle", str(c.key.chunk_no), c.state))
+        if any(c.key.chunk_no in self.settle_fails for c in chunks):
             raise StorageError("database down")
-        return key.chunk_no not in self.not_ours
+        return {c.key for c in chunks if c.key.chunk_no not in self.not_ours}
 
     def complete(self, tenant_id: str, run_id: str) -> None:
         self.log.append(("complete", tenant_id, run_id))
@@ -65,6 +72,21 @@ def test_chunks_settle_in_order_then_their_runs_finish_then_one_dispatch_pass() 
     assert len(completes) <= 3 and calls.log.count(("dispatch",)) <= 2  # batched, not per chunk
 
 
+def test_chunks_handed_over_during_a_settle_settle_together_after_it() -> None:
+    calls = Calls()
+    calls.gate.clear()
+    after = AfterChunks(calls.settle, calls.complete, calls.dispatch)
+    after.add(chunk(0))
+    assert calls.entered.wait(5)  # the thread is settling chunk 0
+    for no in (1, 2, 3):  # a job's chunk and two it took along
+        after.add(chunk(no))
+    calls.gate.set()
+    assert after.idle(5)
+    after.close()
+    assert calls.batches == [[0], [1, 2, 3]]
+    assert calls.log.count(("complete", "t1", "run_a")) == 2  # once a batch
+
+
 def test_a_dropped_or_stale_chunk_does_not_finish_its_run_but_still_refills() -> None:
     calls = Calls()
     calls.not_ours = {1}  # re-queued meanwhile: settle answers False
@@ -78,19 +100,22 @@ def test_a_dropped_or_stale_chunk_does_not_finish_its_run_but_still_refills() ->
     assert calls.log.count(("dispatch",)) == 2
 
 
-def test_a_failed_settle_does_not_stop_the_others() -> None:
+def test_a_failed_settle_does_not_stop_later_ones() -> None:
     calls = Calls()
     calls.settle_fails = {0}
-    calls.gate.clear()
     after = AfterChunks(calls.settle, calls.complete, calls.dispatch)
     after.add(chunk(0))
+    after.add(chunk(3))  # settled with chunk 0 or after it: the batch or its own
+    assert after.idle(5)
     after.add(chunk(1, run="run_b"))
-    calls.gate.set()
     assert after.idle(5)
     after.close()
     assert ("settle", "1", DONE) in calls.log
-    # the chunk that did not settle keeps its lease to expire; its run is not looked at
-    assert [entry for entry in calls.log if entry[0] == "complete"] == [("complete", "t1", "run_b")]
+    # chunks that did not settle keep their leases to expire; their run is not looked at
+    completes = [entry for entry in calls.log if entry[0] == "complete"]
+    assert ("complete", "t1", "run_b") in completes
+    if calls.batches[0] == [0, 3]:
+        assert completes == [("complete", "t1", "run_b")]
 
 
 def test_a_run_that_could_not_be_finished_is_looked_at_again() -> None:

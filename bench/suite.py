@@ -459,7 +459,7 @@ class Bench:
         self.results.distributed = bench_distributed.run_all(
             rows=cfg.distributed_rows,
             score_requests=cfg.distributed_requests,
-            per_core_rows=max(cfg.distributed_rows // 5, 1000),
+            per_core_rows=cfg.distributed_rows,
         )
 
 

@@ -104,9 +104,10 @@ SETTLE_SQL = (
     f"AND run_chunks.state = '{RUNNING}' "
     "RETURNING run_chunks.run_id, run_chunks.check_index, run_chunks.chunk_no"
 )
-#: The run's lowest chunks of one check that no worker has started (pending, or queued: the
-#: queued one's message then finds it taken, a stale message), with attempts left, taken by
-#: the worker that runs that check's chunk ``chunk_no`` as part of the same job. The pick is
+#: The run's chunks of one check that no worker has started (pending, or queued: the queued
+#: one's message then finds it taken, a stale message), with attempts left, those after
+#: ``chunk_no`` first and then the lowest before it, taken by the worker that runs that
+#: check's chunk ``chunk_no`` as part of the same job. The pick is
 #: materialised once (its LIMIT holds), its row locks taken with SKIP LOCKED, and the state
 #: tested again in the UPDATE: a dispatch pass at the same time sends none of them, and two
 #: workers never take the same one.

@@ -93,16 +93,26 @@ INSERT_SQL = (
     f"AS v({', '.join(INSERT_COLUMNS)}) "
     "ON CONFLICT DO NOTHING RETURNING chunk_no"
 )
-#: Running chunks (each under its epoch) to one end state, in one statement; returns the keys
-#: of those settled (a chunk re-queued meanwhile runs under another epoch: not settled).
-SETTLE_SQL = (
-    "UPDATE run_chunks SET state = %(state)s, lease_until = NULL "  # nosec B608
+#: The chunks of a list (``runs``, ``checks``, ``nos`` and ``epochs`` side by side) that are
+#: running under the epoch given with each: what a worker holds (settled or handed back).
+HELD_CHUNKS = (
     "FROM unnest(%(runs)s::text[], %(checks)s::int[], %(nos)s::int[], %(epochs)s::int[]) "
     "AS s(run_id, check_index, chunk_no, epoch) "
     "WHERE run_chunks.run_id = s.run_id AND run_chunks.check_index = s.check_index "
     "AND run_chunks.chunk_no = s.chunk_no AND run_chunks.epoch = s.epoch "
     f"AND run_chunks.state = '{RUNNING}' "
-    "RETURNING run_chunks.run_id, run_chunks.check_index, run_chunks.chunk_no"
+)
+#: Held chunks to one end state, in one statement; returns the keys of those settled (a
+#: chunk re-queued meanwhile runs under another epoch: not settled).
+SETTLE_SQL = (
+    "UPDATE run_chunks SET state = %(state)s, lease_until = NULL "  # nosec B608
+    + HELD_CHUNKS
+    + "RETURNING run_chunks.run_id, run_chunks.check_index, run_chunks.chunk_no"
+)
+#: Held chunks pending again at once, in one statement.
+RELEASE_SQL = (
+    f"UPDATE run_chunks SET state = '{PENDING}', worker = NULL, lease_until = NULL "  # nosec B608
+    + HELD_CHUNKS
 )
 #: The run's chunks of one check that no worker has started (pending, or queued: the queued
 #: one's message then finds it taken, a stale message), with attempts left, those after
@@ -130,6 +140,16 @@ QUEUED_OF_SQL = (
     "SELECT tenant_id, count(*) FROM run_chunks "  # nosec B608
     f"WHERE state = '{QUEUED}' AND tenant_id = ANY(%(tenants)s) GROUP BY tenant_id"
 )
+
+
+def _held(held: Sequence[tuple[ChunkKey, int]]) -> dict[str, list[Any]]:
+    """The parameters of :data:`HELD_CHUNKS` for ``(key, epoch)`` pairs."""
+    return {
+        "runs": [k.run_id for k, _ in held],
+        "checks": [k.check_index for k, _ in held],
+        "nos": [k.chunk_no for k, _ in held],
+        "epochs": [e for _, e in held],
+    }
 
 
 def _where(key: ChunkKey) -> Any:
@@ -436,25 +456,17 @@ class ChunkLedger:
         returns those settled."""
         if not held:
             return set()
-        params = {
-            "state": state,
-            "runs": [k.run_id for k, _ in held],
-            "checks": [k.check_index for k, _ in held],
-            "nos": [k.chunk_no for k, _ in held],
-            "epochs": [e for _, e in held],
-        }
         with self._connect() as conn:
-            found = conn.exec_driver_sql(SETTLE_SQL, params).all()
+            found = conn.exec_driver_sql(SETTLE_SQL, {**_held(held), "state": state}).all()
         return {ChunkKey(str(r), int(c), int(n)) for r, c, n in found}
 
-    def release(self, key: ChunkKey, epoch: int) -> None:
-        """Hand a running chunk back (the worker is shutting down): pending at once."""
-        with self._begin() as conn:
-            conn.execute(
-                update(CHUNKS)
-                .where(_where(key), CHUNKS.c.epoch == epoch, CHUNKS.c.state == RUNNING)
-                .values(state=PENDING, worker=None, lease_until=None)
-            )
+    def release(self, held: Sequence[tuple[ChunkKey, int]]) -> None:
+        """Hand running chunks back, each under its epoch (the worker is shutting down, or
+        the database went away mid-job): pending at once, in one statement."""
+        if not held:
+            return
+        with self._connect() as conn:
+            conn.exec_driver_sql(RELEASE_SQL, _held(held))
 
     def unfinished(self, run_id: str) -> int:
         """Chunks of the run not yet done (dropped ones count: the run stopped)."""

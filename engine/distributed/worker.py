@@ -351,10 +351,9 @@ class WorkerRuntime:
             for key, _ in chunks:
                 self._held.pop(key, None)
         try:
-            for key, epoch in chunks:
-                self.ledger.release(key, epoch)
+            self.ledger.release(chunks)
         except ScoreboxError as again:
-            log.warning("could not hand the chunk back (its lease will expire): %s", again)
+            log.warning("could not hand the chunks back (their leases will expire): %s", again)
 
     def _fail_then_settle(self, chunks: list[Settled], error: str) -> None:
         """Fail the chunks' run, and settle the chunks even when that raised."""

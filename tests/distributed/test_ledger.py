@@ -385,6 +385,31 @@ def test_a_jobs_chunks_settle_in_one_statement_each_under_its_epoch(store: SqlSt
     assert ledger.settle_all([]) == set()
 
 
+def test_a_workers_chunks_go_back_to_pending_in_one_statement(store: SqlStore) -> None:
+    ledger = ChunkLedger(store.engine)
+    run = _run(store, _tenant(store, "release"), 400)
+    ledger.plan(run, [Limits()], 100)
+    sent = ledger.dispatch(lambda _t: 1, 60)
+    assert sent is not None
+    key = ChunkKey(*sent[0]["key"])
+    assert ledger.claim(key, sent[0]["epoch"], "w1", 30)
+    along = ledger.claim_along(key, 3, "w1", 30)
+    stale = (along[0].key, along[0].epoch - 1)  # an epoch it no longer runs under
+    ledger.release([(key, sent[0]["epoch"]), stale, *((a.key, a.epoch) for a in along[1:])])
+    with store.engine.connect() as conn:
+        states: dict[int, str] = dict(
+            conn.execute(
+                text(
+                    "SELECT chunk_no, state || ':' || coalesce(worker, '') FROM run_chunks "
+                    "WHERE run_id = :r"
+                ),
+                {"r": run.id},
+            ).all()
+        )
+    assert states == {0: "pending:", 1: "running:w1", 2: "pending:", 3: "pending:"}
+    ledger.release([])
+
+
 def test_chunks_taken_along_by_a_dead_worker_go_back_to_pending(store: SqlStore) -> None:
     ledger = ChunkLedger(store.engine)
     run = _run(store, _tenant(store, "along-dead"), 400)

@@ -182,7 +182,7 @@ def test_chunks_taken_along_share_their_chunks_end(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(module, "execute_chunk", unavailable)
     runtime = _worker()
     runtime.ledger = Ledger(list(ALONG))
-    runtime.ledger.release = lambda key, epoch: released.append((key, epoch))
+    runtime.ledger.release = released.extend
     runtime._runs.set_pace("run_1", 0, 1e-4)
     assert runtime.run_chunk(MESSAGE) == "deferred"
     assert released == [(KEY, 3), *((a.key, a.epoch) for a in ALONG)]

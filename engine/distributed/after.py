@@ -106,13 +106,14 @@ class AfterChunks:
 
     def _work(self, chunks: list[Settled], runs: dict[str, str]) -> None:
         tenants: set[str] = set()  # whose slots the settled chunks freed
+        settled: set[ChunkKey] = set()
         try:
-            settled = self._settle(chunks)
+            if chunks:  # none when only runs are looked at again
+                settled = self._settle(chunks)
         except ScoreboxError as exc:  # their leases expire: sent again, their rows found stored
-            first = chunks[0].key.as_tuple() if chunks else ("-", 0, 0)
+            first = chunks[0].key.as_tuple()
             log.warning("could not settle %d chunks (%s:%d:%d...): %s", len(chunks), *first, exc)
             chunks = []
-            settled = set()
         for chunk in chunks:
             tenants.add(chunk.tenant_id)
             if chunk.key in settled and chunk.state == DONE:

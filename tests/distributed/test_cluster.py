@@ -58,9 +58,11 @@ def _assert_exactly_once(cluster: Cluster, run_id: str, rows: int, body: dict[st
 
 def test_big_run_spreads_over_both_workers_fairly_with_score_meanwhile(cluster: Cluster) -> None:
     _full(cluster)
-    # long next to a container start (up to ~2 s on a busy CI host): B's first request needs a
-    # fresh container for its tenant, and fairness is about scheduling, not about that start
-    rows_a = 40_000
+    # long next to a container start (up to ~2 s on a busy CI host): B's first request on each
+    # worker needs a fresh container for its tenant, and fairness is about scheduling, not
+    # about that start. A fast check's chunks run 5,000 rows a job: 40,000 rows took 2.1 s on
+    # a fast 2-core host, and one cold start of B's (777 ms) covered 16,500 of them.
+    rows_a = 200_000
     a, b = cluster.tenant("big"), cluster.tenant("small")
     with cluster.client("api1", a) as ca, cluster.client("api2", b) as cb:
         ready = ca.get("/readyz")  # an API node: database and broker, no Docker engine
@@ -73,7 +75,7 @@ def test_big_run_spreads_over_both_workers_fairly_with_score_meanwhile(cluster: 
         assert reply.status_code == 202, reply.text
         run_a = reply.json()["id"]
         wait_done(ca, run_a, 1)
-        # tenant B: a 10-row run submitted behind A's 80 chunks, and /v1/score requests
+        # tenant B: a 10-row run submitted behind A's 400 chunks, and /v1/score requests
         small = [{"model_output": "yes"}] * 10
         run_b = cb.post("/v1/runs", json={"checks": ["t"], "rows": small}).json()["id"]
         latencies = []
@@ -111,7 +113,7 @@ def test_big_run_spreads_over_both_workers_fairly_with_score_meanwhile(cluster: 
     assert all(n > 0 for n in by_worker.values())
     assert a_when_b_done < rows_a, "A finished before B: the fairness case measured nothing"
     # fair feeding, not FIFO: A's chunks went to the broker a few at a time, so many of them
-    # were handed out only after B's run had finished (FIFO would have queued all 80 first)
+    # were handed out only after B's run had finished (FIFO would have queued all 400 first)
     b_finished = cluster.sql("SELECT finished_at FROM runs WHERE id = :r", r=run_b)[0][0]
     a_after_b = cluster.sql(
         "SELECT COUNT(*) FROM run_chunks WHERE run_id = :r AND dispatched_at > :t",

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from engine.contract import Status
 from engine.llm.client import Completion, Usage
 from engine.llm.usage import UsageMeter
 from engine.models import RowResult
+from engine.runs import work
 from engine.runs.metrics import Metrics
 from engine.runs.work import FLUSH_ROWS, USAGE_WRITE_SECONDS, ResultWriter, WrittenMeter
 from engine.storage import new_id, open_store
@@ -21,7 +24,12 @@ def _call(meter: UsageMeter) -> None:
     meter.record(Completion("yes", "m", Usage(prompt_tokens=7, completion_tokens=3)))
 
 
-def test_usage_is_stored_with_each_write_of_results(database_url: str) -> None:
+def test_usage_is_stored_with_each_write_of_results(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # writes come by row count only here: on a loaded machine 5,000 adds can take longer
+    # than FLUSH_SECONDS, and a write by time would split the batches this test counts
+    monkeypatch.setattr(work, "FLUSH_SECONDS", 3600.0)
     store = open_store(database_url)
     try:
         tenant = store.create_tenant(f"usage-{new_id('t')}")

@@ -2,6 +2,7 @@
 
     python -m bench.bench_distributed [--rows 100000] [--score-requests 60]
     python -m bench.bench_distributed --per-core-only [--per-core-rows 100000] [--kinds trivial]
+    python -m bench.bench_distributed --start-only [--start-runs 20]
 
 Starts a throwaway PostgreSQL and Redis (``scripts/postgres.sh``,
 ``scripts/redis.sh``; or uses ``SCOREBOX_TEST_POSTGRES_URL`` and
@@ -18,7 +19,10 @@ and rows/s per worker core (one worker, one slot) for a trivial and a realistic 
 beside the same rows embedded with one slot (``SCOREBOX_MAX_PARALLEL_JOBS=1``): the two
 alternate :data:`PER_CORE_ROUNDS` times and the figures are medians.
 Prints a Markdown table; ``run_all()`` returns the figures for ``python -m bench``.
-``--per-core-only`` measures only the per-core lines.
+``--per-core-only`` measures only the per-core lines. ``--start-only`` measures only how
+soon a small run is done: ``--start-runs`` runs of one 100-row chunk each, one worker with
+one slot beside embedded with one slot, from the submit to ``finished_at`` (and to the
+``202``), medians; what a worker adds there is the way a run's first chunk goes to it.
 """
 
 from __future__ import annotations
@@ -186,15 +190,20 @@ def _run_rate(client: httpx.Client, check: str, rows: list[dict[str, Any]]) -> f
     started = time.time()
     reply = client.post("/v1/runs", json={"checks": [check], "rows": rows})
     reply.raise_for_status()
-    run_id = reply.json()["id"]
+    body = _finished(client, reply.json()["id"])
+    return len(rows) / (datetime.fromisoformat(body["finished_at"]).timestamp() - started)
+
+
+def _finished(client: httpx.Client, run_id: str, poll_seconds: float = 0.2) -> dict[str, Any]:
+    """The run once it has ended (RuntimeError unless it succeeded)."""
     while True:
-        body = client.get(f"/v1/runs/{run_id}").json()
+        body: dict[str, Any] = client.get(f"/v1/runs/{run_id}").json()
         if body["status"] not in ("queued", "running"):
             break
-        time.sleep(0.2)
+        time.sleep(poll_seconds)
     if body["status"] != "succeeded":
         raise RuntimeError(f"run {run_id} ended {body['status']}: {body.get('error')}")
-    return len(rows) / (datetime.fromisoformat(body["finished_at"]).timestamp() - started)
+    return body
 
 
 def _latencies(client: httpx.Client, count: int, check: str) -> list[float]:
@@ -209,14 +218,10 @@ def _latencies(client: httpx.Client, count: int, check: str) -> list[float]:
     return samples
 
 
-def measure(
-    setup: Setup,
-    pg: str,
-    redis_url: str,
-    rows: int,
-    score_requests: int,
-    realistic: bool = False,
-) -> dict[str, Any]:
+@contextmanager
+def _cluster(setup: Setup, pg: str, redis_url: str) -> Iterator[httpx.Client]:
+    """``setup``'s nodes on a fresh database, and a client of its API node (the bench's
+    tenant, both checks pushed); every node stopped at exit."""
     with _database(pg) as database_url, tempfile.TemporaryDirectory() as tmp:
         env = {
             **os.environ,
@@ -251,26 +256,93 @@ def measure(
             ) as client:
                 for name, source in (("trivial", TRIVIAL), ("realistic", REALISTIC)):
                     client.post("/v1/checks", json={"name": name, "source": source})
-                out: dict[str, Any] = {"setup": setup.name}
-                if score_requests:
-                    samples = _latencies(client, score_requests, "trivial")
-                    out["score_p50_ms"] = statistics.median(samples)
-                    out["score_p90_ms"] = statistics.quantiles(samples, n=10)[-1]
-                    # a built-in runs in process: what the queue itself costs
-                    samples = _latencies(client, score_requests, "is_json")
-                    out["builtin_p50_ms"] = statistics.median(samples)
-                    out["builtin_p90_ms"] = statistics.quantiles(samples, n=10)[-1]
-                data = [
-                    {
-                        "model_output": (SENTENCE * 3) + ("yes" if i % 2 else "no"),
-                        "scenario_result": SENTENCE * 2,
-                    }
-                    for i in range(rows)
-                ]
-                out["rows_per_s"] = _run_rate(client, "realistic" if realistic else "trivial", data)
-                return out
+                yield client
         finally:
             nodes.close()
+
+
+def measure(
+    setup: Setup,
+    pg: str,
+    redis_url: str,
+    rows: int,
+    score_requests: int,
+    realistic: bool = False,
+) -> dict[str, Any]:
+    with _cluster(setup, pg, redis_url) as client:
+        out: dict[str, Any] = {"setup": setup.name}
+        if score_requests:
+            samples = _latencies(client, score_requests, "trivial")
+            out["score_p50_ms"] = statistics.median(samples)
+            out["score_p90_ms"] = statistics.quantiles(samples, n=10)[-1]
+            # a built-in runs in process: what the queue itself costs
+            samples = _latencies(client, score_requests, "is_json")
+            out["builtin_p50_ms"] = statistics.median(samples)
+            out["builtin_p90_ms"] = statistics.quantiles(samples, n=10)[-1]
+        data = [
+            {
+                "model_output": (SENTENCE * 3) + ("yes" if i % 2 else "no"),
+                "scenario_result": SENTENCE * 2,
+            }
+            for i in range(rows)
+        ]
+        out["rows_per_s"] = _run_rate(client, "realistic" if realistic else "trivial", data)
+        return out
+
+
+#: Rows of each run ``--start-only`` times: one chunk (``SCOREBOX_RUN_CHUNK_ROWS``).
+START_ROWS = 100
+
+
+def _start_latencies(setup: Setup, pg: str, redis_url: str, runs: int) -> dict[str, float]:
+    """Medians of ``runs`` small runs of ``setup`` (after three to warm up), in ms: from
+    the submit to the ``202`` and to the run's ``finished_at``."""
+    rows = [{"model_output": SENTENCE + ("yes" if i % 2 else "no")} for i in range(START_ROWS)]
+    accepted: list[float] = []
+    finished: list[float] = []
+    with _cluster(setup, pg, redis_url) as client:
+        for n in range(runs + 3):
+            started = time.time()
+            reply = client.post("/v1/runs", json={"checks": ["trivial"], "rows": rows})
+            reply.raise_for_status()
+            answered = time.time()
+            body = _finished(client, reply.json()["id"], poll_seconds=0.02)
+            done = datetime.fromisoformat(body["finished_at"]).timestamp()
+            if n >= 3:
+                accepted.append((answered - started) * 1000)
+                finished.append((done - started) * 1000)
+            time.sleep(0.3)  # the slot idle again, as for a run that comes on its own
+    return {"accepted_ms": statistics.median(accepted), "finished_ms": statistics.median(finished)}
+
+
+def start_only(runs: int = 20) -> dict[str, Any]:
+    """``--start-only``: small runs' submit-to-finish, one worker's and embedded's with one
+    slot each, the two setups in turn twice (medians of each setup's runs)."""
+    out: dict[str, list[dict[str, float]]] = {"worker": [], "embedded": []}
+    with (
+        _service("postgres.sh", "SCOREBOX_TEST_POSTGRES_URL") as pg,
+        _service("redis.sh", "SCOREBOX_TEST_REDIS_URL") as redis_url,
+    ):
+        for _ in range(2):
+            out["worker"].append(_start_latencies(Setup("1 worker", 1, 1), pg, redis_url, runs))
+            out["embedded"].append(_start_latencies(Setup("embedded", 0, 1), pg, redis_url, runs))
+    return {"start_runs": runs, "start_rounds": out}
+
+
+def render_start(figures: dict[str, Any]) -> str:
+    lines = [
+        f"a run of {START_ROWS} rows (one chunk), one slot, medians of "
+        f"{figures['start_runs']} runs a round:",
+        "",
+        "| setup | round | submit to 202 | submit to finished_at |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, rounds in figures["start_rounds"].items():
+        for n, found in enumerate(rounds, 1):
+            lines.append(
+                f"| {name} | {n} | {found['accepted_ms']:.1f} ms | {found['finished_ms']:.1f} ms |"
+            )
+    return "\n".join(lines)
 
 
 #: Worker and embedded runs alternate this many times for each check kind, and the figures
@@ -411,7 +483,16 @@ def main() -> None:
         default="trivial,realistic",
         help="with --per-core-only: the check kinds to measure (comma list)",
     )
+    parser.add_argument(
+        "--start-only",
+        action="store_true",
+        help="only small runs' submit-to-finish, one worker beside embedded (one slot each)",
+    )
+    parser.add_argument("--start-runs", type=int, default=20)
     args = parser.parse_args()
+    if args.start_only:
+        print(render_start(start_only(args.start_runs)))
+        return
     if args.per_core_only:
         kinds = tuple(k for k in args.kinds.split(",") if k)
         print(render_per_core(per_core_only(args.per_core_rows, kinds)))

@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from engine.catalog import ResolvedCheck
 from engine.contract import Status
-from engine.distributed.chunks import DROPPED, MAX_ATTEMPTS, ChunkKey
+from engine.distributed.chunks import DROPPED, MAX_ATTEMPTS, Along, ChunkKey
 from engine.distributed.ledger import DISPATCH_LOCK, ChunkLedger
 from engine.models import IndexedRow, Limits, ResultCallback, RowResult
 from engine.runs.executors import Executors
@@ -362,17 +362,26 @@ def test_a_windowed_pass_sends_the_chunks_that_start_a_job_first(store: SqlStore
     assert [m["key"][2] for m in in_rows if m["spec"]["run_id"] == plain.id] == [0, 1, 2]
 
 
-def test_a_jobs_chunks_settle_in_one_statement_each_under_its_epoch(store: SqlStore) -> None:
+def _held_by_w1(
+    store: SqlStore, name: str, most: int, lease_seconds: float = 30
+) -> tuple[ChunkLedger, Run, tuple[ChunkKey, int], list[Along]]:
+    """A run of four 100-row chunks: the one dispatched, claimed by ``w1`` (its key and
+    epoch), and the chunks ``w1`` took along with it (up to ``most``)."""
     ledger = ChunkLedger(store.engine)
-    run = _run(store, _tenant(store, "settle-all"), 400)
+    run = _run(store, _tenant(store, name), 400)
     ledger.plan(run, [Limits()], 100)
     sent = ledger.dispatch(lambda _t: 1, 60)
-    assert sent is not None
-    key = ChunkKey(*sent[0]["key"])
-    assert ledger.claim(key, sent[0]["epoch"], "w1", 30)
-    along = ledger.claim_along(key, 3, "w1", 30)
+    assert sent is not None and len(sent) == 1
+    claimed = (ChunkKey(*sent[0]["key"]), int(sent[0]["epoch"]))
+    assert ledger.claim(*claimed, "w1", lease_seconds)
+    return ledger, run, claimed, ledger.claim_along(claimed[0], most, "w1", lease_seconds)
+
+
+def test_a_jobs_chunks_settle_in_one_statement_each_under_its_epoch(store: SqlStore) -> None:
+    ledger, run, claimed, along = _held_by_w1(store, "settle-all", 3)
+    key = claimed[0]
     assert len(along) == 3
-    held = [(key, sent[0]["epoch"]), *((a.key, a.epoch) for a in along)]
+    held = [claimed, *((a.key, a.epoch) for a in along)]
     stale = (along[1].key, along[1].epoch - 1)  # an epoch it no longer runs under
     assert ledger.settle_all([held[0], held[1], stale, held[3]]) == {
         key,
@@ -386,16 +395,9 @@ def test_a_jobs_chunks_settle_in_one_statement_each_under_its_epoch(store: SqlSt
 
 
 def test_a_workers_chunks_go_back_to_pending_in_one_statement(store: SqlStore) -> None:
-    ledger = ChunkLedger(store.engine)
-    run = _run(store, _tenant(store, "release"), 400)
-    ledger.plan(run, [Limits()], 100)
-    sent = ledger.dispatch(lambda _t: 1, 60)
-    assert sent is not None
-    key = ChunkKey(*sent[0]["key"])
-    assert ledger.claim(key, sent[0]["epoch"], "w1", 30)
-    along = ledger.claim_along(key, 3, "w1", 30)
+    ledger, run, claimed, along = _held_by_w1(store, "release", 3)
     stale = (along[0].key, along[0].epoch - 1)  # an epoch it no longer runs under
-    ledger.release([(key, sent[0]["epoch"]), stale, *((a.key, a.epoch) for a in along[1:])])
+    ledger.release([claimed, stale, *((a.key, a.epoch) for a in along[1:])])
     with store.engine.connect() as conn:
         states: dict[int, str] = dict(
             conn.execute(
@@ -411,14 +413,7 @@ def test_a_workers_chunks_go_back_to_pending_in_one_statement(store: SqlStore) -
 
 
 def test_chunks_taken_along_by_a_dead_worker_go_back_to_pending(store: SqlStore) -> None:
-    ledger = ChunkLedger(store.engine)
-    run = _run(store, _tenant(store, "along-dead"), 400)
-    ledger.plan(run, [Limits()], 100)
-    sent = ledger.dispatch(lambda _t: 1, 60)
-    assert sent is not None and len(sent) == 1
-    key = ChunkKey(*sent[0]["key"])
-    assert ledger.claim(key, sent[0]["epoch"], "w1", lease_seconds=0.2)
-    along = ledger.claim_along(key, 8, "w1", lease_seconds=0.2)
+    ledger, _, _, along = _held_by_w1(store, "along-dead", 8, lease_seconds=0.2)
     assert [a.key.chunk_no for a in along] == [1, 2, 3]
     time.sleep(0.4)  # w1 died with all four in hand
     again = ledger.dispatch(lambda _t: 8, 60)

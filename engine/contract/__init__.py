@@ -43,6 +43,7 @@ from engine.contract.params import (
     Signature,
     bind_arguments,
     missing_inputs,
+    parameters_of,
     resolve_entrypoint,
     signature_of,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "bind_arguments",
     "coerce_score",
     "missing_inputs",
+    "parameters_of",
     "resolve_entrypoint",
     "signature_of",
 ]

@@ -7,6 +7,7 @@ sandbox image (stdlib only).
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,36 +92,96 @@ def resolve_entrypoint(namespace: Mapping[str, Any]) -> tuple[Any, Signature]:
     return func, signature_of(func)
 
 
-def signature_of(func: Any) -> Signature:
-    """The contract signature of a callable, or :class:`EntrypointError` naming the defect."""
+#: One parameter as :func:`signature_of` reads it: its name, its kind, whether it has a default.
+Param = tuple[str, inspect._ParameterKind, bool]
+
+_POSITIONAL_ONLY = inspect.Parameter.POSITIONAL_ONLY
+_POSITIONAL_OR_KEYWORD = inspect.Parameter.POSITIONAL_OR_KEYWORD
+_VAR_POSITIONAL = inspect.Parameter.VAR_POSITIONAL
+_KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
+_VAR_KEYWORD = inspect.Parameter.VAR_KEYWORD
+_CO_VARARGS, _CO_VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
+def code_parameters(func: Any) -> list[Param] | None:
+    """The parameters of a plain function, or a method bound to one, read from its code
+    object as ``inspect.signature`` reads them; None for any other callable (a decorated
+    function, a partial, a callable object, a builtin...), which ``inspect`` reads instead.
+
+    In a process just forked (a check's, in the sandbox) ``inspect.signature`` touches
+    enough of the parent's memory to cost about a hundred copied pages; this costs a few.
+    """
+    bound = type(func) is types.MethodType
+    if bound:
+        func = func.__func__
+    # A function with attributes of its own may carry __wrapped__ or __signature__.
+    if type(func) is not types.FunctionType or func.__dict__:
+        return None
+    code = func.__code__
+    positional, posonly, kwonly = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    if bound and positional == 0:
+        return None  # nothing for the instance to bind to: inspect says what is wrong
+    names = code.co_varnames
+    defaults = len(func.__defaults__ or ())
+    kwdefaults = func.__kwdefaults__ or {}
+    params: list[Param] = []
+    for i in range(positional):
+        kind = _POSITIONAL_ONLY if i < posonly else _POSITIONAL_OR_KEYWORD
+        params.append((names[i], kind, i >= positional - defaults))
+    extra = positional + kwonly
+    if code.co_flags & _CO_VARARGS:
+        params.append((names[extra], _VAR_POSITIONAL, False))
+        extra += 1
+    for name in names[positional : positional + kwonly]:
+        params.append((name, _KEYWORD_ONLY, name in kwdefaults))
+    if code.co_flags & _CO_VARKEYWORDS:
+        params.append((names[extra], _VAR_KEYWORD, False))
+    return params[1:] if bound else params
+
+
+def inspect_parameters(func: Any) -> list[Param]:
+    """The parameters of any callable, through ``inspect.signature``."""
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError) as exc:
         raise EntrypointError(f"cannot read the signature of evaluate: {exc}") from exc
+    empty = inspect.Parameter.empty
+    return [(p.name, p.kind, p.default is not empty) for p in sig.parameters.values()]
+
+
+def parameters_of(func: Any) -> list[Param]:
+    """A callable's parameters in declaration order (:class:`EntrypointError` when they
+    cannot be read): from its code where it is a plain function, else through ``inspect``."""
+    params = code_parameters(func)
+    return inspect_parameters(func) if params is None else params
+
+
+def signature_of(func: Any) -> Signature:
+    """The contract signature of a callable, or :class:`EntrypointError` naming the defect."""
+    params = parameters_of(func)
     names: list[str] = []
     var_keyword = False
-    for param in sig.parameters.values():
-        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+    for name, kind, has_default in params:
+        if kind is _VAR_POSITIONAL:
             raise EntrypointError(
-                f"`*{param.name}` is not supported: arguments are bound by name; "
+                f"`*{name}` is not supported: arguments are bound by name; "
                 f"name the parameters you need from {', '.join(PARAMETER_NAMES)}"
             )
-        if param.kind is inspect.Parameter.VAR_KEYWORD:
+        if kind is _VAR_KEYWORD:
             var_keyword = True
             continue
-        if param.kind is inspect.Parameter.POSITIONAL_ONLY and param.name in PARAMETER_NAMES:
+        if kind is _POSITIONAL_ONLY and name in PARAMETER_NAMES:
             raise EntrypointError(
-                f"`{param.name}` is positional-only (declared before `/`): arguments are "
+                f"`{name}` is positional-only (declared before `/`): arguments are "
                 "bound by name, so remove the `/`"
             )
-        if param.name not in PARAMETER_NAMES:
-            if param.default is not inspect.Parameter.empty:
+        if name not in PARAMETER_NAMES:
+            if has_default:
                 continue  # a helper parameter with a default is left alone
             raise EntrypointError(
-                f"unknown parameter `{param.name}`; evaluate may take any of "
-                f"{', '.join(PARAMETER_NAMES)}"
+                f"unknown parameter `{name}`; evaluate may take any of {', '.join(PARAMETER_NAMES)}"
             )
-        names.append(param.name)
+        names.append(name)
     return Signature(tuple(names), var_keyword)
 
 

@@ -6,7 +6,9 @@ container is clean again (every process of that job killed, /tmp and /dev/shm em
 parent reads anything more), the parent forks the child of the next job at once.
 That child is confined like any other (:func:`~engine.harness.fork.fork_check`), loads the
 check from the source the parent kept (never the last job's rows), sends its ``loaded``
-record, and waits on a pipe for its job. When the job comes, and it is of the same check
+record, goes once through a job's path on no rows (:func:`~engine.harness.child.rehearse`:
+the parent's pages that path touches are copied now, not once the job is in), and waits
+on a pipe for its job. When the job comes, and it is of the same check
 and small enough, the parent writes the job down that pipe and watches the child as if it
 had just forked it: the fork and the load are off the job's path.
 
@@ -34,7 +36,7 @@ from typing import Any
 
 from engine.harness.blocks import Block, block_bytes
 from engine.harness.channel import Reader, encode_json
-from engine.harness.child import load_for, serve_rows
+from engine.harness.child import load_for, rehearse, serve_rows
 from engine.harness.fork import Forked, fork_check, kill_child
 from engine.harness.gateway import Gateway
 from engine.harness.reset import reset_or_raise
@@ -131,6 +133,9 @@ def serve_ahead(template: dict[str, Any], job_fd: int, out_fd: int, memory: mmap
     entry = load_for(template, out_fd, budget)
     if entry is None:
         return
+    import json  # noqa: PLC0415 (as receive_job's)
+
+    rehearse(entry, json.loads(encode_json({**template, "n": 0, "columns": {}})), budget)
     job = receive_job(job_fd)
     if job is None:
         return

@@ -85,14 +85,14 @@ class ColumnRow(Mapping[str, Any]):
 def _positional(func: Any, names: tuple[str, ...]) -> bool:
     """Whether ``func`` takes ``names`` as its leading positional parameters, in order."""
     try:
-        parameters = list(inspect.signature(func).parameters.values())
-    except (TypeError, ValueError):
+        parameters = contract.parameters_of(func)
+    except contract.EntrypointError:
         return False
     if len(parameters) < len(names):
         return False
     return all(
-        parameter.name == name and parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-        for parameter, name in zip(parameters, names, strict=False)
+        parameter == name and kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        for (parameter, kind, _), name in zip(parameters, names, strict=False)
     )
 
 

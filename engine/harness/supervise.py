@@ -31,6 +31,8 @@ from engine.harness.watchdog import WATCHDOG_GRACE_SECONDS, Watchdog, stop_child
 
 #: Statuses a check's own process may report; the others only the parent or the host know.
 CHILD_STATUSES = frozenset(status.value for status in contract.CHECK_STATUSES)
+#: The formats a load record may name (read once: an enum's iteration is slow).
+FORMAT_VALUES = frozenset(f.value for f in formats.Format)
 #: The end of what a check wrote to its raw descriptors, kept for crash messages.
 OUTPUT_TAIL_BYTES = 4096
 
@@ -468,7 +470,7 @@ class JobRun:
             params = [p for p in record.get("parameters", []) if isinstance(p, str)]
             loaded: dict[str, Any] = {"t": "loaded", "ok": True, "parameters": params[:16]}
             fmt, entry = record.get("format"), record.get("entry")
-            if fmt in {f.value for f in formats.Format} and isinstance(entry, str):
+            if fmt in FORMAT_VALUES and isinstance(entry, str):
                 loaded.update(format=fmt, entry=entry[:200])
             self.channel.send(loaded)
             self.loaded_sent = True

@@ -138,9 +138,10 @@ def serve_ahead(template: dict[str, Any], job_fd: int, out_fd: int, memory: mmap
     entry = load_for(template, out_fd, budget)
     if entry is None:
         return
-    import json  # noqa: PLC0415 (as receive_job's)
+    if not select.select([job_fd], [], [], 0)[0]:  # a job already in goes first
+        import json  # noqa: PLC0415 (as receive_job's)
 
-    rehearse(entry, json.loads(encode_json({**template, "n": 0, "columns": {}})), budget)
+        rehearse(entry, json.loads(encode_json({**template, "n": 0, "columns": {}})), budget)
     job = receive_job(job_fd)
     if job is None:
         return

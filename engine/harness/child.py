@@ -291,10 +291,11 @@ def rehearse(entry: Entry, job: dict[str, Any], budget: list[int]) -> None:
     In a child forked ahead, the first pass over that path copies the parent's pages it
     touches (every object's reference count is written): done here, while the container
     idles, it is off the path of the job that comes (about 40 pages, a quarter of a
-    millisecond of a one-row job's here). ``job`` is the job without rows, as decoded.
+    millisecond of a one-row job's here). ``job`` is a job of no rows (``n`` 0, no
+    ``columns``), as decoded.
     """
     with contextlib.suppress(Exception):
-        serve_rows(entry, {**job, "n": 0, "columns": {}}, 0, 0, -1, None, budget)
+        serve_rows(entry, job, 0, 0, -1, None, budget)
 
 
 #: (row k, status, ms, error, what it printed, score): one row's result on its way out.

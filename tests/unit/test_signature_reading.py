@@ -24,7 +24,9 @@ def parameter_lists(draw: st.DrawFn) -> str:
     pool = list(NAMES + OTHER)
     names = draw(st.permutations(pool))
     sizes = draw(st.tuples(*(st.integers(0, 2) for _ in range(3))))
-    posonly, positional, kwonly = (list(names[:0]) for _ in range(3))
+    posonly: list[str] = []
+    positional: list[str] = []
+    kwonly: list[str] = []
     at = 0
     for bucket, size in zip((posonly, positional, kwonly), sizes, strict=True):
         bucket.extend(names[at : at + size])

@@ -202,6 +202,43 @@ def test_a_line_slower_than_the_run_before_is_named_with_how_much() -> None:
     assert found.met is True  # the peers and the floor are the machine's, not scorebox's
     assert found.measured.startswith("none of ")
     assert "moved by a median of +50%" in found.measured
+    assert "within the spread" not in found.measured
+
+
+def _repeats(results: Results, samples: list[float]) -> Figure:
+    """The score_table line of 100,000 trivial rows of ``results``, its repeats set."""
+    figure = next(
+        f
+        for f in results.figures
+        if f.name == SCORE_TABLE and f.extra.get("kind") == "trivial" and f.extra["rows"] == 100_000
+    )
+    figure.samples[:] = samples
+    return figure
+
+
+def test_a_median_slower_within_the_repeats_spread_is_named_but_not_counted() -> None:
+    before = _results(fast=True)
+    _repeats(before, [1.0, 0.6, 1.4])
+    results = _results(fast=True)
+    _repeats(results, [1.3, 0.9, 1.6])  # the median 30% slower, the fastest repeat not
+    results.previous = _as_previous(before, "abc1234")
+    found = next(t for t in targets(results) if t.name.startswith("no line of scorebox"))
+    assert found.met is True
+    assert found.measured.startswith("none of ")
+    assert f"within the spread: {SCORE_TABLE} (trivial, 100,000) +30%" in found.measured
+    # every repeat slower than every one before is slower, however wide the spread
+    _repeats(results, [1.5, 1.45, 2.4])
+    found = next(t for t in targets(results) if t.name.startswith("no line of scorebox"))
+    assert found.met is False
+    assert f"{SCORE_TABLE} (trivial, 100,000) +50%" in found.measured
+    assert "within the spread" not in found.measured
+    # a latency line's median is of many calls: its spread is not the run's noise
+    latency = next(f for f in results.figures if f.kind == "latency" and f.name == LAT_RUN_CHECK)
+    latency.samples[:] = [v * 1.2 for v in latency.samples]
+    _repeats(results, [1.0, 0.6, 1.4])
+    found = next(t for t in targets(results) if t.name.startswith("no line of scorebox"))
+    assert found.met is False
+    assert f"{LAT_RUN_CHECK} +20%" in found.measured
 
 
 def test_targets_missed_when_scorebox_is_slow() -> None:
